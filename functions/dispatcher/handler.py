@@ -1,0 +1,20 @@
+"""Dispatcher: invoked once a minute by an EventBridge rule; enqueues the coming minute."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chronoq import app
+
+logger = Logger(service="chronoq-dispatcher")
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report = asdict(app.build().dispatch())
+    logger.info("dispatched", extra={"report": report, "tick": event.get("time")})
+    return report

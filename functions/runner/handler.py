@@ -1,0 +1,38 @@
+"""Runner: one attempt of a run's target, invoked by the run state machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict
+
+from chronoq.models import Target
+from chronoq.targets import run_http
+
+logger = Logger(service="chronoq-runner")
+
+
+class Attempt(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    job_id: str
+    run_id: str
+    scheduled_at: str
+    timeout_seconds: int
+    target: Target
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    attempt = Attempt.model_validate(event)
+    logger.append_keys(job_id=attempt.job_id, run_id=attempt.run_id)
+    headers = {
+        "X-Chronoq-Job-Id": attempt.job_id,
+        "X-Chronoq-Run-Id": attempt.run_id,
+        "X-Chronoq-Scheduled-At": attempt.scheduled_at,
+    }
+    result = run_http(attempt.target, attempt.timeout_seconds, headers)
+    logger.info("target answered", extra={"status_code": result["status_code"]})
+    return result

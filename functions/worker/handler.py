@@ -1,0 +1,38 @@
+"""Worker: takes SQS batches of due runs, claims each run once and starts its execution.
+
+A record that fails (for instance Step Functions throttling) is reported back as a partial
+batch failure and retried by SQS; the claim and the execution name keep retries harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chronoq import app
+from chronoq.models import RunMessage
+
+logger = Logger(service="chronoq-worker")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def start(record: SQSRecord) -> str:
+    message = RunMessage.model_validate_json(record.body)
+    outcome = app.build().start_run(message)
+    logger.info("run", extra={"run_id": message.run_id, "outcome": outcome})
+    return outcome
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=start, processor=processor, context=context
+    )

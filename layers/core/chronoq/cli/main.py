@@ -1,0 +1,71 @@
+"""The ``chronoq`` command: run the local system, mint local tokens."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from chronoq import resources as r
+
+
+def _local(args: argparse.Namespace) -> int:
+    from chronoq.local import tokens
+    from chronoq.local.system import LocalSystem
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    system = LocalSystem(
+        host=args.host, port=args.port, data_dir=args.data_dir, shards=args.shards,
+        tick_seconds=args.tick_seconds,
+    ).start()
+    token = tokens.mint(args.data_dir, args.user)
+    print(f"chronoq local listening on {system.url}", flush=True)
+    print(f"token for user {args.user!r} (chronoq token USER mints others):", flush=True)
+    print(token, flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    done.wait()
+    system.stop()
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from chronoq.local import tokens
+
+    print(tokens.mint(args.data_dir, args.user, args.ttl))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
+    commands = main.add_subparsers(dest="command", required=True)
+
+    local = commands.add_parser("local", help="run the whole system locally, on embedded AWS")
+    local.add_argument("--host", default="127.0.0.1")
+    local.add_argument("--port", type=int, default=8080)
+    local.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
+    local.add_argument("--shards", type=int, default=r.DEFAULT_SHARDS)
+    local.add_argument("--tick-seconds", type=float, default=1.0,
+                       help="how often the dispatcher is invoked (AWS: every 60 s)")
+    local.add_argument("--user", default="local-user", help="user of the token printed at start-up")
+    local.set_defaults(run=_local)
+
+    token = commands.add_parser("token", help="print a token for USER, valid for chronoq local")
+    token.add_argument("user")
+    token.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
+    token.add_argument("--ttl", type=int, default=7 * 24 * 3600, help="seconds the token is valid")
+    token.set_defaults(run=_token)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return int(args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

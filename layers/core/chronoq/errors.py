@@ -1,0 +1,24 @@
+"""Errors the service raises; the API maps each to one HTTP status in one place."""
+
+from __future__ import annotations
+
+
+class ChronoqError(Exception):
+    """Base of every error chronoq raises on purpose."""
+
+
+class NotFound(ChronoqError):
+    """The thing does not exist, or belongs to someone else (the two are not told apart)."""
+
+
+class InvalidRequest(ChronoqError):
+    """A well-formed request that cannot be accepted; ``field`` names the culprit."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class TargetError(ChronoqError):
+    """A run's target failed (the runner raises it so that the attempt fails)."""

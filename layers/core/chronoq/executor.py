@@ -1,0 +1,29 @@
+"""Step Functions adapter: start the run state machine, one execution per run id."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+
+class Executor:
+    def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
+        self._sfn = client
+        self._arn = state_machine_arn
+
+    def start(self, run_id: str, execution_input: dict[str, Any]) -> bool:
+        """Start the execution named ``run_id``. Starting it again with the same input is a
+        no-op (Step Functions answers with the same execution); False when an execution of
+        that name already exists with other input."""
+        try:
+            self._sfn.start_execution(
+                stateMachineArn=self._arn,
+                name=run_id,
+                input=json.dumps(execution_input, sort_keys=True),
+            )
+        except self._sfn.exceptions.ExecutionAlreadyExists:
+            return False
+        return True

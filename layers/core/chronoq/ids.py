@@ -1,0 +1,55 @@
+"""Identifiers and keys: job ids, deterministic run ids, shards and minute buckets."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import UTC, datetime, timedelta
+
+_RUN_STAMP = "%Y%m%dT%H%M%SZ"
+_BUCKET_MINUTE = "%Y%m%d%H%M"
+
+
+def new_job_id() -> str:
+    return "job_" + secrets.token_hex(8)
+
+
+def run_id(job_id: str, scheduled_at: datetime) -> str:
+    """The id of the run of ``job_id`` scheduled at ``scheduled_at``: the same inputs always
+    give the same id, so writing or dispatching an occurrence twice is harmless. Ids of one
+    job sort by time."""
+    return f"{job_id}_{scheduled_at.astimezone(UTC).strftime(_RUN_STAMP)}"
+
+
+def job_id_of_run(run_id_: str) -> str:
+    job_id, sep, stamp = run_id_.rpartition("_")
+    if not sep or not job_id.startswith("job_") or len(stamp) != 16:
+        raise ValueError(f"not a run id: {run_id_!r}")
+    return job_id
+
+
+def shard_of(job_id: str, shards: int) -> int:
+    digest = hashlib.blake2b(job_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def minute_of(instant: datetime) -> datetime:
+    return instant.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def bucket(minute: datetime, shard: int) -> str:
+    """Partition key of the schedule table: ``YYYYMMDDHHMM#SS``."""
+    return f"{minute_of(minute).strftime(_BUCKET_MINUTE)}#{shard:02d}"
+
+
+def minute_of_bucket(key: str) -> datetime:
+    return datetime.strptime(key.partition("#")[0], _BUCKET_MINUTE).replace(tzinfo=UTC)
+
+
+def minutes(first: datetime, last: datetime) -> list[datetime]:
+    """Every minute from ``first`` to ``last`` inclusive."""
+    out, current = [], minute_of(first)
+    while current <= last:
+        out.append(current)
+        current += timedelta(minutes=1)
+    return out

@@ -1,0 +1,152 @@
+"""The embedded AWS: moto, with every chronoq resource created from chronoq.resources."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+from chronoq import aws as chronoq_aws
+from chronoq import resources as r
+from chronoq.local.emulation import exact_wait_timestamps
+from chronoq.local.lambdas import LambdaRuntime, install_into_moto
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+PREFIX = "chronoq-local"
+
+
+def function_name(function: r.Function) -> str:
+    return f"{PREFIX}-{function.name}"
+
+
+@dataclass
+class LocalAWS:
+    """Starts moto in this process and creates the deployment's resources in it."""
+
+    shards: int = r.DEFAULT_SHARDS
+    env: dict[str, str] = field(default_factory=dict)
+    queue_urls: dict[str, str] = field(default_factory=dict)
+    state_machine_arn: str = ""
+    runtime: LambdaRuntime | None = None
+    _mock: Any = None
+
+    def start(self) -> LocalAWS:
+        from moto import mock_aws
+
+        os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+        os.environ["AWS_DEFAULT_REGION"] = REGION
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            os.environ[key] = "local"
+        os.environ.pop("AWS_PROFILE", None)
+        os.environ.pop("AWS_ENDPOINT_URL", None)
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+        chronoq_aws.reset()
+        exact_wait_timestamps()
+        self.runtime = LambdaRuntime(
+            {function_name(f): f for f in r.FUNCTIONS}, region=REGION, account=ACCOUNT
+        )
+        install_into_moto(self.runtime)
+        self._create()
+        os.environ.update(self.env)
+        return self
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        chronoq_aws.reset()
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+
+    def _create(self) -> None:
+        env: dict[str, str] = {r.ENV_SHARDS: str(self.shards)}
+        ddb = self.client("dynamodb")
+        for table in r.TABLES:
+            name = f"{PREFIX}-{table.id.lower()}"
+            keys = [(table.partition_key, "HASH")]
+            if table.sort_key:
+                keys.append((table.sort_key, "RANGE"))
+            attributes = {k for k, _ in keys}
+            indexes = []
+            for index in table.indexes:
+                index_keys = [(index.partition_key, "HASH")]
+                if index.sort_key:
+                    index_keys.append((index.sort_key, "RANGE"))
+                attributes |= {k for k, _ in index_keys}
+                indexes.append(
+                    {
+                        "IndexName": index.name,
+                        "KeySchema": [{"AttributeName": k, "KeyType": t} for k, t in index_keys],
+                        "Projection": {"ProjectionType": "ALL"},
+                    }
+                )
+            ddb.create_table(
+                TableName=name,
+                BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": k, "KeyType": t} for k, t in keys],
+                AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)],
+                **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
+            )
+            if table.ttl_attribute:
+                ddb.update_time_to_live(
+                    TableName=name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+                )
+            env[table.env] = name
+
+        sqs = self.client("sqs")
+        dlq_url = sqs.create_queue(QueueName=f"{PREFIX}-{r.DEAD_LETTER_QUEUE_ID.lower()}")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        for queue in r.QUEUES:
+            url = sqs.create_queue(
+                QueueName=f"{PREFIX}-{queue.id.lower()}",
+                Attributes={
+                    "VisibilityTimeout": str(queue.visibility_timeout_seconds),
+                    "RedrivePolicy": json.dumps(
+                        {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": queue.max_receive_count}
+                    ),
+                },
+            )["QueueUrl"]
+            self.queue_urls[queue.priority] = url
+            env[queue.env] = url
+
+        role = self.client("iam").create_role(
+            RoleName=f"{PREFIX}-role", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
+        )["Role"]["Arn"]
+        lam = self.client("lambda")
+        arns: dict[str, str] = {}
+        for function in r.FUNCTIONS:
+            code = io.BytesIO()
+            with zipfile.ZipFile(code, "w") as archive:
+                archive.write(function.handler_file, function.handler_file.name)
+            arns[function.name] = lam.create_function(
+                FunctionName=function_name(function),
+                Runtime=r.LAMBDA_RUNTIME,
+                Role=role,
+                Handler=function.handler,
+                Code={"ZipFile": code.getvalue()},
+                Timeout=function.timeout_seconds,
+                MemorySize=function.memory_mb,
+            )["FunctionArn"]
+
+        definition = r.STATE_MACHINE.definition(
+            {
+                r.ASL_RUNS_TABLE: env[r.RUNS_TABLE.env],
+                r.ASL_RUNNER_FUNCTION: arns[r.RUNNER_FUNCTION.name],
+            }
+        )
+        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
+            name=f"{PREFIX}-run", definition=definition, roleArn=role
+        )["stateMachineArn"]
+        env[r.ENV_STATE_MACHINE_ARN] = self.state_machine_arn
+        self.env = env

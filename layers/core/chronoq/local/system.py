@@ -1,0 +1,73 @@
+"""``chronoq local``: the whole system in one process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chronoq import resources as r
+from chronoq.local import tokens
+from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.drivers import QueuePoller, Ticker
+from chronoq.local.gateway import serve
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class LocalSystem:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path(".chronoq")
+    shards: int = r.DEFAULT_SHARDS
+    tick_seconds: float = 1.0
+    aws: LocalAWS = field(init=False)
+    ticker: Ticker = field(init=False)
+    _halt: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _server: Any = None
+
+    def invoke(self, function: r.Function, event: Any) -> Any:
+        assert self.aws.runtime is not None
+        return self.aws.runtime.invoke(function_name(function), event)
+
+    def start(self) -> LocalSystem:
+        self.aws = LocalAWS(shards=self.shards).start()
+        sqs = self.aws.client("sqs")
+        self.ticker = Ticker(lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt)
+        self._threads = [self.ticker]
+        for priority in r.PRIORITIES:
+            self._threads.append(
+                QueuePoller(
+                    sqs,
+                    self.aws.queue_urls[priority],
+                    lambda e: self.invoke(r.WORKER_FUNCTION, e),
+                    self._halt,
+                )
+            )
+        self._server = serve(
+            self.host, self.port, tokens.secret(self.data_dir), lambda e: self.invoke(r.API_FUNCTION, e)
+        )
+        self.port = self._server.server_address[1]
+        self._threads.append(
+            threading.Thread(target=self._server.serve_forever, name="gateway", daemon=True)
+        )
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._halt.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.aws.stop()

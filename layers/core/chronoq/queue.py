@@ -1,0 +1,55 @@
+"""SQS adapter: one queue per priority, batched sends with per-message delays."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from chronoq import resources as r
+from chronoq.models import Priority, RunMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
+
+
+class QueueError(Exception):
+    """SQS refused some messages."""
+
+
+def delay_seconds(scheduled_at: datetime, now: datetime) -> int:
+    """Seconds to hold a run back so that it reaches a worker shortly before it is due (the
+    state machine then waits for the exact second); clamped to what SQS allows."""
+    seconds = math.floor((scheduled_at - now).total_seconds()) - r.DISPATCH_LEAD_SECONDS
+    return max(0, min(r.MAX_DELAY_SECONDS, seconds))
+
+
+class Queues:
+    def __init__(self, client: SQSClient, urls: Mapping[str, str]) -> None:
+        self._sqs = client
+        self._urls = urls
+
+    def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
+        """Send every message to its priority's queue, ten per request. Returns the count."""
+        by_queue: dict[str, list[SendMessageBatchRequestEntryTypeDef]] = defaultdict(list)
+        for priority, message in messages:
+            by_queue[self._urls[priority.value]].append(
+                {
+                    "Id": str(len(by_queue[self._urls[priority.value]])),
+                    "MessageBody": message.model_dump_json(),
+                    "DelaySeconds": delay_seconds(message.scheduled_at, now),
+                }
+            )
+        sent = 0
+        for url, entries in by_queue.items():
+            for start in range(0, len(entries), 10):
+                batch = entries[start : start + 10]
+                answer = self._sqs.send_message_batch(QueueUrl=url, Entries=batch)
+                failed = answer.get("Failed") or []
+                if failed:
+                    raise QueueError(f"SQS refused {len(failed)} message(s): {failed[0]}")
+                sent += len(batch)
+        return sent

@@ -1,0 +1,198 @@
+"""Every resource name, key schema and default of a chronoq deployment, in one place.
+
+The CDK stack and the local runtime both build their resources from these definitions, and
+the handlers find them through the environment variables named here. Nothing in this module
+performs I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources as _pkg_resources
+from pathlib import Path
+
+# --- Deployment defaults ------------------------------------------------------------------
+
+#: Number of shards the schedule table is spread over (deployment setting ``SHARDS``).
+DEFAULT_SHARDS = 4
+#: Default execution timeout of a run (the SLA), in seconds.
+DEFAULT_TIMEOUT_SECONDS = 300
+#: Longest timeout the Lambda runner can honour (Lambda's own limit).
+MAX_TIMEOUT_SECONDS = 900
+#: How long dispatched schedule items and finished runs are kept (TTL), in seconds.
+SCHEDULE_RETENTION_SECONDS = 2 * 24 * 3600
+RUN_RETENTION_SECONDS = 90 * 24 * 3600
+#: How many minutes ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap).
+DISPATCH_LOOKAHEAD_MINUTES = 1
+#: Most minutes one dispatcher invocation catches up per shard after an outage.
+MAX_CATCH_UP_MINUTES = 60
+#: Runs reach a worker this many seconds before they are due; the state machine waits for
+#: the exact second. Covers SQS delay and polling imprecision.
+DISPATCH_LEAD_SECONDS = 2
+#: SQS's own maximum message delay.
+MAX_DELAY_SECONDS = 900
+#: Largest response excerpt the runner keeps, in bytes.
+OUTPUT_EXCERPT_BYTES = 4096
+#: Issuer and audience of tokens minted by the local runtime.
+LOCAL_TOKEN_ISSUER = "chronoq-local"
+TOKEN_AUDIENCE = "chronoq"
+
+# --- Environment variables read by the handlers (through chronoq.settings) ---------------
+
+ENV_JOBS_TABLE = "CHRONOQ_JOBS_TABLE"
+ENV_SCHEDULE_TABLE = "CHRONOQ_SCHEDULE_TABLE"
+ENV_RUNS_TABLE = "CHRONOQ_RUNS_TABLE"
+#: Run priorities, highest first; one SQS queue each.
+PRIORITIES = ("high", "normal", "low")
+ENV_QUEUE_URLS = {p: f"CHRONOQ_QUEUE_URL_{p.upper()}" for p in PRIORITIES}
+ENV_STATE_MACHINE_ARN = "CHRONOQ_STATE_MACHINE_ARN"
+ENV_SHARDS = "CHRONOQ_SHARDS"
+
+
+# --- Tables -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """A DynamoDB table: on-demand, string keys."""
+
+    id: str  # CDK construct id and local table name
+    env: str
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    indexes: tuple[Index, ...] = ()
+
+
+JOBS_BY_OWNER_INDEX = "by_owner"
+
+JOBS_TABLE = Table(
+    id="Jobs",
+    env=ENV_JOBS_TABLE,
+    partition_key="job_id",
+    indexes=(Index(JOBS_BY_OWNER_INDEX, partition_key="owner", sort_key="created_at"),),
+)
+#: The time index: partition = minute bucket + shard, sort = due time + run id.
+SCHEDULE_TABLE = Table(
+    id="Schedule",
+    env=ENV_SCHEDULE_TABLE,
+    partition_key="bucket",
+    sort_key="due",
+    ttl_attribute="expires_at",
+)
+RUNS_TABLE = Table(
+    id="Runs",
+    env=ENV_RUNS_TABLE,
+    partition_key="job_id",
+    sort_key="run_id",
+    ttl_attribute="expires_at",
+)
+TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
+
+
+# --- Queues -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Queue:
+    id: str
+    priority: str
+    env: str
+    visibility_timeout_seconds: int = 60
+    max_receive_count: int = 5
+
+
+QUEUES = tuple(Queue(id=f"Runs{p.capitalize()}", priority=p, env=ENV_QUEUE_URLS[p]) for p in PRIORITIES)
+DEAD_LETTER_QUEUE_ID = "RunsDeadLetter"
+
+
+# --- Functions ----------------------------------------------------------------------------
+
+#: The folder holding one sub-folder per Lambda function.
+FUNCTIONS_DIR = Path(__file__).resolve().parents[3] / "functions"
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    memory_mb: int
+    timeout_seconds: int
+    env: tuple[str, ...]
+    handler: str = "handler.handler"
+    description: str = ""
+
+    @property
+    def source_dir(self) -> Path:
+        return FUNCTIONS_DIR / self.name
+
+    @property
+    def handler_file(self) -> Path:
+        module, _ = self.handler.rsplit(".", 1)
+        return self.source_dir / f"{module}.py"
+
+
+API_FUNCTION = Function(
+    name="api",
+    memory_mb=512,
+    timeout_seconds=10,
+    env=(ENV_JOBS_TABLE, ENV_SCHEDULE_TABLE, ENV_RUNS_TABLE, ENV_SHARDS, *ENV_QUEUE_URLS.values()),
+    description="HTTP API: stores jobs and answers queries",
+)
+DISPATCHER_FUNCTION = Function(
+    name="dispatcher",
+    memory_mb=1024,
+    timeout_seconds=55,
+    env=(ENV_JOBS_TABLE, ENV_SCHEDULE_TABLE, ENV_RUNS_TABLE, ENV_SHARDS, *ENV_QUEUE_URLS.values()),
+    description="Once a minute: enqueues the runs due in the coming minute",
+)
+WORKER_FUNCTION = Function(
+    name="worker",
+    memory_mb=512,
+    timeout_seconds=30,
+    env=(ENV_JOBS_TABLE, ENV_RUNS_TABLE, ENV_STATE_MACHINE_ARN),
+    description="Claims queued runs and starts their executions",
+)
+RUNNER_FUNCTION = Function(
+    name="runner",
+    memory_mb=512,
+    timeout_seconds=MAX_TIMEOUT_SECONDS,
+    env=(),
+    description="Runs one attempt of a job's target",
+)
+FUNCTIONS = (API_FUNCTION, DISPATCHER_FUNCTION, WORKER_FUNCTION, RUNNER_FUNCTION)
+LAMBDA_RUNTIME = "python3.12"
+
+# --- State machine ------------------------------------------------------------------------
+
+STATE_MACHINE_ID = "RunStateMachine"
+STATE_MACHINE_FILE = "statemachine/run.asl.json"
+#: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
+ASL_RUNS_TABLE = "RunsTable"
+ASL_RUNNER_FUNCTION = "RunnerFunctionArn"
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    id: str = STATE_MACHINE_ID
+    substitutions: tuple[str, ...] = field(default=(ASL_RUNS_TABLE, ASL_RUNNER_FUNCTION))
+
+    @property
+    def path(self) -> Path:
+        return Path(str(_pkg_resources.files("chronoq") / STATE_MACHINE_FILE))
+
+    def definition(self, values: dict[str, str]) -> str:
+        """The ASL text with every ``${Placeholder}`` replaced by ``values``."""
+        text = self.path.read_text()
+        for name in self.substitutions:
+            text = text.replace("${" + name + "}", values[name])
+        return text
+
+
+STATE_MACHINE = StateMachine()

@@ -1,0 +1,78 @@
+"""When does a schedule fire next? Pure functions over the schedule models.
+
+Cron expressions are matched on local wall-clock time in the schedule's time zone, then mapped
+to instants the way users expect across daylight-saving changes:
+
+- a local time that does not exist (skipped by spring-forward) fires once, at the first valid
+  instant after the gap (the moment the clocks jump);
+- a local time that exists twice (repeated by fall-back) fires once, at its first occurrence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+
+from chronoq.models import AtSchedule, CronSchedule
+
+Schedule = AtSchedule | CronSchedule
+
+# Longer than any UTC offset change, so that scanning local times from here never misses one.
+_LOOKBACK = timedelta(hours=3)
+
+
+def next_fire(schedule: Schedule, after: datetime) -> datetime | None:
+    """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC."""
+    after = after.astimezone(UTC)
+    if isinstance(schedule, AtSchedule):
+        return schedule.at if schedule.at > after else None
+    for instant in _cron_instants(schedule, after - _LOOKBACK):
+        if instant > after:
+            return instant
+    return None  # pragma: no cover - croniter iterates without end
+
+
+def fire_times(schedule: Schedule, after: datetime, count: int) -> list[datetime]:
+    """The next ``count`` fire instants strictly after ``after``."""
+    result: list[datetime] = []
+    current: datetime | None = after
+    while current is not None and len(result) < count:
+        current = next_fire(schedule, current)
+        if current is not None:
+            result.append(current)
+    return result
+
+
+def _cron_instants(schedule: CronSchedule, start: datetime) -> Iterator[datetime]:
+    """Instants of the cron expression from ``start`` on, non-decreasing."""
+    zone = schedule.zone
+    local_start = start.astimezone(zone).replace(tzinfo=None)
+    walker = croniter(schedule.expression, local_start)
+    while True:
+        local: datetime = walker.get_next(datetime)
+        yield to_instant(local, zone)
+
+
+def to_instant(local: datetime, zone: ZoneInfo) -> datetime:
+    """The UTC instant of naive wall-clock time ``local`` in ``zone``.
+
+    Repeated times resolve to their first occurrence; skipped times to the end of the gap.
+    """
+    first = local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if first.astimezone(zone).replace(tzinfo=None) == local:
+        return first
+    # ``local`` falls in a gap: the clocks jumped between the instant that fold=1 maps to
+    # (before the jump) and the one that fold=0 maps to (after it). Find the jump.
+    low = int(local.replace(tzinfo=zone, fold=1).astimezone(UTC).timestamp())
+    high = int(first.timestamp())
+    offset_after = first.astimezone(zone).utcoffset()
+    while high - low > 1:
+        middle = (low + high) // 2
+        if datetime.fromtimestamp(middle, zone).utcoffset() == offset_after:
+            high = middle
+        else:
+            low = middle
+    return datetime.fromtimestamp(high, UTC)

@@ -1,0 +1,33 @@
+"""Typed settings of the Lambda functions, read from the environment when asked for."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chronoq import resources as r
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    jobs_table: str = ""
+    schedule_table: str = ""
+    runs_table: str = ""
+    queue_urls: dict[str, str] = Field(default_factory=dict)
+    state_machine_arn: str = ""
+    shards: int = Field(default=r.DEFAULT_SHARDS, ge=1, le=1000)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        return cls(
+            jobs_table=env.get(r.ENV_JOBS_TABLE, ""),
+            schedule_table=env.get(r.ENV_SCHEDULE_TABLE, ""),
+            runs_table=env.get(r.ENV_RUNS_TABLE, ""),
+            queue_urls={p: env[name] for p, name in r.ENV_QUEUE_URLS.items() if name in env},
+            state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN, ""),
+            shards=int(env.get(r.ENV_SHARDS, r.DEFAULT_SHARDS)),
+        )

@@ -1,0 +1,291 @@
+"""DynamoDB adapter: jobs, the schedule (time index) and run history."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from chronoq import ids
+from chronoq import resources as r
+from chronoq.models import (
+    Job,
+    JobSpec,
+    JobState,
+    Occurrence,
+    Run,
+    RunStatus,
+    describe_error,
+    format_instant,
+)
+from chronoq.settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+_CHECKPOINT_BUCKET = "checkpoint"
+
+
+def _dump(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(v) for k, v in item.items() if v is not None}
+
+
+def _load(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class Store:
+    def __init__(self, client: DynamoDBClient, settings: Settings) -> None:
+        self._db = client
+        self._jobs = settings.jobs_table
+        self._schedule = settings.schedule_table
+        self._runs = settings.runs_table
+
+    # --- jobs -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _job_item(job: Job) -> dict[str, Any]:
+        return {
+            "job_id": job.id,
+            "owner": job.owner,
+            "state": job.state.value,
+            "next_run_at": format_instant(job.next_run_at) if job.next_run_at else None,
+            "version": job.version,
+            "created_at": format_instant(job.created_at),
+            "updated_at": format_instant(job.updated_at),
+            "spec": job.spec().model_dump_json(),
+        }
+
+    @staticmethod
+    def _job(item: Mapping[str, Any]) -> Job:
+        data = _load(item)
+        spec = JobSpec.model_validate_json(data.pop("spec"))
+        return Job.model_validate(
+            {**spec.model_dump(), **data, "id": data["job_id"], "version": int(data["version"])}
+        )
+
+    def put_new_job(self, job: Job) -> None:
+        self._db.put_item(
+            TableName=self._jobs,
+            Item=_dump(self._job_item(job)),
+            ConditionExpression="attribute_not_exists(job_id)",
+        )
+
+    def get_job(self, job_id: str) -> Job | None:
+        item = self._db.get_item(
+            TableName=self._jobs, Key=_dump({"job_id": job_id}), ConsistentRead=True
+        ).get("Item")
+        return self._job(item) if item else None
+
+    def list_jobs(self, owner: str) -> list[Job]:
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._jobs,
+            IndexName=r.JOBS_BY_OWNER_INDEX,
+            KeyConditionExpression="#o = :o",
+            ExpressionAttributeNames={"#o": "owner"},
+            ExpressionAttributeValues=_dump({":o": owner}),
+        )
+        return [self._job(item) for page in pages for item in page["Items"]]
+
+    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
+        """Many jobs by id, 100 per request (missing ones are absent from the answer)."""
+        found: dict[str, Job] = {}
+        for chunk in _chunks(sorted(set(job_ids)), 100):
+            request: dict[str, Any] = {
+                self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk], "ConsistentRead": True}
+            }
+            while request:
+                answer = self._db.batch_get_item(RequestItems=request)
+                for item in answer["Responses"].get(self._jobs, []):
+                    job = self._job(item)
+                    found[job.id] = job
+                request = dict(answer.get("UnprocessedKeys") or {})
+                if request:
+                    time.sleep(0.05)
+        return found
+
+    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
+        """Move ``job`` on to its next occurrence (or COMPLETED when there is none), unless
+        someone else already did."""
+        values: dict[str, Any] = {
+            ":expected": format_instant(job.next_run_at) if job.next_run_at else "",
+            ":now": format_instant(now),
+        }
+        extra: dict[str, Any] = {}
+        if next_run_at is None:
+            update = "SET #state = :completed, updated_at = :now REMOVE next_run_at"
+            values[":completed"] = JobState.COMPLETED.value
+            extra["ExpressionAttributeNames"] = {"#state": "state"}
+        else:
+            update = "SET next_run_at = :next, updated_at = :now"
+            values[":next"] = format_instant(next_run_at)
+        try:
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": job.id}),
+                UpdateExpression=update,
+                ConditionExpression="next_run_at = :expected",
+                ExpressionAttributeValues=_dump(values),
+                **extra,
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    # --- schedule -------------------------------------------------------------------------
+
+    def put_occurrences(self, occurrences: Iterable[Occurrence], shards: int, now: datetime) -> None:
+        expires = int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS
+        items = [
+            {
+                "PutRequest": {
+                    "Item": _dump(
+                        {
+                            "bucket": ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards)),
+                            "due": f"{format_instant(o.scheduled_at)}#{o.run_id}",
+                            "job_id": o.job_id,
+                            "run_id": o.run_id,
+                            "scheduled_at": format_instant(o.scheduled_at),
+                            "priority": o.priority.value,
+                            "expires_at": expires,
+                        }
+                    )
+                }
+            }
+            for o in occurrences
+        ]
+        for chunk in _chunks(items, 25):
+            request: dict[str, Any] = {self._schedule: chunk}
+            while request:
+                answer = self._db.batch_write_item(RequestItems=request)
+                request = dict(answer.get("UnprocessedItems") or {})
+                if request:
+                    time.sleep(0.05)
+
+    def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
+        """Every occurrence due in ``minute`` on ``shard``, by due time: one key-range query
+        (more pages only for a bucket over 1 MB)."""
+        pages = self._db.get_paginator("query").paginate(
+            TableName=self._schedule,
+            KeyConditionExpression="#b = :b",
+            ExpressionAttributeNames={"#b": "bucket"},
+            ExpressionAttributeValues=_dump({":b": ids.bucket(minute, shard)}),
+        )
+        return [Occurrence.model_validate(_load(i)) for page in pages for i in page["Items"]]
+
+    def checkpoints(self, shards: int) -> dict[int, datetime | None]:
+        """The last minute dispatched on each shard (None: never dispatched)."""
+        keys = [{"bucket": _CHECKPOINT_BUCKET, "due": f"{s:04d}"} for s in range(shards)]
+        found: dict[int, datetime | None] = dict.fromkeys(range(shards))
+        for chunk in _chunks(keys, 100):
+            request: dict[str, Any] = {
+                self._schedule: {"Keys": [_dump(k) for k in chunk], "ConsistentRead": True}
+            }
+            while request:
+                answer = self._db.batch_get_item(RequestItems=request)
+                for item in answer["Responses"].get(self._schedule, []):
+                    data = _load(item)
+                    found[int(data["due"])] = ids.minute_of_bucket(data["minute"])
+                request = dict(answer.get("UnprocessedKeys") or {})
+        return found
+
+    def checkpoint(self, shard: int) -> datetime | None:
+        item = self._db.get_item(
+            TableName=self._schedule,
+            Key=_dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}"}),
+            ConsistentRead=True,
+        ).get("Item")
+        return ids.minute_of_bucket(_load(item)["minute"]) if item else None
+
+    def set_checkpoint(self, shard: int, minute: datetime) -> None:
+        """Record ``minute`` as dispatched on ``shard``; a checkpoint never moves back."""
+        key = ids.bucket(minute, shard).partition("#")[0]
+        try:
+            self._db.put_item(
+                TableName=self._schedule,
+                Item=_dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}", "minute": key}),
+                ConditionExpression="attribute_not_exists(#m) OR #m < :m",
+                ExpressionAttributeNames={"#m": "minute"},
+                ExpressionAttributeValues=_dump({":m": key}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            pass
+
+    # --- runs -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _run(item: Mapping[str, Any]) -> Run:
+        data = _load(item)
+        error = describe_error(data.pop("error", None), data.pop("error_cause", None))
+        return Run.model_validate({**data, "id": data["run_id"], "error": error})
+
+    def create_run(self, run: Run, now: datetime) -> bool:
+        """Record a new run; False when a run with its id exists (left untouched)."""
+        item = {
+            "job_id": run.job_id,
+            "run_id": run.id,
+            "owner": run.owner,
+            "status": run.status.value,
+            "priority": run.priority.value,
+            "scheduled_at": format_instant(run.scheduled_at),
+            "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
+        }
+        try:
+            self._db.put_item(
+                TableName=self._runs,
+                Item=_dump(item),
+                ConditionExpression="attribute_not_exists(run_id)",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def claim_run(self, job_id: str, run_id: str, queued_at: datetime) -> bool:
+        """Take a scheduled run for execution. Succeeds for a SCHEDULED run, and again for a
+        QUEUED one (a worker that claimed it may have died before starting it: the execution
+        name makes the start itself idempotent). False for a run that is running or over."""
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=_dump({"job_id": job_id, "run_id": run_id}),
+                UpdateExpression="SET #s = :queued, queued_at = if_not_exists(queued_at, :q)",
+                ConditionExpression="#s IN (:scheduled, :queued)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":queued": RunStatus.QUEUED.value,
+                        ":scheduled": RunStatus.SCHEDULED.value,
+                        ":q": format_instant(queued_at),
+                    }
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def get_run(self, job_id: str, run_id: str) -> Run | None:
+        item = self._db.get_item(
+            TableName=self._runs, Key=_dump({"job_id": job_id, "run_id": run_id})
+        ).get("Item")
+        return self._run(item) if item else None
+
+    def list_runs(self, job_id: str, limit: int) -> list[Run]:
+        """The newest ``limit`` runs of a job, newest first."""
+        answer = self._db.query(
+            TableName=self._runs,
+            KeyConditionExpression="job_id = :j",
+            ExpressionAttributeValues=_dump({":j": job_id}),
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        return [self._run(item) for item in answer["Items"]]

@@ -1,0 +1,43 @@
+"""What a run does: one attempt of a job's target."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import urllib3
+
+from chronoq import resources as r
+from chronoq.errors import TargetError
+from chronoq.models import HttpTarget
+
+_http = urllib3.PoolManager(retries=False)
+
+
+def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]) -> dict[str, Any]:
+    """Call the endpoint once: no redirects followed, no retries (the run's policy decides),
+    the whole call bounded by ``timeout_seconds``. Success is a 2xx answer; the result keeps
+    the status code and the first bytes of the body."""
+    body: bytes | None = None
+    all_headers = {"User-Agent": "chronoq", **headers, **target.headers}
+    if target.body is not None:
+        body = json.dumps(target.body).encode()
+        all_headers.setdefault("Content-Type", "application/json")
+    try:
+        response = _http.request(
+            target.method,
+            target.url,
+            body=body,
+            headers=all_headers,
+            timeout=urllib3.Timeout(total=timeout_seconds),
+            redirect=False,
+            preload_content=False,
+        )
+        excerpt = response.read(r.OUTPUT_EXCERPT_BYTES, decode_content=True)
+        response.release_conn()
+    except urllib3.exceptions.HTTPError as error:
+        raise TargetError(f"{target.method} {target.url} failed: {error}") from None
+    text = excerpt.decode("utf-8", errors="replace")
+    if not 200 <= response.status < 300:
+        raise TargetError(f"{target.method} {target.url} answered HTTP {response.status}: {text}")
+    return {"status_code": response.status, "body": text}
