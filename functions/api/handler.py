@@ -65,8 +65,7 @@ def _error(status: int, message: str, **extra: Any) -> Response[dict[str, Any]]:
 @app.exception_handler(RequestValidationError)
 def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
     details = [
-        {"field": ".".join(str(p) for p in e["loc"][1:] if not isinstance(p, int) or True)
-         or str(e["loc"][0]), "message": e["msg"]}
+        {"field": ".".join(str(p) for p in e["loc"][1:]) or str(e["loc"][0]), "message": e["msg"]}
         for e in error.errors()
     ]
     fields = ", ".join(d["field"] for d in details)
@@ -75,8 +74,8 @@ def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(InvalidRequest)
 def _rejected(error: InvalidRequest) -> Response[dict[str, Any]]:
-    return _error(422, f"invalid request: {error.field}", errors=[
-        {"field": error.field, "message": error.message}])
+    details = [{"field": error.field, "message": error.message}]
+    return _error(422, f"invalid request: {error.field}", errors=details)
 
 
 @app.exception_handler(NotFound)

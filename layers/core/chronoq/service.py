@@ -154,7 +154,9 @@ class Chronoq:
             if done_through is not None and ids.minute_of(o.scheduled_at) <= done_through:
                 late.append(o)
         if late:
+            # The dispatcher has passed these minutes: send now, and chain on from here.
             self._enqueue(late, now)
+            self._continue(late, now, checkpoints)
         return len(occurrences)
 
     def _enqueue(self, occurrences: list[Occurrence], now: datetime) -> int:
@@ -206,7 +208,10 @@ class Chronoq:
         return report
 
     def _continue(
-        self, occurrences: list[Occurrence], now: datetime, dispatched: Mapping[int, datetime]
+        self,
+        occurrences: list[Occurrence],
+        now: datetime,
+        dispatched: Mapping[int, datetime | None],
     ) -> int:
         """Chain each job on from the occurrence just dispatched to its next one."""
         jobs = self.store.get_jobs(o.job_id for o in occurrences)

@@ -16,6 +16,9 @@ from chronoq.local.tokens import InvalidToken, verify
 
 logger = logging.getLogger(__name__)
 
+#: The one route of the HTTP API (see the CDK Api construct); the api function routes inside.
+ROUTE_KEY = "ANY /{proxy+}"
+
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -29,11 +32,12 @@ def http_event(
     text = body.decode("utf-8", errors="surrogateescape") if body else None
     return {
         "version": "2.0",
-        "routeKey": "$default",
+        "routeKey": ROUTE_KEY,
         "rawPath": parts.path,
         "rawQueryString": parts.query,
         "headers": {k.lower(): v for k, v in headers.items()},
         "queryStringParameters": query or None,
+        "pathParameters": {"proxy": parts.path.lstrip("/")},
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
@@ -48,7 +52,7 @@ def http_event(
                 "userAgent": headers.get("User-Agent", ""),
             },
             "requestId": str(uuid.uuid4()),
-            "routeKey": "$default",
+            "routeKey": ROUTE_KEY,
             "stage": "$default",
             "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
             "timeEpoch": int(now * 1000),

@@ -1,0 +1,42 @@
+# chronoq — developer commands. Every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: install run test test-fast lint format synth bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP) ## start chronoq local on http://$(HOST):$(PORT)
+	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
+
+test: $(STAMP) ## the whole suite: unit, integration, infra, e2e
+	$(BIN)/pytest
+
+test-fast: $(STAMP) ## everything but the CDK synthesis and the end-to-end tests
+	$(BIN)/pytest tests/unit tests/integration
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy layers/core functions cdk tests
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+synth: $(STAMP) ## synthesize the CDK app into cdk.out/
+	$(BIN)/python cdk/app.py
+	@ls cdk.out/*.template.json
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,108 @@
+"""Test helpers shared by the suites: sample events and a real HTTP sink."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+EVENTS = Path(__file__).resolve().parents[1] / "events"
+
+
+def load_event(name: str) -> dict[str, Any]:
+    """A sample event from events/, e.g. ``load_event("api/create_at_job")``."""
+    return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))
+
+
+def api_event(name: str, *, user: str = "alice", body: Any = None, path: str | None = None) -> dict[str, Any]:
+    event = load_event(f"api/{name}")
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
+    if body is not None:
+        event["body"] = json.dumps(body)
+    if path is not None:
+        raw, _, query = path.partition("?")
+        event["rawPath"] = event["requestContext"]["http"]["path"] = raw
+        event["rawQueryString"] = query
+        event["queryStringParameters"] = dict(p.split("=", 1) for p in query.split("&")) if query else None
+        event["pathParameters"] = {"proxy": raw.lstrip("/")}
+    return event
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+@dataclass
+class Hit:
+    at: datetime
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Sink:
+    """A real HTTP server that records every request it gets. ``status`` and ``delay``
+    decide its answers."""
+
+    url: str = ""
+    hits: list[Hit] = field(default_factory=list)
+    status: int = 200
+    delay: float = 0.0
+    answer: bytes = b'{"ok": true}'
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def hits_to(self, path: str) -> list[Hit]:
+        return [h for h in self.hits if h.path == path]
+
+
+@contextmanager
+def http_sink() -> Iterator[Sink]:
+    sink = Sink()
+
+    class Handler(BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            sink.hits.append(Hit(datetime.now(UTC), self.command, self.path, dict(self.headers), body))
+            if sink.delay:
+                sink.closed.wait(sink.delay)
+            self.send_response(sink.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(sink.answer)))
+            self.end_headers()
+            self.wfile.write(sink.answer)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _any
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    sink.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield sink
+    finally:
+        sink.closed.set()
+        server.shutdown()
+        server.server_close()
