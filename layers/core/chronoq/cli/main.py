@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -16,7 +17,8 @@ def _local(args: argparse.Namespace) -> int:
     from chronoq.local import tokens
     from chronoq.local.system import LocalSystem
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", args.log_level)
     system = LocalSystem(
         host=args.host, port=args.port, data_dir=args.data_dir, shards=args.shards,
         tick_seconds=args.tick_seconds,
@@ -52,6 +54,8 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--tick-seconds", type=float, default=1.0,
                        help="how often the dispatcher is invoked (AWS: every 60 s)")
     local.add_argument("--user", default="local-user", help="user of the token printed at start-up")
+    local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                       help="log level of chronoq local and of the functions it runs")
     local.set_defaults(run=_local)
 
     token = commands.add_parser("token", help="print a token for USER, valid for chronoq local")

@@ -1,0 +1,19 @@
+"""CDK entry point: synthesizes the Chronoq stack (``-c shards=N`` sets the shard count)."""
+
+from __future__ import annotations
+
+from aws_cdk import App
+from chronoq_cdk.stack import ChronoqStack
+
+from chronoq import resources as r
+
+
+def main() -> None:
+    app = App()
+    shards = app.node.try_get_context("shards")
+    ChronoqStack(app, "Chronoq", shards=r.DEFAULT_SHARDS if shards is None else int(shards))
+    app.synth()
+
+
+if __name__ == "__main__":
+    main()

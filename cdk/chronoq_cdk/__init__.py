@@ -1,0 +1,1 @@
+"""The chronoq CDK app: one stack composed of one construct per capability."""

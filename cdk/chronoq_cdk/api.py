@@ -1,0 +1,61 @@
+"""Api: the api function behind an HTTP API whose JWT authorizer trusts a Cognito user pool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from chronoq import resources as r
+
+from .functions import python_function
+from .queues import Queues
+from .storage import Storage
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        environment: Mapping[str, str],
+        storage: Storage,
+        queues: Queues,
+    ) -> None:
+        super().__init__(scope, id)
+        self.function = python_function(
+            self, "Function", r.API_FUNCTION, layer=layer, environment=environment
+        )
+        storage.jobs.grant_read_write_data(self.function)
+        storage.schedule.grant(
+            self.function, "dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem"
+        )
+        storage.runs.grant(self.function, "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query")
+        queues.grant_send_messages(self.function)
+
+        self.user_pool = cognito.UserPool(
+            self,
+            "Users",
+            self_sign_up_enabled=False,
+            sign_in_aliases=cognito.SignInAliases(email=True),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+        )
+        self.client = self.user_pool.add_client(
+            "Client", auth_flows=cognito.AuthFlow(user_srp=True, user_password=True)
+        )
+        self.http_api = apigwv2.HttpApi(self, "Http", description="chronoq jobs API")
+        self.http_api.add_routes(
+            path="/{proxy+}",
+            methods=[apigwv2.HttpMethod.ANY],
+            integration=integrations.HttpLambdaIntegration("Function", self.function),
+            authorizer=authorizers.HttpUserPoolAuthorizer(
+                "Users", self.user_pool, user_pool_clients=[self.client]
+            ),
+        )

@@ -1,0 +1,51 @@
+"""Dispatch: the dispatcher function, invoked once a minute by an EventBridge rule."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from chronoq import resources as r
+
+from .functions import python_function
+from .queues import Queues
+from .storage import Storage
+
+
+class Dispatch(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        environment: Mapping[str, str],
+        storage: Storage,
+        queues: Queues,
+    ) -> None:
+        super().__init__(scope, id)
+        # One invocation at a time, so ticks never overlap; a failed tick is not retried
+        # because the next one catches up from the per-shard checkpoints.
+        self.function = python_function(
+            self,
+            "Function",
+            r.DISPATCHER_FUNCTION,
+            layer=layer,
+            environment=environment,
+            reserved_concurrency=1,
+        )
+        self.function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(1))
+        for table in storage.tables.values():
+            table.grant_read_write_data(self.function)
+        queues.grant_send_messages(self.function)
+        self.rule = events.Rule(
+            self,
+            "EveryMinute",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            targets=[targets.LambdaFunction(self.function)],
+        )

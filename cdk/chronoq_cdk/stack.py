@@ -1,0 +1,82 @@
+"""The Chronoq stack: storage, queues, layer, execution, workers, dispatch and the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from chronoq import resources as r
+
+from .api import Api
+from .dispatch import Dispatch
+from .execution import Execution
+from .layer import CoreLayer
+from .queues import Queues
+from .storage import Storage
+from .workers import Workers
+
+MAX_SHARDS = 1000
+
+
+class ChronoqStack(Stack):
+    def __init__(
+        self, scope: Construct, id: str, *, shards: int = r.DEFAULT_SHARDS, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
+        if not 1 <= shards <= MAX_SHARDS:
+            raise ValueError(f"shards must be between 1 and {MAX_SHARDS}, not {shards}")
+        self.storage = Storage(self, "Storage")
+        self.queues = Queues(self, "Queues")
+        layer = CoreLayer(self, "CoreLayer").layer
+        self.execution = Execution(self, "Execution", layer=layer, runs_table=self.storage.runs)
+        environment = {
+            **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
+            **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
+            r.ENV_STATE_MACHINE_ARN: self.execution.state_machine.state_machine_arn,
+            r.ENV_SHARDS: str(shards),
+        }
+        self.dispatch = Dispatch(
+            self,
+            "Dispatch",
+            layer=layer,
+            environment=environment,
+            storage=self.storage,
+            queues=self.queues,
+        )
+        self.workers = Workers(
+            self,
+            "Workers",
+            layer=layer,
+            environment=environment,
+            storage=self.storage,
+            queues=self.queues,
+            state_machine=self.execution.state_machine,
+        )
+        self.api = Api(
+            self,
+            "Api",
+            layer=layer,
+            environment=environment,
+            storage=self.storage,
+            queues=self.queues,
+        )
+
+        CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
+        CfnOutput(self, "UserPoolId", value=self.api.user_pool.user_pool_id)
+        CfnOutput(self, "UserPoolClientId", value=self.api.client.user_pool_client_id)
+        CfnOutput(
+            self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn
+        )
+
+    @property
+    def functions(self) -> dict[str, lambda_.Function]:
+        """Every function, by its name in chronoq.resources."""
+        return {
+            r.API_FUNCTION.name: self.api.function,
+            r.DISPATCHER_FUNCTION.name: self.dispatch.function,
+            r.WORKER_FUNCTION.name: self.workers.function,
+            r.RUNNER_FUNCTION.name: self.execution.runner,
+        }

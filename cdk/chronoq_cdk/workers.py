@@ -1,0 +1,45 @@
+"""Workers: the worker function, fed by one SQS event source per priority queue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from chronoq import resources as r
+
+from .functions import python_function
+from .queues import Queues
+from .storage import Storage
+
+BATCH_SIZE = 10
+
+
+class Workers(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        environment: Mapping[str, str],
+        storage: Storage,
+        queues: Queues,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, id)
+        self.function = python_function(
+            self, "Function", r.WORKER_FUNCTION, layer=layer, environment=environment
+        )
+        storage.jobs.grant_read_data(self.function)
+        storage.runs.grant(self.function, "dynamodb:UpdateItem", "dynamodb:GetItem")
+        state_machine.grant_start_execution(self.function)
+        for queue in queues.by_priority.values():
+            self.function.add_event_source(
+                sources.SqsEventSource(
+                    queue, batch_size=BATCH_SIZE, report_batch_item_failures=True
+                )
+            )
