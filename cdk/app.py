@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from aws_cdk import App
 from chronoq_cdk.stack import ChronoqStack
 
@@ -9,7 +12,7 @@ from chronoq import resources as r
 
 
 def main() -> None:
-    app = App()
+    app = App(outdir=os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
     shards = app.node.try_get_context("shards")
     ChronoqStack(app, "Chronoq", shards=r.DEFAULT_SHARDS if shards is None else int(shards))
     app.synth()

@@ -22,7 +22,9 @@ def load_event(name: str) -> dict[str, Any]:
     return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))
 
 
-def api_event(name: str, *, user: str = "alice", body: Any = None, path: str | None = None) -> dict[str, Any]:
+def api_event(
+    name: str, *, user: str = "alice", body: Any = None, path: str | None = None
+) -> dict[str, Any]:
     event = load_event(f"api/{name}")
     event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
     if body is not None:
@@ -31,7 +33,9 @@ def api_event(name: str, *, user: str = "alice", body: Any = None, path: str | N
         raw, _, query = path.partition("?")
         event["rawPath"] = event["requestContext"]["http"]["path"] = raw
         event["rawQueryString"] = query
-        event["queryStringParameters"] = dict(p.split("=", 1) for p in query.split("&")) if query else None
+        event["queryStringParameters"] = (
+            dict(p.split("=", 1) for p in query.split("&")) if query else None
+        )
         event["pathParameters"] = {"proxy": raw.lstrip("/")}
     return event
 
@@ -81,7 +85,9 @@ def http_sink() -> Iterator[Sink]:
         def _any(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            sink.hits.append(Hit(datetime.now(UTC), self.command, self.path, dict(self.headers), body))
+            sink.hits.append(
+                Hit(datetime.now(UTC), self.command, self.path, dict(self.headers), body)
+            )
             if sink.delay:
                 sink.closed.wait(sink.delay)
             self.send_response(sink.status)

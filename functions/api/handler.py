@@ -9,7 +9,6 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from chronoq import app as chronoq_app
 from chronoq.errors import InvalidRequest, NotFound
 from chronoq.models import JobSpec

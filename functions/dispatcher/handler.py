@@ -7,7 +7,6 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from chronoq import app
 
 logger = Logger(service="chronoq-dispatcher")

@@ -6,10 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict
-
 from chronoq.models import Target
 from chronoq.targets import run_http
+from pydantic import BaseModel, ConfigDict
 
 logger = Logger(service="chronoq-runner")
 

@@ -35,16 +35,24 @@ class Local:
 
     def token(self, user: str) -> str:
         out = subprocess.run(
-            [CHRONOQ, "token", user, "--data-dir", str(self.data_dir)], check=True, capture_output=True, text=True
+            [CHRONOQ, "token", user, "--data-dir", str(self.data_dir)],
+            check=True,
+            capture_output=True,
+            text=True,
         )
         return out.stdout.strip()
 
-    def call(self, method: str, path: str, user: str | None = "alice", body: Any = None) -> tuple[int, Any]:
+    def call(
+        self, method: str, path: str, user: str | None = "alice", body: Any = None
+    ) -> tuple[int, Any]:
         headers = {"Content-Type": "application/json"}
         if user is not None:
             headers["Authorization"] = f"Bearer {self.token(user)}"
         request = urllib.request.Request(
-            self.url + path, method=method, headers=headers, data=json.dumps(body).encode() if body is not None else None
+            self.url + path,
+            method=method,
+            headers=headers,
+            data=json.dumps(body).encode() if body is not None else None,
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:

@@ -17,9 +17,13 @@ def test_given_an_at_job_five_seconds_ahead_when_its_time_comes_then_the_target_
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=5)).replace(microsecond=0)
     status, job = local.call(
-        "POST", "/jobs",
-        body={"name": "e2e-at", "schedule": {"type": "at", "at": at.isoformat()},
-              "target": {"type": "http", "url": f"{sink.url}/at", "method": "POST", "body": {"n": 1}}},
+        "POST",
+        "/jobs",
+        body={
+            "name": "e2e-at",
+            "schedule": {"type": "at", "at": at.isoformat()},
+            "target": {"type": "http", "url": f"{sink.url}/at", "method": "POST", "body": {"n": 1}},
+        },
     )
     assert status == 201
     assert {"id", "owner", "state", "next_run_at"} <= job.keys()
@@ -36,11 +40,17 @@ def test_given_an_at_job_five_seconds_ahead_when_its_time_comes_then_the_target_
     assert again["status"] == "SUCCEEDED"
 
 
-def test_given_alices_job_when_bob_or_nobody_asks_then_404_and_401(local: Local, sink: Sink) -> None:
+def test_given_alices_job_when_bob_or_nobody_asks_then_404_and_401(
+    local: Local, sink: Sink
+) -> None:
     _, job = local.call(
-        "POST", "/jobs",
-        body={"name": "private", "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
-              "target": {"type": "http", "url": f"{sink.url}/private"}},
+        "POST",
+        "/jobs",
+        body={
+            "name": "private",
+            "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
+            "target": {"type": "http", "url": f"{sink.url}/private"},
+        },
     )
 
     assert local.call("GET", f"/jobs/{job['id']}", user="alice")[0] == 200
@@ -51,9 +61,13 @@ def test_given_alices_job_when_bob_or_nobody_asks_then_404_and_401(local: Local,
 
 def test_given_bad_input_when_posted_then_422_names_the_field(local: Local, sink: Sink) -> None:
     status, body = local.call(
-        "POST", "/jobs",
-        body={"name": "bad", "schedule": {"type": "cron", "expression": "* * *"},
-              "target": {"type": "http", "url": f"{sink.url}/x"}},
+        "POST",
+        "/jobs",
+        body={
+            "name": "bad",
+            "schedule": {"type": "cron", "expression": "* * *"},
+            "target": {"type": "http", "url": f"{sink.url}/x"},
+        },
     )
 
     assert status == 422
@@ -64,9 +78,13 @@ def test_given_an_every_minute_cron_when_two_minutes_pass_then_it_fires_once_a_m
     local: Local, sink: Sink
 ) -> None:
     status, job = local.call(
-        "POST", "/jobs",
-        body={"name": "e2e-cron", "schedule": {"type": "cron", "expression": "* * * * *"},
-              "target": {"type": "http", "url": f"{sink.url}/cron"}},
+        "POST",
+        "/jobs",
+        body={
+            "name": "e2e-cron",
+            "schedule": {"type": "cron", "expression": "* * * * *"},
+            "target": {"type": "http", "url": f"{sink.url}/cron"},
+        },
     )
     assert status == 201
 
@@ -77,7 +95,11 @@ def test_given_an_every_minute_cron_when_two_minutes_pass_then_it_fires_once_a_m
     assert all(s.second == 0 for s in scheduled)
     for run in runs:
         assert run["status"] == "SUCCEEDED"
-        assert timedelta(0) <= parse(run["started_at"]) - parse(run["scheduled_at"]) < timedelta(seconds=1)
+        assert (
+            timedelta(0)
+            <= parse(run["started_at"]) - parse(run["scheduled_at"])
+            < timedelta(seconds=1)
+        )
     hits = sink.hits_to("/cron")
     assert len({h.headers["X-Chronoq-Run-Id"] for h in hits}) == len(hits)  # no duplicates
     assert len(hits) in (2, 3)  # a third may have fired while we read the history

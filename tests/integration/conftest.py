@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from chronoq import resources as r
 from chronoq.local.aws import LocalAWS, function_name
+
 from tests.support import Sink, http_sink
 
 

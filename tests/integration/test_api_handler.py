@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from chronoq import ids
+
 from tests.integration.conftest import Harness
 from tests.support import api_event
 
 
-def create(harness: Harness, name: str = "create_at_job", user: str = "alice", **body: object) -> tuple[int, dict]:
+def create(
+    harness: Harness, name: str = "create_at_job", user: str = "alice", **body: object
+) -> tuple[int, dict[str, Any]]:
     event = api_event(name, user=user)
     if body:
         event["body"] = json.dumps({**json.loads(event["body"]), **body})
     return harness.api(event)
 
 
-def test_given_an_at_job_when_posted_then_it_is_stored_with_a_scheduled_run(harness: Harness) -> None:
+def test_given_an_at_job_when_posted_then_it_is_stored_with_a_scheduled_run(
+    harness: Harness,
+) -> None:
     status, job = create(harness)
 
     assert status == 201
@@ -29,21 +35,30 @@ def test_given_an_at_job_when_posted_then_it_is_stored_with_a_scheduled_run(harn
     status, runs = harness.api(api_event("list_runs", path=f"/jobs/{job['id']}/runs"))
     assert status == 200
     assert [(r["id"], r["status"], r["scheduled_at"]) for r in runs["runs"]] == [
-        (ids.run_id(job["id"], datetime(2030, 1, 1, 8, tzinfo=UTC)), "SCHEDULED", "2030-01-01T08:00:00Z")
+        (
+            ids.run_id(job["id"], datetime(2030, 1, 1, 8, tzinfo=UTC)),
+            "SCHEDULED",
+            "2030-01-01T08:00:00Z",
+        )
     ]
 
 
-def test_given_a_cron_job_when_posted_then_its_next_run_is_the_next_fire_time(harness: Harness) -> None:
+def test_given_a_cron_job_when_posted_then_its_next_run_is_the_next_fire_time(
+    harness: Harness,
+) -> None:
     status, job = create(harness, "create_cron_job")
 
     assert status == 201
     next_run = datetime.fromisoformat(job["next_run_at"])
     now = datetime.now(UTC)
     assert now < next_run <= now + timedelta(minutes=5)
-    assert next_run.minute % 5 == 0 and next_run.second == 0
+    assert next_run.minute % 5 == 0
+    assert next_run.second == 0
 
 
-def test_given_stored_jobs_when_listed_then_only_the_callers_jobs_are_returned(harness: Harness) -> None:
+def test_given_stored_jobs_when_listed_then_only_the_callers_jobs_are_returned(
+    harness: Harness,
+) -> None:
     _, mine = create(harness)
     create(harness, "create_cron_job", user="bob")
 
@@ -53,7 +68,9 @@ def test_given_stored_jobs_when_listed_then_only_the_callers_jobs_are_returned(h
     assert [j["id"] for j in listing["jobs"]] == [mine["id"]]
 
 
-def test_given_alices_job_when_bob_asks_for_it_or_its_runs_then_he_gets_404(harness: Harness) -> None:
+def test_given_alices_job_when_bob_asks_for_it_or_its_runs_then_he_gets_404(
+    harness: Harness,
+) -> None:
     _, job = create(harness)
     run_id = ids.run_id(job["id"], datetime(2030, 1, 1, 8, tzinfo=UTC))
 
@@ -70,7 +87,9 @@ def test_given_unknown_ids_when_requested_then_404_with_a_message(harness: Harne
     assert harness.api(api_event("get_run", path="/runs/not-a-run-id"))[0] == 404
 
 
-def test_given_an_invalid_job_when_posted_then_422_names_every_bad_field_and_nothing_is_stored(harness: Harness) -> None:
+def test_given_an_invalid_job_when_posted_then_422_names_every_bad_field_and_nothing_is_stored(
+    harness: Harness,
+) -> None:
     status, body = harness.api(api_event("create_invalid_job"))
 
     assert status == 422
@@ -87,7 +106,9 @@ def test_given_an_at_in_the_past_when_posted_then_422_names_schedule_at(harness:
     assert body["errors"] == [{"field": "schedule.at", "message": "must be in the future"}]
 
 
-def test_given_a_body_that_is_not_json_when_posted_then_4xx_with_a_message(harness: Harness) -> None:
+def test_given_a_body_that_is_not_json_when_posted_then_4xx_with_a_message(
+    harness: Harness,
+) -> None:
     event = api_event("create_at_job")
     event["body"] = "{not json"
 

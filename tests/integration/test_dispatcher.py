@@ -7,11 +7,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from chronoq import app, ids
 from chronoq import resources as r
 from chronoq.models import JobSpec, JobState
 from chronoq.service import Chronoq
+
 from tests.integration.conftest import Harness
 from tests.support import load_event
 
@@ -26,7 +26,12 @@ class Clock:
 
 def spec(schedule: dict[str, str], priority: str = "normal") -> JobSpec:
     return JobSpec.model_validate(
-        {"name": "t", "schedule": schedule, "target": {"type": "http", "url": "http://127.0.0.1:9/x"}, "priority": priority}
+        {
+            "name": "t",
+            "schedule": schedule,
+            "target": {"type": "http", "url": "http://127.0.0.1:9/x"},
+            "priority": priority,
+        }
     )
 
 
@@ -52,9 +57,13 @@ def bodies(harness: Harness, priority: str = "normal") -> list[dict[str, str]]:
     return [json.loads(m.body) for m in queue._messages]
 
 
-def test_given_the_tick_event_when_the_handler_runs_then_the_coming_minute_is_enqueued(harness: Harness) -> None:
+def test_given_the_tick_event_when_the_handler_runs_then_the_coming_minute_is_enqueued(
+    harness: Harness,
+) -> None:
     service = app.build()
-    job = service.create_job("alice", spec({"type": "at", "at": (datetime.now(UTC) + timedelta(seconds=30)).isoformat()}))
+    job = service.create_job(
+        "alice", spec({"type": "at", "at": (datetime.now(UTC) + timedelta(seconds=30)).isoformat()})
+    )
 
     report = harness.invoke(r.DISPATCHER_FUNCTION, load_event("dispatcher/tick"))
 
@@ -78,7 +87,10 @@ def test_given_a_cron_job_when_its_minute_is_dispatched_then_the_next_occurrence
     stored = service.get_job("alice", job.id)
     assert stored.next_run_at == datetime(2026, 11, 25, 22, 0, tzinfo=UTC)
     runs = service.list_runs("alice", job.id)
-    assert [(x.scheduled_at.minute, x.status.value) for x in runs] == [(0, "SCHEDULED"), (50, "SCHEDULED")]
+    assert [(x.scheduled_at.minute, x.status.value) for x in runs] == [
+        (0, "SCHEDULED"),
+        (50, "SCHEDULED"),
+    ]
     message = bodies(harness)[0]
     assert message["run_id"] == ids.run_id(job.id, datetime(2026, 11, 25, 21, 50, tzinfo=UTC))
 
@@ -131,9 +143,13 @@ def test_given_an_outage_when_dispatching_resumes_then_every_missed_minute_is_pr
 
     assert report.minutes == 6 * service.shards  # 21:49 .. 21:54 on every shard
     runs = [b["run_id"] for b in bodies(harness)][sent_before:]
-    expected = [ids.run_id(job.id, datetime(2026, 11, 25, 21, m, tzinfo=UTC)) for m in range(49, 55)]
+    expected = [
+        ids.run_id(job.id, datetime(2026, 11, 25, 21, m, tzinfo=UTC)) for m in range(49, 55)
+    ]
     assert runs == expected
-    assert service.get_job("alice", job.id).next_run_at == datetime(2026, 11, 25, 21, 55, tzinfo=UTC)
+    assert service.get_job("alice", job.id).next_run_at == datetime(
+        2026, 11, 25, 21, 55, tzinfo=UTC
+    )
 
 
 def test_given_many_due_runs_when_dispatched_then_sqs_is_called_in_batches(

@@ -8,24 +8,29 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-
 from chronoq import app, ids
 from chronoq import resources as r
 from chronoq.local.lambdas import FunctionError
 from chronoq.models import JobSpec, RunMessage, RunStatus
 from chronoq.service import Chronoq, execution_input
+
 from tests.integration.conftest import Harness
 from tests.support import Sink, load_event, wait_for
 
 
-def make_job(service: Chronoq, sink: Sink, *, seconds_ahead: int = 2, timeout: int = 300, path: str = "/hook") -> tuple[Any, datetime]:
+def make_job(
+    service: Chronoq, sink: Sink, *, seconds_ahead: int = 2, timeout: int = 300, path: str = "/hook"
+) -> tuple[Any, datetime]:
     at = (datetime.now(UTC) + timedelta(seconds=seconds_ahead)).replace(microsecond=0)
     job = service.create_job(
         "alice",
         JobSpec.model_validate(
-            {"name": "t", "schedule": {"type": "at", "at": at.isoformat()},
-             "target": {"type": "http", "url": sink.url + path, "body": {"hello": "world"}},
-             "timeout_seconds": timeout}
+            {
+                "name": "t",
+                "schedule": {"type": "at", "at": at.isoformat()},
+                "target": {"type": "http", "url": sink.url + path, "body": {"hello": "world"}},
+                "timeout_seconds": timeout,
+            }
         ),
     )
     return job, at
@@ -35,7 +40,8 @@ def worker_event(*messages: RunMessage) -> dict[str, Any]:
     event = load_event("worker/sqs_batch")
     template = event["Records"][0]
     event["Records"] = [
-        {**template, "messageId": f"m{i}", "body": m.model_dump_json()} for i, m in enumerate(messages)
+        {**template, "messageId": f"m{i}", "body": m.model_dump_json()}
+        for i, m in enumerate(messages)
     ]
     return event
 
@@ -48,7 +54,11 @@ def executions(harness: Harness) -> list[dict[str, Any]]:
 def finished_run(service: Chronoq, run_id: str, timeout: float = 20) -> Any:
     def done() -> Any:
         run = service.get_run("alice", run_id)
-        return run if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT) else None
+        return (
+            run
+            if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
+            else None
+        )
 
     return wait_for(done, timeout=timeout)
 
@@ -61,7 +71,9 @@ def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_on
 ) -> None:
     service = app.build()
     job, at = make_job(service, sink)
-    message = RunMessage(job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC))
+    message = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
 
     answer = harness.invoke(r.WORKER_FUNCTION, worker_event(message))
 
@@ -78,7 +90,9 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
 ) -> None:
     service = app.build()
     job, at = make_job(service, sink)
-    message = RunMessage(job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC))
+    message = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
 
     harness.invoke(r.WORKER_FUNCTION, worker_event(message, message))  # twice in one batch
     finished_run(service, message.run_id)
@@ -97,15 +111,27 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     run_id = ids.run_id(job.id, at)
     assert service.store.claim_run(job.id, run_id, datetime.now(UTC))  # claimed, never started
 
-    harness.invoke(r.WORKER_FUNCTION, worker_event(RunMessage(job_id=job.id, run_id=run_id, scheduled_at=at, queued_at=datetime.now(UTC))))
+    harness.invoke(
+        r.WORKER_FUNCTION,
+        worker_event(
+            RunMessage(job_id=job.id, run_id=run_id, scheduled_at=at, queued_at=datetime.now(UTC))
+        ),
+    )
 
     assert finished_run(service, run_id).status is RunStatus.SUCCEEDED
     assert len(sink.hits) == 1
 
 
-def test_given_a_message_for_a_deleted_job_when_the_worker_gets_it_then_nothing_starts(harness: Harness) -> None:
+def test_given_a_message_for_a_deleted_job_when_the_worker_gets_it_then_nothing_starts(
+    harness: Harness,
+) -> None:
     at = datetime.now(UTC)
-    message = RunMessage(job_id="job_00000000000000ff", run_id=ids.run_id("job_00000000000000ff", at), scheduled_at=at, queued_at=at)
+    message = RunMessage(
+        job_id="job_00000000000000ff",
+        run_id=ids.run_id("job_00000000000000ff", at),
+        scheduled_at=at,
+        queued_at=at,
+    )
 
     assert harness.invoke(r.WORKER_FUNCTION, worker_event(message)) == {"batchItemFailures": []}
     assert executions(harness) == []
@@ -116,7 +142,9 @@ def test_given_a_malformed_record_when_the_worker_gets_a_batch_then_only_that_re
 ) -> None:
     service = app.build()
     job, at = make_job(service, sink)
-    good = RunMessage(job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC))
+    good = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
     event = worker_event(good, good)
     event["Records"][1]["body"] = "{garbage"
 
@@ -149,7 +177,9 @@ def test_given_an_http_target_when_the_runner_calls_it_then_the_request_carries_
 
 
 @pytest.mark.parametrize("status", [500, 404, 302])
-def test_given_a_non_2xx_answer_when_the_runner_calls_then_the_attempt_fails(harness: Harness, sink: Sink, status: int) -> None:
+def test_given_a_non_2xx_answer_when_the_runner_calls_then_the_attempt_fails(
+    harness: Harness, sink: Sink, status: int
+) -> None:
     sink.status = status
 
     with pytest.raises(FunctionError) as raised:
@@ -160,7 +190,9 @@ def test_given_a_non_2xx_answer_when_the_runner_calls_then_the_attempt_fails(har
     assert len(sink.hits) == 1  # no redirect followed, no retry
 
 
-def test_given_a_large_answer_when_the_runner_calls_then_only_an_excerpt_is_kept(harness: Harness, sink: Sink) -> None:
+def test_given_a_large_answer_when_the_runner_calls_then_only_an_excerpt_is_kept(
+    harness: Harness, sink: Sink
+) -> None:
     sink.answer = b"x" * 100_000
 
     result = harness.invoke(r.RUNNER_FUNCTION, runner_event(sink))
@@ -168,7 +200,9 @@ def test_given_a_large_answer_when_the_runner_calls_then_only_an_excerpt_is_kept
     assert len(result["body"]) == r.OUTPUT_EXCERPT_BYTES
 
 
-def test_given_a_slow_endpoint_when_the_runner_calls_then_it_gives_up_at_the_timeout(harness: Harness, sink: Sink) -> None:
+def test_given_a_slow_endpoint_when_the_runner_calls_then_it_gives_up_at_the_timeout(
+    harness: Harness, sink: Sink
+) -> None:
     sink.delay = 5
     event = runner_event(sink)
     event["timeout_seconds"] = 1
@@ -179,7 +213,9 @@ def test_given_a_slow_endpoint_when_the_runner_calls_then_it_gives_up_at_the_tim
     assert raised.value.payload["errorType"] == "TargetError"
 
 
-def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fails(harness: Harness) -> None:
+def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fails(
+    harness: Harness,
+) -> None:
     event = load_event("runner/attempt")
     event["target"]["url"] = "http://127.0.0.1:9/closed"
 
@@ -193,7 +229,9 @@ def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fa
 def start(harness: Harness, service: Chronoq, job: Any, at: datetime) -> str:
     run_id = ids.run_id(job.id, at)
     harness.aws.client("stepfunctions").start_execution(
-        stateMachineArn=harness.aws.state_machine_arn, name=run_id, input=json.dumps(execution_input(job, run_id, at))
+        stateMachineArn=harness.aws.state_machine_arn,
+        name=run_id,
+        input=json.dumps(execution_input(job, run_id, at)),
     )
     return run_id
 
@@ -207,14 +245,17 @@ def test_given_a_run_when_executed_then_it_starts_at_its_second_and_is_recorded_
     run = finished_run(service, start(harness, service, job, at))
 
     assert run.status is RunStatus.SUCCEEDED
-    assert run.started_at is not None and run.finished_at is not None
+    assert run.started_at is not None
+    assert run.finished_at is not None
     assert at <= run.started_at < at + timedelta(seconds=1)
     assert run.started_at <= run.finished_at
     assert json.loads(run.output or "") == {"status_code": 200, "body": '{"ok": true}'}
     assert at <= sink.hits[0].at < at + timedelta(seconds=1)
 
 
-def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_error(harness: Harness, sink: Sink) -> None:
+def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_error(
+    harness: Harness, sink: Sink
+) -> None:
     service = app.build()
     sink.status = 503
     job, at = make_job(service, sink, seconds_ahead=1)
@@ -222,7 +263,8 @@ def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_er
     run = finished_run(service, start(harness, service, job, at))
 
     assert run.status is RunStatus.FAILED
-    assert run.error is not None and run.error.startswith("TargetError: POST")
+    assert run.error is not None
+    assert run.error.startswith("TargetError: POST")
     assert "HTTP 503" in run.error
 
 
@@ -236,6 +278,7 @@ def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_a
     run = finished_run(service, start(harness, service, job, at), timeout=8)
 
     assert run.status is RunStatus.TIMED_OUT
-    assert run.finished_at is not None and run.started_at is not None
+    assert run.finished_at is not None
+    assert run.started_at is not None
     assert timedelta(seconds=1) <= run.finished_at - run.started_at < timedelta(seconds=3)
     assert run.error == "States.Timeout: the run exceeded its timeout_seconds"

@@ -1,21 +1,25 @@
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
-
 from chronoq.models import AtSchedule, CronSchedule, Schedule
 from chronoq.schedules import fire_times, next_fire
+from pydantic import TypeAdapter, ValidationError
 
 schedule = TypeAdapter(Schedule).validate_python
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def utc(
+    year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0
+) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
-def test_given_an_every_five_minutes_cron_when_asked_for_the_next_fires_then_they_are_five_minutes_apart() -> None:
+def test_given_an_every_five_minutes_cron_when_asked_for_the_next_fires_then_they_are_five_minutes_apart() -> (
+    None
+):
     cron = schedule({"type": "cron", "expression": "*/5 * * * *"})
     assert fire_times(cron, utc(2026, 11, 25, 21, 48, 10), 3) == [
         utc(2026, 11, 25, 21, 50),
@@ -24,7 +28,9 @@ def test_given_an_every_five_minutes_cron_when_asked_for_the_next_fires_then_the
     ]
 
 
-def test_given_a_fire_instant_when_asked_for_the_next_fire_after_it_then_it_is_strictly_later() -> None:
+def test_given_a_fire_instant_when_asked_for_the_next_fire_after_it_then_it_is_strictly_later() -> (
+    None
+):
     cron = schedule({"type": "cron", "expression": "* * * * *"})
     assert next_fire(cron, utc(2026, 11, 25, 21, 48)) == utc(2026, 11, 25, 21, 49)
 
@@ -36,7 +42,9 @@ def test_given_a_berlin_cron_when_evaluated_then_local_wall_time_is_used() -> No
     assert next_fire(cron, utc(2026, 7, 10)) == utc(2026, 7, 10, 7)
 
 
-def test_given_spring_forward_in_berlin_when_a_daily_time_is_skipped_then_it_fires_once_when_the_clocks_jump() -> None:
+def test_given_spring_forward_in_berlin_when_a_daily_time_is_skipped_then_it_fires_once_when_the_clocks_jump() -> (
+    None
+):
     # 2026-03-29: 02:00 CET jumps to 03:00 CEST (01:00 UTC); 02:30 does not exist that day.
     cron = schedule({"type": "cron", "expression": "30 2 * * *", "timezone": "Europe/Berlin"})
     assert fire_times(cron, utc(2026, 3, 27, 12), 3) == [
@@ -46,14 +54,23 @@ def test_given_spring_forward_in_berlin_when_a_daily_time_is_skipped_then_it_fir
     ]
 
 
-def test_given_spring_forward_when_several_times_fall_in_the_gap_then_they_fire_once_together() -> None:
+def test_given_spring_forward_when_several_times_fall_in_the_gap_then_they_fire_once_together() -> (
+    None
+):
     cron = schedule({"type": "cron", "expression": "*/20 2-3 * * *", "timezone": "Europe/Berlin"})
     fires = fire_times(cron, utc(2026, 3, 28, 23), 4)
     # 02:00, 02:20, 02:40 and 03:00 local all map to the jump at 01:00 UTC: one fire.
-    assert fires == [utc(2026, 3, 29, 1, 0), utc(2026, 3, 29, 1, 20), utc(2026, 3, 29, 1, 40), utc(2026, 3, 30, 0, 0)]
+    assert fires == [
+        utc(2026, 3, 29, 1, 0),
+        utc(2026, 3, 29, 1, 20),
+        utc(2026, 3, 29, 1, 40),
+        utc(2026, 3, 30, 0, 0),
+    ]
 
 
-def test_given_fall_back_in_berlin_when_a_local_time_repeats_then_it_fires_once_at_its_first_occurrence() -> None:
+def test_given_fall_back_in_berlin_when_a_local_time_repeats_then_it_fires_once_at_its_first_occurrence() -> (
+    None
+):
     # 2026-10-25: 03:00 CEST falls back to 02:00 CET; 02:30 local happens at 00:30 and 01:30 UTC.
     cron = schedule({"type": "cron", "expression": "30 2 * * *", "timezone": "Europe/Berlin"})
     assert fire_times(cron, utc(2026, 10, 24, 12), 3) == [
@@ -63,11 +80,20 @@ def test_given_fall_back_in_berlin_when_a_local_time_repeats_then_it_fires_once_
     ]
 
 
-def test_given_fall_back_when_an_hourly_cron_runs_through_it_then_no_instant_repeats_and_none_is_lost() -> None:
+def test_given_fall_back_when_an_hourly_cron_runs_through_it_then_no_instant_repeats_and_none_is_lost() -> (
+    None
+):
     cron = schedule({"type": "cron", "expression": "0 * * * *", "timezone": "Europe/Berlin"})
     fires = fire_times(cron, utc(2026, 10, 24, 21, 59), 6)
     # Local 00:00, 01:00, 02:00 CEST (the first 02:00), then 03:00, 04:00, 05:00 CET.
-    assert fires == [utc(2026, 10, 24, 22), utc(2026, 10, 24, 23), utc(2026, 10, 25, 0), utc(2026, 10, 25, 2), utc(2026, 10, 25, 3), utc(2026, 10, 25, 4)]
+    assert fires == [
+        utc(2026, 10, 24, 22),
+        utc(2026, 10, 24, 23),
+        utc(2026, 10, 25, 0),
+        utc(2026, 10, 25, 2),
+        utc(2026, 10, 25, 3),
+        utc(2026, 10, 25, 4),
+    ]
     assert len(set(fires)) == len(fires)
 
 
@@ -77,7 +103,9 @@ def test_given_an_at_schedule_when_asked_before_and_after_it_then_it_fires_once(
     assert next_fire(at, utc(2026, 11, 25, 21, 48, 5)) is None
 
 
-def test_given_an_at_with_a_fraction_of_a_second_when_parsed_then_it_rounds_up_to_the_second() -> None:
+def test_given_an_at_with_a_fraction_of_a_second_when_parsed_then_it_rounds_up_to_the_second() -> (
+    None
+):
     at = schedule({"type": "at", "at": "2026-11-25T21:48:05.200Z"})
     assert isinstance(at, AtSchedule)
     assert at.at == utc(2026, 11, 25, 21, 48, 6)
@@ -94,10 +122,15 @@ def test_given_an_at_with_a_fraction_of_a_second_when_parsed_then_it_rounds_up_t
         ({"type": "weekly"}, "type"),
     ],
 )
-def test_given_an_invalid_schedule_when_validated_then_the_error_names_the_field(value: dict[str, str], field: str) -> None:
+def test_given_an_invalid_schedule_when_validated_then_the_error_names_the_field(
+    value: dict[str, str], field: str
+) -> None:
     with pytest.raises(ValidationError) as raised:
         schedule(value)
-    assert any(field in ".".join(str(p) for p in e["loc"]) or e["type"] == "union_tag_invalid" for e in raised.value.errors())
+    assert any(
+        field in ".".join(str(p) for p in e["loc"]) or e["type"] == "union_tag_invalid"
+        for e in raised.value.errors()
+    )
 
 
 def test_given_whitespace_in_a_cron_expression_when_validated_then_it_is_normalised() -> None:
@@ -107,6 +140,8 @@ def test_given_whitespace_in_a_cron_expression_when_validated_then_it_is_normali
 
 
 def test_given_a_cron_when_listing_many_fires_then_they_strictly_increase() -> None:
-    cron = schedule({"type": "cron", "expression": "*/7 */3 * * 1-5", "timezone": "America/New_York"})
+    cron = schedule(
+        {"type": "cron", "expression": "*/7 */3 * * 1-5", "timezone": "America/New_York"}
+    )
     fires = fire_times(cron, utc(2026, 3, 1), 200)
-    assert all(b - a > timedelta(0) for a, b in zip(fires, fires[1:], strict=False))
+    assert all(b - a > timedelta(0) for a, b in itertools.pairwise(fires))

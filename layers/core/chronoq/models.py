@@ -105,9 +105,7 @@ class CronSchedule(_Model):
     def _valid_expression(cls, value: str) -> str:
         value = " ".join(value.split())
         if len(value.split(" ")) != 5:
-            raise ValueError(
-                "must have five fields: minute hour day-of-month month day-of-week"
-            )
+            raise ValueError("must have five fields: minute hour day-of-month month day-of-week")
         if not croniter.is_valid(value):
             raise ValueError(f"is not a valid cron expression: {value!r}")
         return value

@@ -34,8 +34,8 @@ MAX_DELAY_SECONDS = 900
 #: Largest response excerpt the runner keeps, in bytes.
 OUTPUT_EXCERPT_BYTES = 4096
 #: Issuer and audience of tokens minted by the local runtime.
-LOCAL_TOKEN_ISSUER = "chronoq-local"
-TOKEN_AUDIENCE = "chronoq"
+LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
+TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
 
 # --- Environment variables read by the handlers (through chronoq.settings) ---------------
 
@@ -109,7 +109,9 @@ class Queue:
     max_receive_count: int = 5
 
 
-QUEUES = tuple(Queue(id=f"Runs{p.capitalize()}", priority=p, env=ENV_QUEUE_URLS[p]) for p in PRIORITIES)
+QUEUES = tuple(
+    Queue(id=f"Runs{p.capitalize()}", priority=p, env=ENV_QUEUE_URLS[p]) for p in PRIORITIES
+)
 DEAD_LETTER_QUEUE_ID = "RunsDeadLetter"
 
 

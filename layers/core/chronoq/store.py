@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
@@ -144,7 +145,9 @@ class Store:
 
     # --- schedule -------------------------------------------------------------------------
 
-    def put_occurrences(self, occurrences: Iterable[Occurrence], shards: int, now: datetime) -> None:
+    def put_occurrences(
+        self, occurrences: Iterable[Occurrence], shards: int, now: datetime
+    ) -> None:
         expires = int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS
         items = [
             {
@@ -210,7 +213,7 @@ class Store:
     def set_checkpoint(self, shard: int, minute: datetime) -> None:
         """Record ``minute`` as dispatched on ``shard``; a checkpoint never moves back."""
         key = ids.bucket(minute, shard).partition("#")[0]
-        try:
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
             self._db.put_item(
                 TableName=self._schedule,
                 Item=_dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}", "minute": key}),
@@ -218,8 +221,6 @@ class Store:
                 ExpressionAttributeNames={"#m": "minute"},
                 ExpressionAttributeValues=_dump({":m": key}),
             )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            pass
 
     # --- runs -----------------------------------------------------------------------------
 

@@ -17,10 +17,15 @@ def _local(args: argparse.Namespace) -> int:
     from chronoq.local import tokens
     from chronoq.local.system import LocalSystem
 
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", args.log_level)
     system = LocalSystem(
-        host=args.host, port=args.port, data_dir=args.data_dir, shards=args.shards,
+        host=args.host,
+        port=args.port,
+        data_dir=args.data_dir,
+        shards=args.shards,
         tick_seconds=args.tick_seconds,
     ).start()
     token = tokens.mint(args.data_dir, args.user)
@@ -51,11 +56,19 @@ def parser() -> argparse.ArgumentParser:
     local.add_argument("--port", type=int, default=8080)
     local.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
     local.add_argument("--shards", type=int, default=r.DEFAULT_SHARDS)
-    local.add_argument("--tick-seconds", type=float, default=1.0,
-                       help="how often the dispatcher is invoked (AWS: every 60 s)")
+    local.add_argument(
+        "--tick-seconds",
+        type=float,
+        default=1.0,
+        help="how often the dispatcher is invoked (AWS: every 60 s)",
+    )
     local.add_argument("--user", default="local-user", help="user of the token printed at start-up")
-    local.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-                       help="log level of chronoq local and of the functions it runs")
+    local.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log level of chronoq local and of the functions it runs",
+    )
     local.set_defaults(run=_local)
 
     token = commands.add_parser("token", help="print a token for USER, valid for chronoq local")

@@ -92,7 +92,9 @@ class LocalAWS:
                 TableName=name,
                 BillingMode="PAY_PER_REQUEST",
                 KeySchema=[{"AttributeName": k, "KeyType": t} for k, t in keys],
-                AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)],
+                AttributeDefinitions=[
+                    {"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)
+                ],
                 **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
             )
             if table.ttl_attribute:
@@ -103,7 +105,9 @@ class LocalAWS:
             env[table.env] = name
 
         sqs = self.client("sqs")
-        dlq_url = sqs.create_queue(QueueName=f"{PREFIX}-{r.DEAD_LETTER_QUEUE_ID.lower()}")["QueueUrl"]
+        dlq_url = sqs.create_queue(QueueName=f"{PREFIX}-{r.DEAD_LETTER_QUEUE_ID.lower()}")[
+            "QueueUrl"
+        ]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
@@ -121,7 +125,8 @@ class LocalAWS:
             env[queue.env] = url
 
         role = self.client("iam").create_role(
-            RoleName=f"{PREFIX}-role", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
+            RoleName=f"{PREFIX}-role",
+            AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"}),
         )["Role"]["Arn"]
         lam = self.client("lambda")
         arns: dict[str, str] = {}

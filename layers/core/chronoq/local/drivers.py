@@ -47,7 +47,9 @@ class Ticker(threading.Thread):
         while not self._halt.is_set():
             if not self.paused.is_set():
                 try:
-                    self._invoke(scheduled_event("arn:aws:events:us-east-1:123456789012:rule/chronoq-tick"))
+                    self._invoke(
+                        scheduled_event("arn:aws:events:us-east-1:123456789012:rule/chronoq-tick")
+                    )
                 except Exception:
                     logger.exception("dispatcher failed")
             self._halt.wait(self._interval)
@@ -114,7 +116,9 @@ class QueuePoller(threading.Thread):
         if done:
             self._sqs.delete_message_batch(
                 QueueUrl=self._url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
             )
         return len(messages)
 

@@ -31,4 +31,4 @@ def exact_wait_timestamps() -> None:
                 return
             env.program_state_event.wait(remaining)  # pulsed when the execution stops
 
-    Timestamp._eval_body = _eval_body
+    Timestamp._eval_body = _eval_body  # type: ignore[method-assign]

@@ -23,7 +23,12 @@ Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def http_event(
-    method: str, target: str, headers: dict[str, str], body: bytes, claims: dict[str, Any], source_ip: str
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes,
+    claims: dict[str, Any],
+    source_ip: str,
 ) -> dict[str, Any]:
     """The event API Gateway sends for this request (payload format version 2.0)."""
     parts = urlsplit(target)
@@ -41,7 +46,9 @@ def http_event(
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
-            "authorizer": {"jwt": {"claims": {k: str(v) for k, v in claims.items()}, "scopes": None}},
+            "authorizer": {
+                "jwt": {"claims": {k: str(v) for k, v in claims.items()}, "scopes": None}
+            },
             "domainName": headers.get("Host", "localhost"),
             "domainPrefix": "local",
             "http": {
@@ -72,16 +79,27 @@ def serve(host: str, port: int, secret: str, invoke: Invoke) -> ThreadingHTTPSer
             try:
                 claims = verify(secret, self.headers.get("Authorization"))
             except InvalidToken:
-                self._reply(401, {"content-type": "application/json"}, b'{"message":"Unauthorized"}')
+                self._reply(
+                    401, {"content-type": "application/json"}, b'{"message":"Unauthorized"}'
+                )
                 return
             event = http_event(
-                self.command, self.path, dict(self.headers.items()), body, claims, self.client_address[0]
+                self.command,
+                self.path,
+                dict(self.headers.items()),
+                body,
+                claims,
+                self.client_address[0],
             )
             try:
                 answer = invoke(event)
             except Exception:
                 logger.exception("api function failed")
-                self._reply(500, {"content-type": "application/json"}, b'{"message":"Internal Server Error"}')
+                self._reply(
+                    500,
+                    {"content-type": "application/json"},
+                    b'{"message":"Internal Server Error"}',
+                )
                 return
             payload = answer.get("body") or ""
             data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode()
@@ -104,5 +122,3 @@ def serve(host: str, port: int, secret: str, invoke: Invoke) -> ThreadingHTTPSer
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     return server
-
-

@@ -9,10 +9,10 @@ replaced by this, so Step Functions' ``lambda:invoke`` tasks run the real handle
 from __future__ import annotations
 
 import importlib.util
-import sys
 import itertools
 import json
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -72,7 +72,8 @@ class LambdaRuntime:
         function = self._functions[name]
         module_name = f"_chronoq_lambda_{function.name}_{next(_ids)}"
         spec = importlib.util.spec_from_file_location(module_name, function.handler_file)
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module  # as an import would: pydantic resolves names there
         spec.loader.exec_module(module)
@@ -95,7 +96,9 @@ class LambdaRuntime:
         attr = function.handler.rsplit(".", 1)[1]
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            return json.loads(json.dumps(getattr(container, attr)(json.loads(json.dumps(event)), context)))
+            return json.loads(
+                json.dumps(getattr(container, attr)(json.loads(json.dumps(event)), context))
+            )
         except Exception as error:
             raise FunctionError(
                 {
@@ -115,7 +118,7 @@ _active: LambdaRuntime | None = None
 
 def install_into_moto(runtime: LambdaRuntime) -> None:
     """Make moto's Lambda service run functions with ``runtime`` instead of Docker."""
-    global _active  # noqa: PLW0603 - moto's backend is process-wide, and so is this switch
+    global _active
     from moto.awslambda.models import LambdaFunction
 
     _active = runtime
@@ -128,4 +131,4 @@ def install_into_moto(runtime: LambdaRuntime) -> None:
             return json.dumps(error.payload), True, ""
         return json.dumps(result), False, ""
 
-    LambdaFunction._invoke_lambda = _invoke_lambda
+    LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]

@@ -37,7 +37,9 @@ class LocalSystem:
     def start(self) -> LocalSystem:
         self.aws = LocalAWS(shards=self.shards).start()
         sqs = self.aws.client("sqs")
-        self.ticker = Ticker(lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt)
+        self.ticker = Ticker(
+            lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt
+        )
         self._threads = [self.ticker]
         for priority in r.PRIORITIES:
             self._threads.append(
@@ -49,7 +51,10 @@ class LocalSystem:
                 )
             )
         self._server = serve(
-            self.host, self.port, tokens.secret(self.data_dir), lambda e: self.invoke(r.API_FUNCTION, e)
+            self.host,
+            self.port,
+            tokens.secret(self.data_dir),
+            lambda e: self.invoke(r.API_FUNCTION, e),
         )
         self.port = self._server.server_address[1]
         self._threads.append(

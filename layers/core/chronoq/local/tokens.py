@@ -12,7 +12,7 @@ import jwt
 
 from chronoq.resources import LOCAL_TOKEN_ISSUER, TOKEN_AUDIENCE
 
-SECRET_FILE = "jwt-secret"
+SECRET_FILE = "jwt-secret"  # noqa: S105 - a file name
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 
 
