@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 from aws_cdk import App
-from chronoq_cdk.stack import ChronoqStack
-
 from chronoq import resources as r
+from chronoq_cdk.stack import ChronoqStack
 
 
 def main() -> None:

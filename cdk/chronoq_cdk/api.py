@@ -9,9 +9,8 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .functions import python_function
 from .queues import Queues

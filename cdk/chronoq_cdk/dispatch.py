@@ -8,9 +8,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .functions import python_function
 from .queues import Queues
@@ -29,15 +28,12 @@ class Dispatch(Construct):
         queues: Queues,
     ) -> None:
         super().__init__(scope, id)
-        # One invocation at a time, so ticks never overlap; a failed tick is not retried
-        # because the next one catches up from the per-shard checkpoints.
+        # A failed tick is not retried: the next one catches up from the per-shard
+        # checkpoints. Two overlapping ticks are harmless (checkpoints only move forward and
+        # a run dispatched twice is dropped by the worker's claim), so no concurrency is
+        # reserved, which would fail on accounts with the default concurrency quota.
         self.function = python_function(
-            self,
-            "Function",
-            r.DISPATCHER_FUNCTION,
-            layer=layer,
-            environment=environment,
-            reserved_concurrency=1,
+            self, "Function", r.DISPATCHER_FUNCTION, layer=layer, environment=environment
         )
         self.function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(1))
         for table in storage.tables.values():

@@ -7,9 +7,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .functions import LOG_RETENTION, python_function
 

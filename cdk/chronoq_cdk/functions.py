@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 RUNTIME = lambda_.Runtime(r.LAMBDA_RUNTIME, lambda_.RuntimeFamily.PYTHON)
 ARCHITECTURE = lambda_.Architecture.X86_64
@@ -23,7 +22,6 @@ def python_function(
     *,
     layer: lambda_.ILayerVersion,
     environment: Mapping[str, str],
-    reserved_concurrency: int | None = None,
 ) -> lambda_.Function:
     """The function ``spec`` describes, given exactly the variables ``spec.env`` names."""
     log_group = logs.LogGroup(
@@ -46,5 +44,4 @@ def python_function(
         },
         tracing=lambda_.Tracing.ACTIVE,
         log_group=log_group,
-        reserved_concurrent_executions=reserved_concurrency,
     )

@@ -6,13 +6,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsii
-from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
+from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .functions import ARCHITECTURE, RUNTIME
 
@@ -21,6 +21,18 @@ LAYER_DIR = PACKAGE_DIR.parent
 REQUIREMENTS = LAYER_DIR / "requirements.txt"
 #: Subpackages that only serve the local runtime and the command line.
 LOCAL_ONLY = ("local", "cli")
+#: Left out of the asset's source hash: changing them does not rebuild the layer.
+NOT_SHIPPED = ["*.egg-info", "__pycache__", "*.pyc", *(f"chronoq/{p}" for p in LOCAL_ONLY)]
+#: Wheels for the Lambda runtime, whatever the machine that synthesizes.
+PIP_INSTALL = [
+    "install",
+    "--quiet",
+    "--no-compile",
+    "--only-binary=:all:",
+    "--platform=manylinux2014_x86_64",
+    "--implementation=cp",
+    f"--python-version={r.LAMBDA_RUNTIME.removeprefix('python')}",
+]
 
 
 def _left_out(directory: str, names: list[str]) -> set[str]:
@@ -30,21 +42,13 @@ def _left_out(directory: str, names: list[str]) -> set[str]:
 
 @jsii.implements(ILocalBundling)
 class LocalBundler:
-    """Copies the package and pip-installs Lambda wheels of its requirements."""
+    """Copies the package and pip-installs its requirements into ``python/``."""
 
-    def try_bundle(self, output_dir: str, options: BundlingOptions) -> bool:
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **options: Any) -> bool:
         target = Path(output_dir) / "python"
         shutil.copytree(PACKAGE_DIR, target / PACKAGE_DIR.name, ignore=_left_out)
-        subprocess.run(
-            [
-                sys.executable, "-m", "pip", "install", "--quiet", "--no-compile",
-                "--target", str(target),
-                "--platform", "manylinux2014_x86_64",
-                "--implementation", "cp",
-                "--python-version", r.LAMBDA_RUNTIME.removeprefix("python"),
-                "--only-binary=:all:",
-                "-r", str(REQUIREMENTS),
-            ],  # fmt: skip
+        subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", "pip", *PIP_INSTALL, f"--target={target}", "-r", REQUIREMENTS],
             check=True,
         )
         return True
@@ -56,7 +60,7 @@ class CoreLayer(Construct):
         code = lambda_.Code.from_asset(
             str(LAYER_DIR),
             asset_hash_type=AssetHashType.SOURCE,
-            exclude=["*.egg-info", "__pycache__", "*.pyc", *(f"chronoq/{p}" for p in LOCAL_ONLY)],
+            exclude=NOT_SHIPPED,
             bundling=BundlingOptions(image=RUNTIME.bundling_image, local=LocalBundler()),
         )
         self.layer = lambda_.LayerVersion(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 
 class Queues(Construct):

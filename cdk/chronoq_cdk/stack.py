@@ -6,9 +6,8 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .api import Api
 from .dispatch import Dispatch
@@ -30,8 +29,10 @@ class ChronoqStack(Stack):
             raise ValueError(f"shards must be between 1 and {MAX_SHARDS}, not {shards}")
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
-        layer = CoreLayer(self, "CoreLayer").layer
-        self.execution = Execution(self, "Execution", layer=layer, runs_table=self.storage.runs)
+        self.layer = CoreLayer(self, "CoreLayer").layer
+        self.execution = Execution(
+            self, "Execution", layer=self.layer, runs_table=self.storage.runs
+        )
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
             **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
@@ -41,7 +42,7 @@ class ChronoqStack(Stack):
         self.dispatch = Dispatch(
             self,
             "Dispatch",
-            layer=layer,
+            layer=self.layer,
             environment=environment,
             storage=self.storage,
             queues=self.queues,
@@ -49,7 +50,7 @@ class ChronoqStack(Stack):
         self.workers = Workers(
             self,
             "Workers",
-            layer=layer,
+            layer=self.layer,
             environment=environment,
             storage=self.storage,
             queues=self.queues,
@@ -58,7 +59,7 @@ class ChronoqStack(Stack):
         self.api = Api(
             self,
             "Api",
-            layer=layer,
+            layer=self.layer,
             environment=environment,
             storage=self.storage,
             queues=self.queues,
@@ -67,9 +68,7 @@ class ChronoqStack(Stack):
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
         CfnOutput(self, "UserPoolId", value=self.api.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.api.client.user_pool_client_id)
-        CfnOutput(
-            self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn
-        )
+        CfnOutput(self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn)
 
     @property
     def functions(self) -> dict[str, lambda_.Function]:

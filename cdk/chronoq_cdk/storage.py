@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 #: Tables whose loss would lose jobs or history: point-in-time recovery, kept on stack deletion.
 DURABLE = frozenset({r.JOBS_TABLE.id, r.RUNS_TABLE.id})

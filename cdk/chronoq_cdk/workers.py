@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
-
 from chronoq import resources as r
+from constructs import Construct
 
 from .functions import python_function
 from .queues import Queues

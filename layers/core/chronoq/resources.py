@@ -17,6 +17,11 @@ from pathlib import Path
 DEFAULT_SHARDS = 4
 #: Default execution timeout of a run (the SLA), in seconds.
 DEFAULT_TIMEOUT_SECONDS = 300
+#: Longest interval of a rate schedule.
+MAX_RATE_SECONDS = 365 * 24 * 3600
+#: Default start deadline: a run that cannot start this long after its time is MISSED.
+DEFAULT_START_DEADLINE_SECONDS = 900
+MAX_START_DEADLINE_SECONDS = 24 * 3600
 #: Longest timeout the Lambda runner can honour (Lambda's own limit).
 MAX_TIMEOUT_SECONDS = 900
 #: How long dispatched schedule items and finished runs are kept (TTL), in seconds.
@@ -105,7 +110,7 @@ class Queue:
     id: str
     priority: str
     env: str
-    visibility_timeout_seconds: int = 60
+    visibility_timeout_seconds: int = 180  # six times the worker's timeout, as AWS advises
     max_receive_count: int = 5
 
 
@@ -117,7 +122,8 @@ DEAD_LETTER_QUEUE_ID = "RunsDeadLetter"
 
 # --- Functions ----------------------------------------------------------------------------
 
-#: The folder holding one sub-folder per Lambda function.
+#: The folder holding one sub-folder per Lambda function (in a checkout; used to synthesize
+#: and by the local runtime, never inside Lambda).
 FUNCTIONS_DIR = Path(__file__).resolve().parents[3] / "functions"
 
 

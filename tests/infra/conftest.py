@@ -1,0 +1,27 @@
+"""One synthesis of the Chronoq stack, shared by every infra test of the session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from aws_cdk import App
+from aws_cdk.assertions import Template
+
+from tests.infra.synthesis import Synthesis, staged_assets
+
+#: The CDK app's package lives outside the installed project.
+CDK_DIR = str(Path(__file__).resolve().parents[2] / "cdk")
+if CDK_DIR not in sys.path:
+    sys.path.insert(0, CDK_DIR)
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    from chronoq_cdk.stack import ChronoqStack
+
+    app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    stack = ChronoqStack(app, "Chronoq")
+    template = dict(Template.from_stack(stack).to_json())
+    return Synthesis(stack, template, staged_assets(app.synth(), stack))

@@ -1,0 +1,167 @@
+"""The functions, their layer and their IAM rights in the synthesized stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chronoq import resources as r
+
+from tests.infra.synthesis import Synthesis
+
+
+def _files(directory: Path) -> set[Path]:
+    return {
+        p.relative_to(directory)
+        for p in directory.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def _environment(synth: Synthesis) -> dict[str, Any]:
+    """What each variable chronoq.resources names must point at."""
+    stack = synth.stack
+    return {
+        **{t.env: synth.ref(stack.storage.tables[t.id]) for t in r.TABLES},
+        **{q.env: synth.ref(stack.queues.by_priority[q.priority]) for q in r.QUEUES},
+        r.ENV_STATE_MACHINE_ARN: synth.ref(stack.execution.state_machine),
+        r.ENV_SHARDS: str(r.DEFAULT_SHARDS),
+    }
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    return {
+        a
+        for s in statements
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+
+
+def _logical_ids(value: Any) -> set[str]:
+    """The logical ids a policy's resources refer to (by Ref or Fn::GetAtt)."""
+    if isinstance(value, list):
+        return {i for v in value for i in _logical_ids(v)}
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return {value["Ref"]}
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return {i for v in value.values() for i in _logical_ids(v)}
+    return set()
+
+
+def _role_statements(synth: Synthesis, function: str) -> list[dict[str, Any]]:
+    props = synth.resource(synth.stack.functions[function])["Properties"]
+    return synth.statements(props["Role"])
+
+
+@pytest.mark.parametrize("spec", r.FUNCTIONS, ids=lambda f: f.name)
+def test_given_the_stack_when_synthesized_then_functions_match_resources(
+    synth: Synthesis, spec: r.Function
+) -> None:
+    props = synth.resource(synth.stack.functions[spec.name])["Properties"]
+
+    assert props["Handler"] == spec.handler
+    assert props["Runtime"] == r.LAMBDA_RUNTIME
+    assert props["MemorySize"] == spec.memory_mb
+    assert props["Timeout"] == spec.timeout_seconds
+    assert props["Architectures"] == ["x86_64"]
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["Layers"] == [synth.ref(synth.stack.layer)]
+
+
+@pytest.mark.parametrize("spec", r.FUNCTIONS, ids=lambda f: f.name)
+def test_given_a_function_when_synthesized_then_it_gets_exactly_the_variables_it_names(
+    synth: Synthesis, spec: r.Function
+) -> None:
+    variables = synth.resource(synth.stack.functions[spec.name])["Properties"]["Environment"][
+        "Variables"
+    ]
+    expected = _environment(synth)
+
+    assert {k: v for k, v in variables.items() if not k.startswith("POWERTOOLS_")} == {
+        name: expected[name] for name in spec.env
+    }
+    assert variables["POWERTOOLS_SERVICE_NAME"] == f"chronoq-{spec.name}"
+
+
+@pytest.mark.parametrize("spec", r.FUNCTIONS, ids=lambda f: f.name)
+def test_given_a_function_when_synthesized_then_its_code_is_staged_from_its_folder(
+    synth: Synthesis, spec: r.Function
+) -> None:
+    code = synth.resource(synth.stack.functions[spec.name])["Properties"]["Code"]
+    staged = synth.assets[code["S3Key"]]
+    handler = spec.handler_file.relative_to(spec.source_dir)
+
+    assert (staged / handler).read_bytes() == spec.handler_file.read_bytes()
+    assert _files(staged) == _files(spec.source_dir)
+
+
+def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_dependencies(
+    synth: Synthesis,
+) -> None:
+    props = synth.resource(synth.stack.layer)["Properties"]
+    python = synth.assets[props["Content"]["S3Key"]] / "python"
+    package = Path(r.__file__).parent
+    wanted = {f for f in _files(package) if f.parts[0] not in ("local", "cli")}
+
+    assert props["CompatibleRuntimes"] == [r.LAMBDA_RUNTIME]
+    assert props["CompatibleArchitectures"] == ["x86_64"]
+    assert (python / "chronoq" / "service.py").is_file()
+    assert (python / "croniter").is_dir()
+    assert not (python / "chronoq" / "local").exists()
+    assert not (python / "chronoq" / "cli").exists()
+    assert _files(python / "chronoq") == wanted
+    assert list((python / "pydantic_core").glob("*.cpython-312-x86_64-linux-gnu.so"))
+
+
+def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resources_it_uses(
+    synth: Synthesis,
+) -> None:
+    stack = synth.stack
+    tables = stack.storage.tables
+    queues = list(stack.queues.by_priority.values())
+    expected = {
+        r.API_FUNCTION.name: [*tables.values(), *queues],
+        r.DISPATCHER_FUNCTION.name: [*tables.values(), *queues],
+        r.WORKER_FUNCTION.name: [
+            tables[r.JOBS_TABLE.id],
+            tables[r.RUNS_TABLE.id],
+            *queues,
+            stack.execution.state_machine,
+        ],
+        r.RUNNER_FUNCTION.name: [],
+    }
+
+    for name, constructs in expected.items():
+        reached = _logical_ids([s["Resource"] for s in _role_statements(synth, name)])
+        assert reached == {synth.logical_id(c) for c in constructs}, name
+
+
+def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
+    synth: Synthesis,
+) -> None:
+    actions = _actions(_role_statements(synth, r.API_FUNCTION.name))
+
+    assert not {a for a in actions if a.startswith("states:")}
+    assert "dynamodb:PutItem" in actions
+
+
+def test_given_the_runner_role_when_synthesized_then_it_has_no_data_access(
+    synth: Synthesis,
+) -> None:
+    actions = _actions(_role_statements(synth, r.RUNNER_FUNCTION.name))
+
+    assert not {a for a in actions if a.split(":")[0] in ("dynamodb", "sqs", "states")}
+
+
+def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
+    synth: Synthesis,
+) -> None:
+    runs = synth.logical_id(synth.stack.storage.runs)
+    statements = _role_statements(synth, r.WORKER_FUNCTION.name)
+    on_runs = [s for s in statements if runs in _logical_ids(s["Resource"])]
+
+    assert _actions(on_runs) == {"dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert "states:StartExecution" in _actions(statements)
