@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -11,8 +12,17 @@ from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    computed_field,
+    field_validator,
+)
 
+from chronoq import resources as r
 from chronoq.resources import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS
 
 
@@ -24,7 +34,16 @@ class Priority(StrEnum):
 
 class JobState(StrEnum):
     ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
     COMPLETED = "COMPLETED"
+
+
+class Concurrency(StrEnum):
+    """What happens when a run is due while an earlier run of the same job is active."""
+
+    ALLOW = "allow"  # both run
+    FORBID = "forbid"  # the new run is SKIPPED
+    REPLACE = "replace"  # the active run is CANCELLED, then the new one starts
 
 
 class RunStatus(StrEnum):
@@ -34,9 +53,22 @@ class RunStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     TIMED_OUT = "TIMED_OUT"
+    SKIPPED = "SKIPPED"
+    MISSED = "MISSED"
+    CANCELLED = "CANCELLED"
 
 
-TERMINAL_STATUSES = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT})
+ACTIVE_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
+TERMINAL_STATUSES = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.TIMED_OUT,
+        RunStatus.SKIPPED,
+        RunStatus.MISSED,
+        RunStatus.CANCELLED,
+    }
+)
 
 
 def utc_second(value: datetime) -> datetime:
@@ -93,7 +125,31 @@ class AtSchedule(_Model):
         return utc_second(value)
 
 
-class CronSchedule(_Model):
+class _Recurring(_Model):
+    """Optional bounds of a recurring schedule: it fires at or after ``start_at`` and at or
+    before ``end_at``."""
+
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+
+    @field_validator("start_at")
+    @classmethod
+    def _start_to_utc_second(cls, value: datetime | None) -> datetime | None:
+        return utc_second(value) if value else None
+
+    @field_validator("end_at")
+    @classmethod
+    def _end_after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        start = info.data.get("start_at")
+        if start is not None and value <= start:
+            raise ValueError("must be after start_at")
+        return value
+
+
+class CronSchedule(_Recurring):
     """Recurring by a five-field cron expression evaluated in an IANA time zone."""
 
     type: Literal["cron"]
@@ -124,7 +180,52 @@ class CronSchedule(_Model):
         return ZoneInfo(self.timezone)
 
 
-Schedule = Annotated[AtSchedule | CronSchedule, Field(discriminator="type")]
+_RATE = re.compile(r"^(\d+)\s+(minute|minutes|hour|hours|day|days)$")
+_UNIT = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+class RateSchedule(_Recurring):
+    """Recurring every fixed interval: ``"every": "5 minutes"`` (minutes, hours or days; at
+    least one minute). It fires at ``start_at`` and every interval after; without a
+    ``start_at``, the first run is one interval after the job is created."""
+
+    type: Literal["rate"]
+    every: str
+
+    @field_validator("every")
+    @classmethod
+    def _valid_every(cls, value: str) -> str:
+        value = " ".join(value.lower().split())
+        match = _RATE.match(value)
+        if not match:
+            raise ValueError('must be "<n> minutes", "<n> hours" or "<n> days" (at least 1 minute)')
+        count, unit = int(match[1]), match[2].rstrip("s")
+        if count < 1:
+            raise ValueError("must be at least 1 minute")
+        if count * _UNIT[unit] > r.MAX_RATE_SECONDS:
+            raise ValueError("must be at most 365 days")
+        return f"{count} {unit}{'s' if count != 1 else ''}"
+
+    @property
+    def period(self) -> timedelta:
+        count, unit = self.every.split(" ")
+        return timedelta(seconds=int(count) * _UNIT[unit.rstrip("s")])
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo("UTC")
+
+
+Schedule = Annotated[AtSchedule | CronSchedule | RateSchedule, Field(discriminator="type")]
+
+
+def anchored(
+    schedule: AtSchedule | CronSchedule | RateSchedule, now: datetime
+) -> AtSchedule | CronSchedule | RateSchedule:
+    """The schedule as stored: a rate without a ``start_at`` starts one interval from now."""
+    if isinstance(schedule, RateSchedule) and schedule.start_at is None:
+        return schedule.model_copy(update={"start_at": utc_second(now + schedule.period)})
+    return schedule
 
 
 # --- Targets ------------------------------------------------------------------------------
@@ -162,6 +263,10 @@ class JobSpec(_Model):
     target: Target
     priority: Priority = Priority.NORMAL
     timeout_seconds: int = Field(default=DEFAULT_TIMEOUT_SECONDS, ge=1, le=MAX_TIMEOUT_SECONDS)
+    concurrency: Concurrency = Concurrency.ALLOW
+    start_deadline_seconds: int = Field(
+        default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
+    )
 
 
 class Job(JobSpec):

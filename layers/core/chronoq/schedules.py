@@ -16,23 +16,46 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from chronoq.models import AtSchedule, CronSchedule
+from chronoq.models import AtSchedule, CronSchedule, RateSchedule, utc_second
 
-Schedule = AtSchedule | CronSchedule
+Schedule = AtSchedule | CronSchedule | RateSchedule
 
 # Longer than any UTC offset change, so that scanning local times from here never misses one.
 _LOOKBACK = timedelta(hours=3)
+_SECOND = timedelta(seconds=1)
 
 
 def next_fire(schedule: Schedule, after: datetime) -> datetime | None:
-    """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC."""
+    """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC; None
+    when it fires no more."""
     after = after.astimezone(UTC)
     if isinstance(schedule, AtSchedule):
         return schedule.at if schedule.at > after else None
+    if schedule.start_at is not None and after < schedule.start_at:
+        after = schedule.start_at - _SECOND  # instants are whole seconds: start_at is in reach
+    found = (
+        _next_rate(schedule, after)
+        if isinstance(schedule, RateSchedule)
+        else _next_cron(schedule, after)
+    )
+    if schedule.end_at is not None and found > schedule.end_at:
+        return None
+    return found
+
+
+def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
+    anchor = schedule.start_at or utc_second(after + schedule.period)
+    if after < anchor:
+        return anchor
+    periods = (after - anchor) // schedule.period + 1
+    return anchor + periods * schedule.period
+
+
+def _next_cron(schedule: CronSchedule, after: datetime) -> datetime:
     for instant in _cron_instants(schedule, after - _LOOKBACK):
         if instant > after:
             return instant
-    return None  # pragma: no cover - croniter iterates without end
+    raise AssertionError("unreachable: croniter iterates without end")
 
 
 def fire_times(schedule: Schedule, after: datetime, count: int) -> list[datetime]:
