@@ -21,6 +21,7 @@ class Execution(Construct):
         *,
         layer: lambda_.ILayerVersion,
         runs_table: dynamodb.ITable,
+        jobs_table: dynamodb.ITable,
     ) -> None:
         super().__init__(scope, id)
         self.runner = python_function(
@@ -28,6 +29,7 @@ class Execution(Construct):
         )
         values = {
             r.ASL_RUNS_TABLE: runs_table.table_name,
+            r.ASL_JOBS_TABLE: jobs_table.table_name,
             r.ASL_RUNNER_FUNCTION: self.runner.function_arn,
         }
         log_group = logs.LogGroup(
@@ -42,4 +44,5 @@ class Execution(Construct):
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ERROR),
         )
         runs_table.grant(self.state_machine, "dynamodb:UpdateItem")
+        jobs_table.grant(self.state_machine, "dynamodb:UpdateItem")
         self.runner.grant_invoke(self.state_machine)

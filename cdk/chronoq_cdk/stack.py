@@ -31,7 +31,11 @@ class ChronoqStack(Stack):
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
         self.execution = Execution(
-            self, "Execution", layer=self.layer, runs_table=self.storage.runs
+            self,
+            "Execution",
+            layer=self.layer,
+            runs_table=self.storage.runs,
+            jobs_table=self.storage.jobs,
         )
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},

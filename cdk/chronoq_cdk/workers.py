@@ -33,9 +33,14 @@ class Workers(Construct):
         self.function = python_function(
             self, "Function", r.WORKER_FUNCTION, layer=layer, environment=environment
         )
-        storage.jobs.grant_read_data(self.function)
-        storage.runs.grant(self.function, "dynamodb:UpdateItem", "dynamodb:GetItem")
+        # Claiming is a transaction over the job (its active runs) and the run.
+        storage.jobs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        storage.runs.grant(
+            self.function, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+        )
         state_machine.grant_start_execution(self.function)
+        # concurrency "replace" stops the active run's execution.
+        state_machine.grant_execution(self.function, "states:StopExecution")
         for queue in queues.by_priority.values():
             self.function.add_event_source(
                 sources.SqsEventSource(

@@ -10,8 +10,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import app as chronoq_app
-from chronoq.errors import InvalidRequest, NotFound
-from chronoq.models import JobSpec
+from chronoq.errors import Conflict, InvalidRequest, NotFound
+from chronoq.models import JobPatch, JobSpec, Schedule
+from chronoq.schedules import preview
+from chronoq.service import utc_now
+from pydantic import BaseModel, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -19,6 +22,11 @@ app = APIGatewayHttpResolver(enable_validation=True)
 
 class Unauthorized(Exception):
     pass
+
+
+def view(model: BaseModel) -> dict[str, Any]:
+    """The API's JSON form of a job or run (internal bookkeeping left out)."""
+    return model.model_dump(mode="json", exclude={"generation"})
 
 
 def _owner() -> str:
@@ -32,29 +40,67 @@ def _owner() -> str:
 @app.post("/jobs")
 def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str, Any]]:
     job = chronoq_app.build().create_job(_owner(), spec)
-    return Response(201, "application/json", job.model_dump(mode="json"))
+    return Response(201, "application/json", view(job))
 
 
 @app.get("/jobs")
 def list_jobs() -> dict[str, Any]:
     jobs = chronoq_app.build().list_jobs(_owner())
-    return {"jobs": [j.model_dump(mode="json") for j in jobs]}
+    return {"jobs": [view(j) for j in jobs]}
 
 
 @app.get("/jobs/<job_id>")
 def get_job(job_id: str) -> dict[str, Any]:
-    return chronoq_app.build().get_job(_owner(), job_id).model_dump(mode="json")
+    return view(chronoq_app.build().get_job(_owner(), job_id))
+
+
+@app.patch("/jobs/<job_id>")
+def update_job(job_id: str, patch: Annotated[JobPatch, Body(embed=False)]) -> dict[str, Any]:
+    return view(chronoq_app.build().update_job(_owner(), job_id, patch))
+
+
+@app.delete("/jobs/<job_id>")
+def delete_job(job_id: str) -> Response[str]:
+    chronoq_app.build().delete_job(_owner(), job_id)
+    return Response(204, "application/json", "")
+
+
+@app.post("/jobs/<job_id>/pause")
+def pause_job(job_id: str) -> dict[str, Any]:
+    return view(chronoq_app.build().pause_job(_owner(), job_id))
+
+
+@app.post("/jobs/<job_id>/resume")
+def resume_job(job_id: str) -> dict[str, Any]:
+    return view(chronoq_app.build().resume_job(_owner(), job_id))
+
+
+@app.post("/jobs/<job_id>/trigger")
+def trigger_job(job_id: str) -> Response[dict[str, Any]]:
+    run = chronoq_app.build().trigger_job(_owner(), job_id)
+    return Response(202, "application/json", view(run))
+
+
+class PreviewRequest(BaseModel):
+    schedule: Schedule
+    count: int = Field(default=10, ge=1, le=100)
+
+
+@app.post("/schedules/preview")
+def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> dict[str, Any]:
+    _owner()
+    return {"fire_times": preview(request.schedule, utc_now(), request.count)}
 
 
 @app.get("/jobs/<job_id>/runs")
 def list_runs(job_id: str, limit: Annotated[int, Query(ge=1, le=100)] = 50) -> dict[str, Any]:
     runs = chronoq_app.build().list_runs(_owner(), job_id, limit)
-    return {"runs": [r.model_dump(mode="json") for r in runs]}
+    return {"runs": [view(r) for r in runs]}
 
 
 @app.get("/runs/<run_id>")
 def get_run(run_id: str) -> dict[str, Any]:
-    return chronoq_app.build().get_run(_owner(), run_id).model_dump(mode="json")
+    return view(chronoq_app.build().get_run(_owner(), run_id))
 
 
 def _error(status: int, message: str, **extra: Any) -> Response[dict[str, Any]]:
@@ -69,6 +115,19 @@ def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
     ]
     fields = ", ".join(d["field"] for d in details)
     return _error(422, f"invalid request: {fields}", errors=details)
+
+
+@app.exception_handler(ValidationError)
+def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
+    details = [
+        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in error.errors()
+    ]
+    return _error(422, f"invalid request: {', '.join(d['field'] for d in details)}", errors=details)
+
+
+@app.exception_handler(Conflict)
+def _conflict(error: Conflict) -> Response[dict[str, Any]]:
+    return _error(409, str(error))
 
 
 @app.exception_handler(InvalidRequest)

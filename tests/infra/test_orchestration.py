@@ -37,13 +37,14 @@ def test_given_the_state_machine_when_substituted_then_it_is_the_resources_defin
     assert props["StateMachineType"] == "STANDARD"
     assert props["DefinitionSubstitutions"] == {
         r.ASL_RUNS_TABLE: synth.ref(synth.stack.storage.runs),
+        r.ASL_JOBS_TABLE: synth.ref(synth.stack.storage.jobs),
         r.ASL_RUNNER_FUNCTION: synth.arn(execution.runner),
     }
     assert json.loads(text) == json.loads(r.STATE_MACHINE.definition(dummies))
     assert props["LoggingConfiguration"]["Destinations"]
 
 
-def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs_and_invokes(
+def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs_and_jobs_and_invokes(
     synth: Synthesis,
 ) -> None:
     execution = synth.stack.execution
@@ -59,6 +60,11 @@ def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs
 
     assert granted == {
         ("dynamodb:UpdateItem", json.dumps(synth.arn(synth.stack.storage.runs))),
+        ("dynamodb:UpdateItem", json.dumps(synth.arn(synth.stack.storage.jobs))),
+        (  # CDK grants on a table with an index cover the index too
+            "dynamodb:UpdateItem",
+            json.dumps({"Fn::Join": ["", [synth.arn(synth.stack.storage.jobs), "/index/*"]]}),
+        ),
         ("lambda:InvokeFunction", json.dumps(runner)),
         ("lambda:InvokeFunction", json.dumps({"Fn::Join": ["", [runner, ":*"]]})),
     }

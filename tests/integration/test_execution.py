@@ -109,7 +109,10 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     service = app.build()
     job, at = make_job(service, sink)
     run_id = ids.run_id(job.id, at)
-    assert service.store.claim_run(job.id, run_id, datetime.now(UTC))  # claimed, never started
+    run = service.store.get_run(job.id, run_id)
+    assert run is not None
+    claimed = service.store.claim_run(job, run, datetime.now(UTC), exclusive=False)
+    assert claimed == "claimed"  # claimed, never started
 
     harness.invoke(
         r.WORKER_FUNCTION,
@@ -227,7 +230,11 @@ def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fa
 
 
 def start(harness: Harness, service: Chronoq, job: Any, at: datetime) -> str:
+    """Start the run's execution the way the worker does, after claiming the run."""
     run_id = ids.run_id(job.id, at)
+    run = service.store.get_run(job.id, run_id)
+    assert run is not None
+    assert service.store.claim_run(job, run, datetime.now(UTC), exclusive=False) == "claimed"
     harness.aws.client("stepfunctions").start_execution(
         stateMachineArn=harness.aws.state_machine_arn,
         name=run_id,

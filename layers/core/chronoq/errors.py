@@ -11,6 +11,10 @@ class NotFound(ChronoqError):
     """The thing does not exist, or belongs to someone else (the two are not told apart)."""
 
 
+class Conflict(ChronoqError):
+    """The request clashes with the job's current state or version."""
+
+
 class InvalidRequest(ChronoqError):
     """A well-formed request that cannot be accepted; ``field`` names the culprit."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -27,3 +28,13 @@ class Executor:
         except self._sfn.exceptions.ExecutionAlreadyExists:
             return False
         return True
+
+    def execution_arn(self, run_id: str) -> str:
+        return f"{self._arn.replace(':stateMachine:', ':execution:', 1)}:{run_id}"
+
+    def stop(self, run_id: str, reason: str) -> None:
+        """Stop the run's execution (and with it the attempt); no-op if it is not running."""
+        with contextlib.suppress(self._sfn.exceptions.ExecutionDoesNotExist):
+            self._sfn.stop_execution(
+                executionArn=self.execution_arn(run_id), error="Cancelled", cause=reason[:32000]
+            )

@@ -21,8 +21,14 @@ def run_id(job_id: str, scheduled_at: datetime) -> str:
     return f"{job_id}_{scheduled_at.astimezone(UTC).strftime(_RUN_STAMP)}"
 
 
+def manual_run_id(job_id: str, at: datetime) -> str:
+    """The id of a run triggered by hand: time-ordered like the others, never equal to a
+    scheduled occurrence's id."""
+    return f"{run_id(job_id, at)}-m{secrets.token_hex(3)}"
+
+
 def job_id_of_run(run_id_: str) -> str:
-    job_id, sep, stamp = run_id_.rpartition("_")
+    job_id, sep, stamp = run_id_.partition("-")[0].rpartition("_")
     if not sep or not job_id.startswith("job_") or len(stamp) != 16:
         raise ValueError(f"not a run id: {run_id_!r}")
     return job_id

@@ -38,6 +38,11 @@ class JobState(StrEnum):
     COMPLETED = "COMPLETED"
 
 
+class Trigger(StrEnum):
+    SCHEDULE = "schedule"  # an occurrence of the job's schedule
+    MANUAL = "manual"  # POST /jobs/{id}/trigger
+
+
 class Concurrency(StrEnum):
     """What happens when a run is due while an earlier run of the same job is active."""
 
@@ -281,9 +286,31 @@ class Job(JobSpec):
     version: int
     created_at: datetime
     updated_at: datetime
+    #: Runs claimed and not yet finished.
+    active_runs: frozenset[str] = frozenset()
+    #: Bumped whenever the sequence of scheduled occurrences is replaced (a schedule change,
+    #: pause, resume): occurrences planned under an older generation never start.
+    generation: int = 1
 
     def spec(self) -> JobSpec:
         return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
+
+
+class JobPatch(_Model):
+    """The body of ``PATCH /jobs/{id}``: the fields to change, and optionally the version
+    the change was made against (409 if the job has moved on since)."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    schedule: Schedule | None = None
+    target: Target | None = None
+    priority: Priority | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
+    concurrency: Concurrency | None = None
+    start_deadline_seconds: int | None = Field(default=None, ge=1, le=r.MAX_START_DEADLINE_SECONDS)
+    version: int | None = None
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True, exclude={"version"})
 
 
 class Run(BaseModel):
@@ -296,12 +323,16 @@ class Run(BaseModel):
     owner: str
     status: RunStatus
     priority: Priority
+    trigger: Trigger = Trigger.SCHEDULE
     scheduled_at: datetime
     queued_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
     output: str | None = None
     error: str | None = None
+    #: Why a run ended without executing (SKIPPED, MISSED, CANCELLED).
+    reason: str | None = None
+    generation: int = 1
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -331,3 +362,4 @@ class Occurrence(BaseModel):
     run_id: str
     scheduled_at: datetime
     priority: Priority
+    generation: int = 1

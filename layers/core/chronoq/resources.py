@@ -183,13 +183,16 @@ STATE_MACHINE_ID = "RunStateMachine"
 STATE_MACHINE_FILE = "statemachine/run.asl.json"
 #: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
 ASL_RUNS_TABLE = "RunsTable"
+ASL_JOBS_TABLE = "JobsTable"
 ASL_RUNNER_FUNCTION = "RunnerFunctionArn"
 
 
 @dataclass(frozen=True)
 class StateMachine:
     id: str = STATE_MACHINE_ID
-    substitutions: tuple[str, ...] = field(default=(ASL_RUNS_TABLE, ASL_RUNNER_FUNCTION))
+    substitutions: tuple[str, ...] = field(
+        default=(ASL_RUNS_TABLE, ASL_JOBS_TABLE, ASL_RUNNER_FUNCTION)
+    )
 
     @property
     def path(self) -> Path:

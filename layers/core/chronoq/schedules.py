@@ -16,7 +16,14 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from chronoq.models import AtSchedule, CronSchedule, RateSchedule, utc_second
+from chronoq.models import (
+    AtSchedule,
+    CronSchedule,
+    RateSchedule,
+    anchored,
+    format_instant,
+    utc_second,
+)
 
 Schedule = AtSchedule | CronSchedule | RateSchedule
 
@@ -99,3 +106,14 @@ def to_instant(local: datetime, zone: ZoneInfo) -> datetime:
         else:
             low = middle
     return datetime.fromtimestamp(high, UTC)
+
+
+def preview(schedule: Schedule, now: datetime, count: int) -> list[dict[str, str]]:
+    """The next ``count`` fire instants after ``now``, in UTC and in the schedule's zone (a
+    rate without ``start_at`` is taken as created now)."""
+    schedule = anchored(schedule, now)
+    zone = schedule.zone if isinstance(schedule, CronSchedule) else ZoneInfo("UTC")
+    return [
+        {"utc": format_instant(t), "local": t.astimezone(zone).isoformat()}
+        for t in fire_times(schedule, now, count)
+    ]

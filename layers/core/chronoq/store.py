@@ -65,6 +65,8 @@ class Store:
             "created_at": format_instant(job.created_at),
             "updated_at": format_instant(job.updated_at),
             "spec": job.spec().model_dump_json(),
+            "generation": job.generation,
+            "active_runs": set(job.active_runs) or None,
         }
 
     @staticmethod
@@ -72,7 +74,14 @@ class Store:
         data = _load(item)
         spec = JobSpec.model_validate_json(data.pop("spec"))
         return Job.model_validate(
-            {**spec.model_dump(), **data, "id": data["job_id"], "version": int(data["version"])}
+            {
+                **spec.model_dump(),
+                **data,
+                "id": data["job_id"],
+                "version": int(data["version"]),
+                "generation": int(data.get("generation", 1)),
+                "active_runs": frozenset(data.get("active_runs", ())),
+            }
         )
 
     def put_new_job(self, job: Job) -> None:
@@ -115,29 +124,73 @@ class Store:
                     time.sleep(0.05)
         return found
 
+    def save_job(self, job: Job, expected_version: int) -> bool:
+        """Write a changed job (spec, state, schedule position, version) unless its version
+        is no longer ``expected_version``. Run bookkeeping (``active_runs``) is untouched."""
+        item = self._job_item(job)
+        try:
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": job.id}),
+                UpdateExpression=(
+                    "SET #state = :state, spec = :spec, version = :version, "
+                    "generation = :generation, updated_at = :updated"
+                    + (", next_run_at = :next" if job.next_run_at else " REMOVE next_run_at")
+                ),
+                ConditionExpression="version = :expected",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":state": item["state"],
+                        ":spec": item["spec"],
+                        ":version": job.version,
+                        ":generation": job.generation,
+                        ":updated": item["updated_at"],
+                        ":next": item["next_run_at"],
+                        ":expected": expected_version,
+                    }
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def delete_job(self, job_id: str) -> bool:
+        try:
+            self._db.delete_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": job_id}),
+                ConditionExpression="attribute_exists(job_id)",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
     def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
         """Move ``job`` on to its next occurrence (or COMPLETED when there is none), unless
-        someone else already did."""
+        someone else already did or its schedule was replaced meanwhile."""
         values: dict[str, Any] = {
             ":expected": format_instant(job.next_run_at) if job.next_run_at else "",
+            ":generation": job.generation,
             ":now": format_instant(now),
         }
-        extra: dict[str, Any] = {}
         if next_run_at is None:
             update = "SET #state = :completed, updated_at = :now REMOVE next_run_at"
             values[":completed"] = JobState.COMPLETED.value
-            extra["ExpressionAttributeNames"] = {"#state": "state"}
         else:
             update = "SET next_run_at = :next, updated_at = :now"
             values[":next"] = format_instant(next_run_at)
+        values[":active"] = JobState.ACTIVE.value
         try:
             self._db.update_item(
                 TableName=self._jobs,
                 Key=_dump({"job_id": job.id}),
                 UpdateExpression=update,
-                ConditionExpression="next_run_at = :expected",
+                ConditionExpression=(
+                    "next_run_at = :expected AND generation = :generation AND #state = :active"
+                ),
+                ExpressionAttributeNames={"#state": "state"},
                 ExpressionAttributeValues=_dump(values),
-                **extra,
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
@@ -160,6 +213,7 @@ class Store:
                             "run_id": o.run_id,
                             "scheduled_at": format_instant(o.scheduled_at),
                             "priority": o.priority.value,
+                            "generation": o.generation,
                             "expires_at": expires,
                         }
                     )
@@ -238,6 +292,8 @@ class Store:
             "owner": run.owner,
             "status": run.status.value,
             "priority": run.priority.value,
+            "trigger": run.trigger.value,
+            "generation": run.generation,
             "scheduled_at": format_instant(run.scheduled_at),
             "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
         }
@@ -251,22 +307,87 @@ class Store:
             return False
         return True
 
-    def claim_run(self, job_id: str, run_id: str, queued_at: datetime) -> bool:
-        """Take a scheduled run for execution. Succeeds for a SCHEDULED run, and again for a
-        QUEUED one (a worker that claimed it may have died before starting it: the execution
-        name makes the start itself idempotent). False for a run that is running or over."""
+    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> str:
+        """Take a run for execution, in one transaction with the job's list of active runs.
+
+        Answers ``claimed``; ``taken`` when the run is running or over (a duplicate
+        delivery); ``job_changed`` when the job no longer is as read (changed, paused, or, if
+        ``exclusive``, another run became active): read it again and decide afresh.
+        Claiming a QUEUED run again succeeds: a worker that claimed it may have died before
+        starting it, and the execution name makes the start itself idempotent.
+        """
+        job_condition = "attribute_exists(job_id) AND version = :version"
+        if exclusive:
+            job_condition += (
+                " AND (attribute_not_exists(active_runs) OR contains(active_runs, :id))"
+            )
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._jobs,
+                            "Key": _dump({"job_id": job.id}),
+                            "UpdateExpression": "ADD active_runs :ids",
+                            "ConditionExpression": job_condition,
+                            "ExpressionAttributeValues": _dump(
+                                {":ids": {run.id}, ":id": run.id, ":version": job.version}
+                                if exclusive
+                                else {":ids": {run.id}, ":version": job.version}
+                            ),
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._runs,
+                            "Key": _dump({"job_id": run.job_id, "run_id": run.id}),
+                            "UpdateExpression": (
+                                "SET #s = :queued, queued_at = if_not_exists(queued_at, :q)"
+                            ),
+                            "ConditionExpression": "#s IN (:scheduled, :queued)",
+                            "ExpressionAttributeNames": {"#s": "status"},
+                            "ExpressionAttributeValues": _dump(
+                                {
+                                    ":queued": RunStatus.QUEUED.value,
+                                    ":scheduled": RunStatus.SCHEDULED.value,
+                                    ":q": format_instant(queued_at),
+                                }
+                            ),
+                        }
+                    },
+                ]
+            )
+        except self._db.exceptions.TransactionCanceledException as error:
+            reasons = error.response.get("CancellationReasons", [])
+            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
+                return "job_changed"
+            return "taken"
+        return "claimed"
+
+    def end_run(
+        self,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        reason: str,
+        only_from: Iterable[RunStatus],
+    ) -> bool:
+        """Give a run that will not (or no longer) execute its final status, if it is still
+        in one of ``only_from``."""
+        allowed = {f":from{i}": s.value for i, s in enumerate(only_from)}
         try:
             self._db.update_item(
                 TableName=self._runs,
-                Key=_dump({"job_id": job_id, "run_id": run_id}),
-                UpdateExpression="SET #s = :queued, queued_at = if_not_exists(queued_at, :q)",
-                ConditionExpression="#s IN (:scheduled, :queued)",
+                Key=_dump({"job_id": run.job_id, "run_id": run.id}),
+                UpdateExpression="SET #s = :status, finished_at = :now, reason = :reason",
+                ConditionExpression=f"#s IN ({', '.join(allowed)})",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_dump(
                     {
-                        ":queued": RunStatus.QUEUED.value,
-                        ":scheduled": RunStatus.SCHEDULED.value,
-                        ":q": format_instant(queued_at),
+                        ":status": status.value,
+                        ":now": format_instant(now),
+                        ":reason": reason,
+                        **allowed,
                     }
                 ),
             )
@@ -274,9 +395,36 @@ class Store:
             return False
         return True
 
+    def release_run(self, job_id: str, run_id: str) -> None:
+        """Take a run off its job's list of active runs (the state machine does the same)."""
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": job_id}),
+                UpdateExpression="DELETE active_runs :ids",
+                ConditionExpression="attribute_exists(job_id)",
+                ExpressionAttributeValues=_dump({":ids": {run_id}}),
+            )
+
+    def delete_pending_run(self, job_id: str, run_id: str) -> bool:
+        """Forget a run that is still only SCHEDULED (its occurrence was replaced)."""
+        try:
+            self._db.delete_item(
+                TableName=self._runs,
+                Key=_dump({"job_id": job_id, "run_id": run_id}),
+                ConditionExpression="#s = :scheduled",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_dump({":scheduled": RunStatus.SCHEDULED.value}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
     def get_run(self, job_id: str, run_id: str) -> Run | None:
         item = self._db.get_item(
-            TableName=self._runs, Key=_dump({"job_id": job_id, "run_id": run_id})
+            TableName=self._runs,
+            Key=_dump({"job_id": job_id, "run_id": run_id}),
+            ConsistentRead=True,
         ).get("Item")
         return self._run(item) if item else None
 

@@ -147,6 +147,7 @@ class LocalAWS:
         definition = r.STATE_MACHINE.definition(
             {
                 r.ASL_RUNS_TABLE: env[r.RUNS_TABLE.env],
+                r.ASL_JOBS_TABLE: env[r.JOBS_TABLE.env],
                 r.ASL_RUNNER_FUNCTION: arns[r.RUNNER_FUNCTION.name],
             }
         )

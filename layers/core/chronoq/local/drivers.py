@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -15,6 +14,9 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 Invoke = Callable[[dict[str, Any]], Any]
+
+#: How long an idle poller waits before looking at the queues again.
+IDLE_WAIT_SECONDS = 0.05
 
 
 def scheduled_event(rule_arn: str) -> dict[str, Any]:
@@ -76,57 +78,60 @@ def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class QueuePoller(threading.Thread):
-    """Long-polls one queue and hands batches to the worker; deletes the messages the worker
-    did not report as failed (partial batch responses), leaving the others to reappear."""
+    """Feeds the worker from the run queues, like SQS event source mappings, taking from
+    the highest-priority queue that has messages: a run never waits behind lower-priority
+    ones. Deletes the messages the worker did not report as failed (partial batch
+    responses), leaving the others to reappear after their visibility timeout."""
 
-    def __init__(self, sqs: Any, queue_url: str, invoke: Invoke, stop: threading.Event) -> None:
-        super().__init__(name=f"poller-{queue_url.rsplit('/', 1)[-1]}", daemon=True)
+    def __init__(
+        self, sqs: Any, queue_urls: list[str], invoke: Invoke, halt: threading.Event, name: str
+    ) -> None:
+        super().__init__(name=name, daemon=True)
         self._sqs = sqs
-        self._url = queue_url
+        self._queues = [
+            (
+                url,
+                sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                    "QueueArn"
+                ],
+            )
+            for url in queue_urls
+        ]
         self._invoke = invoke
-        self._halt = stop
-        self._arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
+        self._halt = halt
 
     def run(self) -> None:
         while not self._halt.is_set():
             try:
-                self.poll_once(wait_seconds=1)
+                if not self.poll_once():
+                    self._halt.wait(IDLE_WAIT_SECONDS)
             except Exception:
                 logger.exception("poller failed")
                 self._halt.wait(1)
 
-    def poll_once(self, wait_seconds: int) -> int:
-        messages = self._sqs.receive_message(
-            QueueUrl=self._url,
-            MaxNumberOfMessages=10,
-            WaitTimeSeconds=wait_seconds,
-            AttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            return 0
+    def poll_once(self) -> int:
+        """Hand one batch from the first non-empty queue to the worker; 0 if all are empty."""
+        for url, arn in self._queues:
+            messages = self._sqs.receive_message(
+                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, AttributeNames=["All"]
+            ).get("Messages", [])
+            if messages:
+                self._deliver(url, arn, messages)
+                return len(messages)
+        return 0
+
+    def _deliver(self, url: str, arn: str, messages: list[dict[str, Any]]) -> None:
         try:
-            answer = self._invoke(sqs_event(self._arn, messages)) or {}
+            answer = self._invoke(sqs_event(arn, messages)) or {}
             failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
         except Exception:
             logger.exception("worker failed; the batch will be retried")
-            return 0
+            return
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
             self._sqs.delete_message_batch(
-                QueueUrl=self._url,
+                QueueUrl=url,
                 Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
                 ],
             )
-        return len(messages)
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(interval)
-    return condition()

@@ -4,6 +4,7 @@ function, after checking the bearer token as the JWT authorizer would."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import time
 import uuid
@@ -69,7 +70,14 @@ def http_event(
     }
 
 
-def serve(host: str, port: int, secret: str, invoke: Invoke) -> ThreadingHTTPServer:
+#: Local-only controls of the runtime itself, e.g. ``POST /_local/ticker/stop``.
+Controls = dict[str, Callable[[], dict[str, Any]]]
+CONTROL_PREFIX = "/_local/"
+
+
+def serve(
+    host: str, port: int, secret: str, invoke: Invoke, controls: Controls | None = None
+) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -81,6 +89,15 @@ def serve(host: str, port: int, secret: str, invoke: Invoke) -> ThreadingHTTPSer
             except InvalidToken:
                 self._reply(
                     401, {"content-type": "application/json"}, b'{"message":"Unauthorized"}'
+                )
+                return
+            control = (controls or {}).get(f"{self.command} {self.path}")
+            if self.path.startswith(CONTROL_PREFIX):
+                status, result = (
+                    (200, control()) if control else (404, {"message": "no such control"})
+                )
+                self._reply(
+                    status, {"content-type": "application/json"}, json.dumps(result).encode()
                 )
                 return
             event = http_event(
@@ -103,7 +120,8 @@ def serve(host: str, port: int, secret: str, invoke: Invoke) -> ThreadingHTTPSer
                 return
             payload = answer.get("body") or ""
             data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode()
-            self._reply(int(answer.get("statusCode", 200)), answer.get("headers") or {}, data)
+            headers: dict[str, str] = answer.get("headers") or {}
+            self._reply(int(answer.get("statusCode", 200)), headers, data)
 
         def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
             self.send_response(status)

@@ -24,6 +24,8 @@ class LocalSystem:
     data_dir: Path = Path(".chronoq")
     shards: int = r.DEFAULT_SHARDS
     tick_seconds: float = 1.0
+    #: Concurrent worker invocations (AWS: the event source mappings scale them).
+    pollers: int = 4
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -41,13 +43,15 @@ class LocalSystem:
             lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt
         )
         self._threads = [self.ticker]
-        for priority in r.PRIORITIES:
+        urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
+        for n in range(self.pollers):
             self._threads.append(
                 QueuePoller(
                     sqs,
-                    self.aws.queue_urls[priority],
+                    urls,
                     lambda e: self.invoke(r.WORKER_FUNCTION, e),
                     self._halt,
+                    f"poller-{n}",
                 )
             )
         self._server = serve(
@@ -63,6 +67,15 @@ class LocalSystem:
         for thread in self._threads:
             thread.start()
         return self
+
+    def _stop_ticker(self) -> dict[str, Any]:
+        """Simulate a dispatcher outage: no ticks until started again."""
+        self.ticker.paused.set()
+        return {"ticker": "stopped"}
+
+    def _start_ticker(self) -> dict[str, Any]:
+        self.ticker.paused.clear()
+        return {"ticker": "running"}
 
     @property
     def url(self) -> str:
