@@ -174,3 +174,57 @@ def test_given_many_due_runs_when_dispatched_then_sqs_is_called_in_batches(
     assert sum(calls) == 25
     assert max(calls) <= 10
     assert len(calls) <= 25 // 10 + service.shards
+
+
+def test_given_an_outage_longer_than_the_start_deadline_when_dispatching_resumes_then_older_runs_are_missed(
+    harness: Harness, service: Chronoq, clock: Clock
+) -> None:
+    service.dispatch()
+    job = service.create_job(
+        "alice",
+        JobSpec.model_validate(
+            {"name": "t", "schedule": {"type": "cron", "expression": "* * * * *"},
+             "target": {"type": "http", "url": "http://127.0.0.1:9/x"}, "start_deadline_seconds": 150}
+        ),
+    )
+    sent_before = len(bodies(harness))
+
+    clock.now = datetime(2026, 11, 25, 21, 54, 30, tzinfo=UTC)  # dispatching stopped at 21:48
+    report = service.dispatch()
+
+    runs = {x.scheduled_at.minute: x for x in service.list_runs("alice", job.id, limit=100)}
+    sent = [b["run_id"] for b in bodies(harness)][sent_before:]
+    # Deadline 150 s before 21:54:30 is 21:52:00: 21:49 .. 21:51 are too late, 21:52 on still run.
+    assert [runs[m].status.value for m in (49, 50, 51)] == ["MISSED"] * 3
+    assert runs[49].reason == "could not start within start_deadline_seconds (150 s)"
+    assert sent == [ids.run_id(job.id, datetime(2026, 11, 25, 21, m, tzinfo=UTC)) for m in range(52, 56)]
+    assert report.missed == 3
+    assert service.get_job("alice", job.id).next_run_at == datetime(2026, 11, 25, 21, 56, tzinfo=UTC)
+
+
+def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_the_job_completes(
+    harness: Harness, service: Chronoq, clock: Clock
+) -> None:
+    job = service.create_job(
+        "alice", spec({"type": "cron", "expression": "*/1 * * * *", "end_at": "2026-11-25T21:49:00Z"})
+    )
+
+    clock.now = datetime(2026, 11, 25, 21, 48, 30, tzinfo=UTC)
+    service.dispatch()
+
+    done = service.get_job("alice", job.id)
+    assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
+    assert [x.scheduled_at.minute for x in service.list_runs("alice", job.id)] == [49, 48]
+
+
+def test_given_a_paused_job_when_its_minute_is_dispatched_then_nothing_is_sent(
+    harness: Harness, service: Chronoq, clock: Clock
+) -> None:
+    job = service.create_job("alice", spec({"type": "cron", "expression": "* * * * *"}))
+    service.pause_job("alice", job.id)
+
+    clock.now = datetime(2026, 11, 25, 21, 48, 30, tzinfo=UTC)
+    report = service.dispatch()
+
+    assert report.dispatched == 0
+    assert bodies(harness) == []
