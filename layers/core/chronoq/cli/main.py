@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -47,6 +48,37 @@ def _token(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preview(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from chronoq.models import Schedule
+    from chronoq.schedules import preview
+
+    if args.json:
+        document = json.loads(args.json)
+    elif args.cron:
+        document = {"type": "cron", "expression": args.cron, "timezone": args.timezone}
+    elif args.rate:
+        document = {"type": "rate", "every": args.rate}
+    else:
+        document = {"type": "at", "at": args.at}
+    for key in ("start_at", "end_at"):
+        if getattr(args, key):
+            document[key] = getattr(args, key)
+    try:
+        schedule = TypeAdapter(Schedule).validate_python(document)
+    except ValidationError as error:
+        for e in error.errors():
+            field = ".".join(str(p) for p in ("schedule", *e["loc"]))
+            print(f"{field}: {e['msg']}", file=sys.stderr)
+        return 2
+    for fire in preview(schedule, datetime.now(UTC), args.count):
+        print(f"{fire['utc']}  {fire['local']}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
     commands = main.add_subparsers(dest="command", required=True)
@@ -76,6 +108,22 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
     token.add_argument("--ttl", type=int, default=7 * 24 * 3600, help="seconds the token is valid")
     token.set_defaults(run=_token)
+
+    schedule = commands.add_parser("schedule", help="work with schedules")
+    schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True)
+    preview = schedule_commands.add_parser(
+        "preview", help="print the next fire times of a schedule (UTC, then local time)"
+    )
+    kind = preview.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--cron", help='five-field cron expression, e.g. "30 2 * * 1-5"')
+    kind.add_argument("--rate", help='interval, e.g. "5 minutes", "2 hours", "1 day"')
+    kind.add_argument("--at", help="one instant, ISO 8601 with offset")
+    kind.add_argument("--json", help="a schedule object as in the API")
+    preview.add_argument("--timezone", default="UTC", help="IANA time zone of --cron")
+    preview.add_argument("--start-at", dest="start_at")
+    preview.add_argument("--end-at", dest="end_at")
+    preview.add_argument("--count", type=int, default=10, choices=range(1, 101), metavar="1-100")
+    preview.set_defaults(run=_preview)
     return main
 
 
