@@ -141,8 +141,12 @@ def test_given_a_bad_limit_when_listing_runs_then_422_names_limit(harness: Harne
     assert [e["field"] for e in body["errors"]] == ["limit"]
 
 
-def test_given_a_rate_job_when_posted_then_it_starts_one_interval_from_now(harness: Harness) -> None:
-    status, job = create(harness, "create_cron_job", schedule={"type": "rate", "every": "15 minutes"})
+def test_given_a_rate_job_when_posted_then_it_starts_one_interval_from_now(
+    harness: Harness,
+) -> None:
+    status, job = create(
+        harness, "create_cron_job", schedule={"type": "rate", "every": "15 minutes"}
+    )
 
     assert status == 201
     start = datetime.fromisoformat(job["schedule"]["start_at"])
@@ -150,17 +154,30 @@ def test_given_a_rate_job_when_posted_then_it_starts_one_interval_from_now(harne
     assert timedelta(minutes=14) < start - datetime.now(UTC) <= timedelta(minutes=15, seconds=1)
 
 
-def test_given_a_schedule_that_has_ended_when_posted_then_422_names_end_at(harness: Harness) -> None:
+def test_given_a_schedule_that_has_ended_when_posted_then_422_names_end_at(
+    harness: Harness,
+) -> None:
     status, body = create(
-        harness, "create_cron_job", schedule={"type": "cron", "expression": "* * * * *", "end_at": "2021-01-01T00:00:00Z"}
+        harness,
+        "create_cron_job",
+        schedule={"type": "cron", "expression": "* * * * *", "end_at": "2021-01-01T00:00:00Z"},
     )
 
     assert status == 422
     assert body["errors"][0]["field"] == "schedule.end_at"
 
 
-def test_given_a_schedule_when_previewed_then_the_next_fire_times_are_listed_and_nothing_is_stored(harness: Harness) -> None:
-    event = api_event("create_at_job", body={"schedule": {"type": "cron", "expression": "0 9 * * 1", "timezone": "America/New_York"}, "count": 3}, path="/schedules/preview")
+def test_given_a_schedule_when_previewed_then_the_next_fire_times_are_listed_and_nothing_is_stored(
+    harness: Harness,
+) -> None:
+    event = api_event(
+        "create_at_job",
+        body={
+            "schedule": {"type": "cron", "expression": "0 9 * * 1", "timezone": "America/New_York"},
+            "count": 3,
+        },
+        path="/schedules/preview",
+    )
 
     status, body = harness.api(event)
 
@@ -174,7 +191,11 @@ def test_given_a_schedule_when_previewed_then_the_next_fire_times_are_listed_and
 
 
 def test_given_too_many_fire_times_when_previewed_then_422_names_count(harness: Harness) -> None:
-    event = api_event("create_at_job", body={"schedule": {"type": "rate", "every": "1 hour"}, "count": 101}, path="/schedules/preview")
+    event = api_event(
+        "create_at_job",
+        body={"schedule": {"type": "rate", "every": "1 hour"}, "count": 101},
+        path="/schedules/preview",
+    )
 
     status, body = harness.api(event)
 

@@ -183,8 +183,12 @@ def test_given_an_outage_longer_than_the_start_deadline_when_dispatching_resumes
     job = service.create_job(
         "alice",
         JobSpec.model_validate(
-            {"name": "t", "schedule": {"type": "cron", "expression": "* * * * *"},
-             "target": {"type": "http", "url": "http://127.0.0.1:9/x"}, "start_deadline_seconds": 150}
+            {
+                "name": "t",
+                "schedule": {"type": "cron", "expression": "* * * * *"},
+                "target": {"type": "http", "url": "http://127.0.0.1:9/x"},
+                "start_deadline_seconds": 150,
+            }
         ),
     )
     sent_before = len(bodies(harness))
@@ -197,16 +201,21 @@ def test_given_an_outage_longer_than_the_start_deadline_when_dispatching_resumes
     # Deadline 150 s before 21:54:30 is 21:52:00: 21:49 .. 21:51 are too late, 21:52 on still run.
     assert [runs[m].status.value for m in (49, 50, 51)] == ["MISSED"] * 3
     assert runs[49].reason == "could not start within start_deadline_seconds (150 s)"
-    assert sent == [ids.run_id(job.id, datetime(2026, 11, 25, 21, m, tzinfo=UTC)) for m in range(52, 56)]
+    assert sent == [
+        ids.run_id(job.id, datetime(2026, 11, 25, 21, m, tzinfo=UTC)) for m in range(52, 56)
+    ]
     assert report.missed == 3
-    assert service.get_job("alice", job.id).next_run_at == datetime(2026, 11, 25, 21, 56, tzinfo=UTC)
+    assert service.get_job("alice", job.id).next_run_at == datetime(
+        2026, 11, 25, 21, 56, tzinfo=UTC
+    )
 
 
 def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_the_job_completes(
     harness: Harness, service: Chronoq, clock: Clock
 ) -> None:
     job = service.create_job(
-        "alice", spec({"type": "cron", "expression": "*/1 * * * *", "end_at": "2026-11-25T21:49:00Z"})
+        "alice",
+        spec({"type": "cron", "expression": "*/1 * * * *", "end_at": "2026-11-25T21:49:00Z"}),
     )
 
     clock.now = datetime(2026, 11, 25, 21, 48, 30, tzinfo=UTC)

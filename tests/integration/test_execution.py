@@ -51,6 +51,19 @@ def executions(harness: Harness) -> list[dict[str, Any]]:
     return list(sfn.list_executions(stateMachineArn=harness.aws.state_machine_arn)["executions"])
 
 
+def execution_status(harness: Harness, run_id: str) -> str:
+    """The status of the run's execution once it has ended."""
+    sfn = harness.aws.client("stepfunctions")
+    arn = harness.aws.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
+
+    def ended() -> str | None:
+        status: str = sfn.describe_execution(executionArn=arn)["status"]
+        return None if status == "RUNNING" else status
+
+    result: str = wait_for(ended)
+    return result
+
+
 def finished_run(service: Chronoq, run_id: str, timeout: float = 20) -> Any:
     def done() -> Any:
         run = service.get_run("alice", run_id)
@@ -258,6 +271,8 @@ def test_given_a_run_when_executed_then_it_starts_at_its_second_and_is_recorded_
     assert run.started_at <= run.finished_at
     assert json.loads(run.output or "") == {"status_code": 200, "body": '{"ok": true}'}
     assert at <= sink.hits[0].at < at + timedelta(seconds=1)
+    assert execution_status(harness, run.id) == "SUCCEEDED"
+    assert service.get_job("alice", job.id).active_runs == frozenset()
 
 
 def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_error(
@@ -273,6 +288,7 @@ def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_er
     assert run.error is not None
     assert run.error.startswith("TargetError: POST")
     assert "HTTP 503" in run.error
+    assert execution_status(harness, run.id) == "FAILED"
 
 
 def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_and_timed_out(
@@ -289,3 +305,4 @@ def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_a
     assert run.started_at is not None
     assert timedelta(seconds=1) <= run.finished_at - run.started_at < timedelta(seconds=3)
     assert run.error == "States.Timeout: the run exceeded its timeout_seconds"
+    assert execution_status(harness, run.id) == "FAILED"

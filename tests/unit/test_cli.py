@@ -1,15 +1,26 @@
 from __future__ import annotations
 
 import pytest
-
 from chronoq.cli.main import main
 
 
 def test_given_a_berlin_cron_when_previewed_on_the_command_line_then_utc_and_local_times_are_printed(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code = main(["schedule", "preview", "--cron", "30 2 * * *", "--timezone", "Europe/Berlin",
-                 "--start-at", "2027-03-27T00:00:00Z", "--count", "2"])
+    code = main(
+        [
+            "schedule",
+            "preview",
+            "--cron",
+            "30 2 * * *",
+            "--timezone",
+            "Europe/Berlin",
+            "--start-at",
+            "2027-03-27T00:00:00Z",
+            "--count",
+            "2",
+        ]
+    )
 
     assert code == 0
     assert capsys.readouterr().out.splitlines() == [
@@ -27,8 +38,12 @@ def test_given_an_invalid_rate_when_previewed_then_the_field_is_named_and_the_ex
     assert capsys.readouterr().err.startswith("schedule.rate.every:")
 
 
-def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["schedule", "preview", "--json", '{"type": "at", "at": "2031-01-01T00:00:00+01:00"}'])
+def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        ["schedule", "preview", "--json", '{"type": "at", "at": "2031-01-01T00:00:00+01:00"}']
+    )
 
     assert code == 0
     assert capsys.readouterr().out.split() == ["2030-12-31T23:00:00Z", "2030-12-31T23:00:00+00:00"]

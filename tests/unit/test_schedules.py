@@ -150,7 +150,9 @@ def test_given_a_cron_when_listing_many_fires_then_they_strictly_increase() -> N
 # --- rate schedules and bounds ----------------------------------------------------------------
 
 
-def test_given_a_rate_without_start_when_anchored_then_it_first_fires_one_interval_after_now() -> None:
+def test_given_a_rate_without_start_when_anchored_then_it_first_fires_one_interval_after_now() -> (
+    None
+):
     rate = anchored(schedule({"type": "rate", "every": "5 minutes"}), utc(2026, 11, 25, 21, 48, 10))
     assert fire_times(rate, utc(2026, 11, 25, 21, 48, 10), 3) == [
         utc(2026, 11, 25, 21, 53, 10),
@@ -166,14 +168,26 @@ def test_given_a_rate_with_a_start_when_asked_later_then_it_keeps_its_phase() ->
     assert next_fire(rate, utc(2026, 11, 27, 11)) == utc(2026, 11, 27, 12, 15)
 
 
-@pytest.mark.parametrize(("every", "normalised"), [("1 minute", "1 minute"), ("90 Minutes", "90 minutes"), ("2 days", "2 days"), ("1 hours", "1 hour")])
-def test_given_rate_spellings_when_validated_then_they_are_normalised(every: str, normalised: str) -> None:
+@pytest.mark.parametrize(
+    ("every", "normalised"),
+    [
+        ("1 minute", "1 minute"),
+        ("90 Minutes", "90 minutes"),
+        ("2 days", "2 days"),
+        ("1 hours", "1 hour"),
+    ],
+)
+def test_given_rate_spellings_when_validated_then_they_are_normalised(
+    every: str, normalised: str
+) -> None:
     rate = schedule({"type": "rate", "every": every})
     assert isinstance(rate, RateSchedule)
     assert rate.every == normalised
 
 
-@pytest.mark.parametrize("every", ["30 seconds", "0 minutes", "5", "every 5 minutes", "366 days", "1.5 hours"])
+@pytest.mark.parametrize(
+    "every", ["30 seconds", "0 minutes", "5", "every 5 minutes", "366 days", "1.5 hours"]
+)
 def test_given_an_invalid_rate_when_validated_then_every_is_named(every: str) -> None:
     with pytest.raises(ValidationError) as raised:
         schedule({"type": "rate", "every": every})
@@ -181,20 +195,59 @@ def test_given_an_invalid_rate_when_validated_then_every_is_named(every: str) ->
 
 
 def test_given_start_and_end_when_a_cron_fires_then_only_instants_inside_the_bounds_count() -> None:
-    cron = schedule({"type": "cron", "expression": "0 * * * *", "start_at": "2026-11-26T00:00:00Z", "end_at": "2026-11-26T02:00:00Z"})
-    assert fire_times(cron, utc(2026, 11, 25, 12), 10) == [utc(2026, 11, 26, 0), utc(2026, 11, 26, 1), utc(2026, 11, 26, 2)]
+    cron = schedule(
+        {
+            "type": "cron",
+            "expression": "0 * * * *",
+            "start_at": "2026-11-26T00:00:00Z",
+            "end_at": "2026-11-26T02:00:00Z",
+        }
+    )
+    assert fire_times(cron, utc(2026, 11, 25, 12), 10) == [
+        utc(2026, 11, 26, 0),
+        utc(2026, 11, 26, 1),
+        utc(2026, 11, 26, 2),
+    ]
     assert next_fire(cron, utc(2026, 11, 26, 2)) is None
 
 
 def test_given_an_end_before_the_start_when_validated_then_end_at_is_named() -> None:
     with pytest.raises(ValidationError) as raised:
-        schedule({"type": "rate", "every": "1 hour", "start_at": "2026-11-26T00:00:00Z", "end_at": "2026-11-25T00:00:00Z"})
+        schedule(
+            {
+                "type": "rate",
+                "every": "1 hour",
+                "start_at": "2026-11-26T00:00:00Z",
+                "end_at": "2026-11-25T00:00:00Z",
+            }
+        )
     assert [e["loc"] for e in raised.value.errors()] == [("rate", "end_at")]
 
 
-def test_given_a_cron_in_berlin_when_previewed_then_instants_are_given_in_utc_and_local_time() -> None:
+def test_given_a_cron_in_berlin_when_previewed_then_instants_are_given_in_utc_and_local_time() -> (
+    None
+):
     cron = schedule({"type": "cron", "expression": "30 2 * * *", "timezone": "Europe/Berlin"})
     assert preview(cron, utc(2026, 3, 28, 12), 2) == [
         {"utc": "2026-03-29T01:00:00Z", "local": "2026-03-29T03:00:00+02:00"},
         {"utc": "2026-03-30T00:30:00Z", "local": "2026-03-30T02:30:00+02:00"},
     ]
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("5-5 * * * *", "5 * * * *"),
+        ("0 9-9 * * 1-1", "0 9 * * 1"),
+        ("* * * 1-1,3-12 *", "* * * 1,3-12 *"),
+    ],
+)
+def test_given_a_range_with_equal_ends_when_validated_then_it_means_the_single_value(
+    written: str, meant: str
+) -> None:
+    cron = schedule({"type": "cron", "expression": written})
+    assert isinstance(cron, CronSchedule)
+    assert cron.expression == meant
+    assert next_fire(cron, utc(2026, 1, 1)) == next_fire(
+        schedule({"type": "cron", "expression": meant}), utc(2026, 1, 1)
+    )

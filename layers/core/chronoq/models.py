@@ -154,6 +154,9 @@ class _Recurring(_Model):
         return value
 
 
+_SINGLE_VALUE_RANGE = re.compile(r"^(\w+)-\1(?:/\d+)?$", re.IGNORECASE)
+
+
 class CronSchedule(_Recurring):
     """Recurring by a five-field cron expression evaluated in an IANA time zone."""
 
@@ -167,6 +170,12 @@ class CronSchedule(_Recurring):
         value = " ".join(value.split())
         if len(value.split(" ")) != 5:
             raise ValueError("must have five fields: minute hour day-of-month month day-of-week")
+        # croniter reads a range whose ends are equal ("5-5") as the whole field; cron
+        # means the single value.
+        value = " ".join(
+            ",".join(_SINGLE_VALUE_RANGE.sub(r"\1", term) for term in field.split(","))
+            for field in value.split(" ")
+        )
         if not croniter.is_valid(value):
             raise ValueError(f"is not a valid cron expression: {value!r}")
         return value

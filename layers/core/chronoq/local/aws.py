@@ -13,7 +13,7 @@ import boto3
 
 from chronoq import aws as chronoq_aws
 from chronoq import resources as r
-from chronoq.local.emulation import exact_wait_timestamps
+from chronoq.local.emulation import exact_wait_timestamps, reuse_state_machine_clients
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 
 REGION = "us-east-1"
@@ -49,6 +49,7 @@ class LocalAWS:
         self._mock.start()
         chronoq_aws.reset()
         exact_wait_timestamps()
+        reuse_state_machine_clients()
         self.runtime = LambdaRuntime(
             {function_name(f): f for f in r.FUNCTIONS}, region=REGION, account=ACCOUNT
         )
