@@ -6,6 +6,7 @@ batch failure and retried by SQS; the claim and the execution name keep retries 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -31,8 +32,16 @@ def start(record: SQSRecord) -> str:
     return outcome
 
 
+def _due(record: dict[str, Any]) -> str:
+    try:
+        return str(json.loads(record["body"])["scheduled_at"])
+    except (ValueError, KeyError, TypeError):
+        return ""  # malformed: handled (and failed) first
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    event["Records"].sort(key=_due)  # each run waits for its second: earliest first
     return process_partial_response(
         event=event, record_handler=start, processor=processor, context=context
     )

@@ -256,13 +256,17 @@ def start(harness: Harness, service: Chronoq, job: Any, at: datetime) -> str:
     return run_id
 
 
-def test_given_a_run_when_executed_then_it_starts_at_its_second_and_is_recorded_succeeded(
+def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_its_second_and_succeeds(
     harness: Harness, sink: Sink
 ) -> None:
     service = app.build()
     job, at = make_job(service, sink, seconds_ahead=2)
+    message = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
 
-    run = finished_run(service, start(harness, service, job, at))
+    harness.invoke(r.WORKER_FUNCTION, worker_event(message))
+    run = finished_run(service, message.run_id)
 
     assert run.status is RunStatus.SUCCEEDED
     assert run.started_at is not None

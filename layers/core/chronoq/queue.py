@@ -22,7 +22,7 @@ class QueueError(Exception):
 
 def delay_seconds(scheduled_at: datetime, now: datetime) -> int:
     """Seconds to hold a run back so that it reaches a worker shortly before it is due (the
-    state machine then waits for the exact second); clamped to what SQS allows."""
+    worker then waits for the exact second); clamped to what SQS allows."""
     seconds = math.floor((scheduled_at - now).total_seconds()) - r.DISPATCH_LEAD_SECONDS
     return max(0, min(r.MAX_DELAY_SECONDS, seconds))
 

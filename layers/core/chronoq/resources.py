@@ -31,8 +31,8 @@ RUN_RETENTION_SECONDS = 90 * 24 * 3600
 DISPATCH_LOOKAHEAD_MINUTES = 1
 #: Most minutes one dispatcher invocation catches up per shard after an outage.
 MAX_CATCH_UP_MINUTES = 60
-#: Runs reach a worker this many seconds before they are due; the state machine waits for
-#: the exact second. Covers SQS delay and polling imprecision.
+#: Runs reach a worker up to this many seconds before they are due; the worker waits for
+#: the exact second. Covers SQS's whole-second delays and polling latency.
 DISPATCH_LEAD_SECONDS = 2
 #: SQS's own maximum message delay.
 MAX_DELAY_SECONDS = 900

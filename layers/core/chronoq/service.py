@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ class Chronoq:
     executor: Executor | None = None
     shards: int = r.DEFAULT_SHARDS
     clock: Clock = utc_now
+    sleep: Callable[[float], None] = time.sleep
 
     # --- jobs -----------------------------------------------------------------------------
 
@@ -316,15 +318,15 @@ class Chronoq:
         now: datetime,
         dispatched: Mapping[int, datetime | None] | None = None,
     ) -> None:
-        """An occurrence whose minute its shard has already dispatched goes straight to
-        SQS. The checkpoint is read after the occurrence was written, so none can fall
-        between the dispatcher's query and the write."""
+        """An occurrence whose minute its shard has already begun to dispatch goes straight
+        to SQS (see Store.opened_through: none can fall between the dispatcher's query and
+        this write)."""
         checkpoints = dict(dispatched) if dispatched is not None else {}
         late = []
         for o in occurrences:
             shard = ids.shard_of(o.job_id, self.shards)
             if shard not in checkpoints:
-                checkpoints[shard] = self.store.checkpoint(shard)
+                checkpoints[shard] = self.store.opened_through(shard)
             done_through = checkpoints[shard]
             if done_through is not None and ids.minute_of(o.scheduled_at) <= done_through:
                 late.append(o)
@@ -365,10 +367,11 @@ class Chronoq:
             todo = ids.minutes(first, last)[: r.MAX_CATCH_UP_MINUTES]
             part = DispatchReport(minutes=len(todo))
             for minute in todo:
+                self.store.open_minute(shard, minute)
                 occurrences = self.store.occurrences_in(minute, shard)
                 if occurrences:
                     self._dispatch_minute(occurrences, now, {shard: minute}, part)
-                self.store.set_checkpoint(shard, minute)
+                self.store.close_minute(shard, minute)
             return part
 
         with ThreadPoolExecutor(max_workers=min(self.shards, 8)) as pool:
@@ -435,7 +438,13 @@ class Chronoq:
     # --- starting runs --------------------------------------------------------------------
 
     def start_run(self, message: RunMessage) -> str:
-        """Start one queued run unless it must not start. Returns what happened."""
+        """Start one queued run at its scheduled second, unless it must not start. Runs
+        reach the worker up to DISPATCH_LEAD_SECONDS early, by design: the wait here is what
+        makes a run start on its second, and it is taken in queue order, so a burst of runs
+        due together starts in priority order. Returns what happened."""
+        early = (message.scheduled_at - self.clock()).total_seconds()
+        if early > 0:
+            self.sleep(min(early, r.DISPATCH_LEAD_SECONDS + 1))
         for _ in range(_CLAIM_ATTEMPTS):
             outcome = self._try_start(message)
             if outcome != "job_changed":

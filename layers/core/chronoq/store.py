@@ -240,39 +240,60 @@ class Store:
         )
         return [Occurrence.model_validate(_load(i)) for page in pages for i in page["Items"]]
 
+    # Each shard's checkpoint item holds two minutes: ``opened``, the last minute whose
+    # dispatch has begun, and ``minute``, the last one dispatched completely. The dispatcher
+    # opens a minute before it queries it; a writer of an occurrence reads ``opened`` after
+    # writing it. So either the dispatcher's query sees the occurrence, or the writer sees
+    # the minute opened and sends the occurrence itself. ``minute`` is where a dispatcher
+    # resumes after a crash or an outage.
+
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
-        """The last minute dispatched on each shard (None: never dispatched)."""
-        keys = [{"bucket": _CHECKPOINT_BUCKET, "due": f"{s:04d}"} for s in range(shards)]
+        """The last minute dispatched completely on each shard (None: never dispatched)."""
+        keys = [self._checkpoint_key(s) for s in range(shards)]
         found: dict[int, datetime | None] = dict.fromkeys(range(shards))
         for chunk in _chunks(keys, 100):
-            request: dict[str, Any] = {
-                self._schedule: {"Keys": [_dump(k) for k in chunk], "ConsistentRead": True}
-            }
+            request: dict[str, Any] = {self._schedule: {"Keys": chunk, "ConsistentRead": True}}
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._schedule, []):
                     data = _load(item)
-                    found[int(data["due"])] = ids.minute_of_bucket(data["minute"])
+                    if "minute" in data:
+                        found[int(data["due"])] = ids.minute_of_bucket(data["minute"])
                 request = dict(answer.get("UnprocessedKeys") or {})
         return found
 
-    def checkpoint(self, shard: int) -> datetime | None:
+    def opened_through(self, shard: int) -> datetime | None:
+        """The last minute whose dispatch has begun on ``shard``."""
         item = self._db.get_item(
-            TableName=self._schedule,
-            Key=_dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}"}),
-            ConsistentRead=True,
+            TableName=self._schedule, Key=self._checkpoint_key(shard), ConsistentRead=True
         ).get("Item")
-        return ids.minute_of_bucket(_load(item)["minute"]) if item else None
+        if not item:
+            return None
+        data = _load(item)
+        return ids.minute_of_bucket(max(data.get("opened", ""), data.get("minute", "")))
 
-    def set_checkpoint(self, shard: int, minute: datetime) -> None:
-        """Record ``minute`` as dispatched on ``shard``; a checkpoint never moves back."""
+    def open_minute(self, shard: int, minute: datetime) -> None:
+        """Mark ``minute`` as being dispatched on ``shard`` (before querying it)."""
+        self._advance_checkpoint(shard, "opened", minute)
+
+    def close_minute(self, shard: int, minute: datetime) -> None:
+        """Record ``minute`` as dispatched completely on ``shard``."""
+        self._advance_checkpoint(shard, "minute", minute)
+
+    @staticmethod
+    def _checkpoint_key(shard: int) -> dict[str, Any]:
+        return _dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}"})
+
+    def _advance_checkpoint(self, shard: int, attribute: str, minute: datetime) -> None:
+        """Set one of the shard's checkpoint minutes; they never move back."""
         key = ids.bucket(minute, shard).partition("#")[0]
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
-            self._db.put_item(
+            self._db.update_item(
                 TableName=self._schedule,
-                Item=_dump({"bucket": _CHECKPOINT_BUCKET, "due": f"{shard:04d}", "minute": key}),
+                Key=self._checkpoint_key(shard),
+                UpdateExpression="SET #m = :m",
                 ConditionExpression="attribute_not_exists(#m) OR #m < :m",
-                ExpressionAttributeNames={"#m": "minute"},
+                ExpressionAttributeNames={"#m": attribute},
                 ExpressionAttributeValues=_dump({":m": key}),
             )
 
@@ -308,59 +329,52 @@ class Store:
         return True
 
     def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> str:
-        """Take a run for execution, in one transaction with the job's list of active runs.
+        """Take a run for execution: enter it in the job's active runs, then mark it QUEUED.
 
         Answers ``claimed``; ``taken`` when the run is running or over (a duplicate
         delivery); ``job_changed`` when the job no longer is as read (changed, paused, or, if
         ``exclusive``, another run became active): read it again and decide afresh.
         Claiming a QUEUED run again succeeds: a worker that claimed it may have died before
-        starting it, and the execution name makes the start itself idempotent.
+        starting it, and the execution name makes the start itself idempotent. Two
+        conditional writes rather than a transaction (half the cost): an entry left behind
+        by a worker that died between them belongs to a run that never became QUEUED, and
+        is dropped the next time the job's active runs are checked.
         """
-        job_condition = "attribute_exists(job_id) AND version = :version"
+        condition = "attribute_exists(job_id) AND version = :version"
+        values: dict[str, Any] = {":ids": {run.id}, ":version": job.version}
         if exclusive:
-            job_condition += (
-                " AND (attribute_not_exists(active_runs) OR contains(active_runs, :id))"
-            )
+            condition += " AND (attribute_not_exists(active_runs) OR contains(active_runs, :id))"
+            values[":id"] = run.id
         try:
-            self._db.transact_write_items(
-                TransactItems=[
+            before = self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": job.id}),
+                UpdateExpression="ADD active_runs :ids",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=_dump(values),
+                ReturnValues="UPDATED_OLD",
+            ).get("Attributes", {})
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return "job_changed"
+        entered_before = run.id in _load(before).get("active_runs", set())
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=_dump({"job_id": run.job_id, "run_id": run.id}),
+                UpdateExpression="SET #s = :queued, queued_at = if_not_exists(queued_at, :q)",
+                ConditionExpression="#s IN (:scheduled, :queued)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=_dump(
                     {
-                        "Update": {
-                            "TableName": self._jobs,
-                            "Key": _dump({"job_id": job.id}),
-                            "UpdateExpression": "ADD active_runs :ids",
-                            "ConditionExpression": job_condition,
-                            "ExpressionAttributeValues": _dump(
-                                {":ids": {run.id}, ":id": run.id, ":version": job.version}
-                                if exclusive
-                                else {":ids": {run.id}, ":version": job.version}
-                            ),
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._runs,
-                            "Key": _dump({"job_id": run.job_id, "run_id": run.id}),
-                            "UpdateExpression": (
-                                "SET #s = :queued, queued_at = if_not_exists(queued_at, :q)"
-                            ),
-                            "ConditionExpression": "#s IN (:scheduled, :queued)",
-                            "ExpressionAttributeNames": {"#s": "status"},
-                            "ExpressionAttributeValues": _dump(
-                                {
-                                    ":queued": RunStatus.QUEUED.value,
-                                    ":scheduled": RunStatus.SCHEDULED.value,
-                                    ":q": format_instant(queued_at),
-                                }
-                            ),
-                        }
-                    },
-                ]
+                        ":queued": RunStatus.QUEUED.value,
+                        ":scheduled": RunStatus.SCHEDULED.value,
+                        ":q": format_instant(queued_at),
+                    }
+                ),
             )
-        except self._db.exceptions.TransactionCanceledException as error:
-            reasons = error.response.get("CancellationReasons", [])
-            if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
-                return "job_changed"
+        except self._db.exceptions.ConditionalCheckFailedException:
+            if not entered_before:
+                self.release_run(job.id, run.id)
             return "taken"
         return "claimed"
 

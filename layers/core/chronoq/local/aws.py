@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import zipfile
 from dataclasses import dataclass, field
@@ -13,7 +14,11 @@ import boto3
 
 from chronoq import aws as chronoq_aws
 from chronoq import resources as r
-from chronoq.local.emulation import exact_wait_timestamps, reuse_state_machine_clients
+from chronoq.local.emulation import (
+    parse_each_definition_once,
+    reuse_state_machine_clients,
+    serialize_service_calls,
+)
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 
 REGION = "us-east-1"
@@ -48,8 +53,11 @@ class LocalAWS:
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         chronoq_aws.reset()
-        exact_wait_timestamps()
         reuse_state_machine_clients()
+        parse_each_definition_once()
+        serialize_service_calls()
+        # Failures the run state machine catches on purpose are not errors of chronoq local.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
         self.runtime = LambdaRuntime(
             {function_name(f): f for f in r.FUNCTIONS}, region=REGION, account=ACCOUNT
         )

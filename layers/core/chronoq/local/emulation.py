@@ -4,36 +4,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from datetime import UTC, datetime
+import threading
 from typing import Any
-
-
-def exact_wait_timestamps() -> None:
-    """Step Functions' ``Wait`` with ``Timestamp``/``TimestampPath`` ends at that second.
-    moto's interpreter rounds the wait down to whole seconds of its local clock, ending up
-    to a second early; this waits until the instant itself."""
-    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
-        Timestamp,
-    )
-
-    def _eval_body(self: Any, env: Any) -> None:
-        self.string.eval(env=env)
-        text: str = env.stack.pop()
-        parsed = self._from_timestamp_string(text)
-        if parsed is None:
-            from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-                FailureEventException,
-            )
-
-            raise FailureEventException(self._create_failure_event(env, text))
-        target = parsed.replace(tzinfo=UTC)
-        while env.is_running():
-            remaining = (target - datetime.now(UTC)).total_seconds()
-            if remaining <= 0:
-                return
-            env.program_state_event.wait(remaining)  # pulsed when the execution stops
-
-    Timestamp._eval_body = _eval_body  # type: ignore[method-assign]
 
 
 def reuse_state_machine_clients() -> None:
@@ -66,3 +38,48 @@ def reuse_state_machine_clients() -> None:
             and getattr(module, "boto_client_for", None) is original
         ):
             module.boto_client_for = boto_client_for  # type: ignore[attr-defined]
+
+
+def serialize_service_calls() -> None:
+    """moto's backends are not thread-safe (a DynamoDB transaction, for one, copies tables
+    that other threads are writing), while the local runtime calls them from many threads,
+    as AWS is called from many Lambdas. Handle one request at a time, as a service would
+    handle each atomically. Lambda invocations are let through: they run handlers that call
+    the other services themselves."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    original = BotocoreStubber.process_request
+    if getattr(original, "serialized", False):
+        return
+    lock = threading.RLock()  # a service call may make nested ones in the same thread
+
+    def process_request(self: Any, request: Any) -> Any:
+        if request.url.endswith("/invocations"):
+            return original(self, request)
+        with lock:
+            return original(self, request)
+
+    process_request.serialized = True  # type: ignore[attr-defined]
+    BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+
+def parse_each_definition_once() -> None:
+    """moto parses a state machine's ASL anew for every execution (about 0.1 s of CPU for
+    chronoq's); Step Functions starts executions of a stored definition. Parse each
+    definition once: the parsed program is immutable, executions keep their state in their
+    own environment."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    if getattr(ExecutionWorker._get_evaluation_entrypoint, "cached", False):
+        return
+
+    @functools.lru_cache(maxsize=64)
+    def program(definition: str) -> Any:
+        return AmazonStateLanguageParser.parse(definition)[0]
+
+    def entrypoint(self: Any) -> Any:
+        return program(self._evaluation_details.state_machine_details.definition)
+
+    entrypoint.cached = True  # type: ignore[attr-defined]
+    ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
