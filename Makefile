@@ -38,5 +38,8 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
+bench: $(STAMP) ## dispatcher benchmark: AWS requests per run, throughput
+	$(BIN)/python -m bench.dispatch --jobs 1000
+
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -70,6 +70,8 @@ class Sink:
     hits: list[Hit] = field(default_factory=list)
     status: int = 200
     delay: float = 0.0
+    #: Per-path delays, overriding ``delay``.
+    delays: dict[str, float] = field(default_factory=dict)
     answer: bytes = b'{"ok": true}'
     closed: threading.Event = field(default_factory=threading.Event)
 
@@ -88,8 +90,9 @@ def http_sink() -> Iterator[Sink]:
             sink.hits.append(
                 Hit(datetime.now(UTC), self.command, self.path, dict(self.headers), body)
             )
-            if sink.delay:
-                sink.closed.wait(sink.delay)
+            delay = sink.delays.get(self.path, sink.delay)
+            if delay:
+                sink.closed.wait(delay)
             self.send_response(sink.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(sink.answer)))

@@ -5,16 +5,19 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.e2e.scenarios import OutageScenario
 from tests.support import Sink, http_sink
 
 CHRONOQ = str(Path(sys.executable).with_name("chronoq"))
@@ -32,8 +35,14 @@ class Local:
 
     url: str
     data_dir: Path
+    tokens: dict[str, str] = field(default_factory=dict)
 
     def token(self, user: str) -> str:
+        if user not in self.tokens:
+            self.tokens[user] = self._mint(user)
+        return self.tokens[user]
+
+    def _mint(self, user: str) -> str:
         out = subprocess.run(
             [CHRONOQ, "token", user, "--data-dir", str(self.data_dir)],
             check=True,
@@ -41,6 +50,12 @@ class Local:
             text=True,
         )
         return out.stdout.strip()
+
+    def control(self, name: str) -> Any:
+        """A control of chronoq local itself, e.g. ``ticker/stop``."""
+        status, answer = self.call("POST", f"/_local/{name}")
+        assert status == 200, answer
+        return answer
 
     def call(
         self, method: str, path: str, user: str | None = "alice", body: Any = None
@@ -56,14 +71,15 @@ class Local:
         )
         try:
             with urllib.request.urlopen(request, timeout=10) as answer:
-                return answer.status, json.loads(answer.read())
+                data = answer.read()
+                return answer.status, json.loads(data) if data else None
         except urllib.error.HTTPError as error:
             return error.code, json.loads(error.read())
 
 
-@pytest.fixture(scope="session")
-def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
-    data_dir = tmp_path_factory.mktemp("chronoq-data")
+@contextmanager
+def start_local(data_dir: Path) -> Iterator[Local]:
+    """``chronoq local`` in a subprocess, until the block ends."""
     port = free_port()
     log = (data_dir / "local.log").open("w")
     process = subprocess.Popen(
@@ -84,6 +100,12 @@ def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
         log.close()
 
 
+@pytest.fixture(scope="session")
+def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
+    with start_local(tmp_path_factory.mktemp("chronoq-data")) as started:
+        yield started
+
+
 @pytest.fixture
 def sink() -> Iterator[Sink]:
     with http_sink() as s:
@@ -101,3 +123,13 @@ def wait_for_runs(local: Local, job_id: str, count: int, timeout: float) -> list
         if time.monotonic() > deadline:
             raise AssertionError(f"only {len(done)} of {count} runs finished: {answer}")
         time.sleep(0.25)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def outage(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OutageScenario]:
+    """Started with the first end-to-end test, so that its minutes of waiting overlap the
+    other tests: a second chronoq local with a burst and a dispatcher outage."""
+    with http_sink() as sink, start_local(tmp_path_factory.mktemp("outage")) as local:
+        scenario = OutageScenario(local, sink)
+        threading.Thread(target=scenario.run, name="outage-scenario", daemon=True).start()
+        yield scenario

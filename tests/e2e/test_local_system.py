@@ -5,11 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tests.e2e.conftest import Local, wait_for_runs
+from tests.e2e.scenarios import parse
 from tests.support import Sink
-
-
-def parse(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 def test_given_an_at_job_five_seconds_ahead_when_its_time_comes_then_the_target_is_called_once_on_time(

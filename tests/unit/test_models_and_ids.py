@@ -79,10 +79,13 @@ def test_given_due_times_when_computing_the_sqs_delay_then_runs_arrive_shortly_e
     None
 ):
     now = datetime(2026, 11, 25, 21, 48, 0, 400000, tzinfo=UTC)
-    assert delay_seconds(datetime(2026, 11, 25, 21, 49, tzinfo=UTC), now) == 57
-    assert delay_seconds(datetime(2026, 11, 25, 21, 48, 1, tzinfo=UTC), now) == 0
-    assert delay_seconds(datetime(2026, 11, 25, 21, 40, tzinfo=UTC), now) == 0
-    assert delay_seconds(datetime(2026, 11, 26, tzinfo=UTC), now) == 900
+    due = datetime(2026, 11, 25, 21, 49, tzinfo=UTC)
+    assert delay_seconds(due, now, Priority.NORMAL) == 57
+    assert delay_seconds(due, now, Priority.HIGH) == 56  # higher priorities arrive earlier
+    assert delay_seconds(due, now, Priority.LOW) == 58
+    assert delay_seconds(datetime(2026, 11, 25, 21, 48, 1, tzinfo=UTC), now, Priority.NORMAL) == 0
+    assert delay_seconds(datetime(2026, 11, 25, 21, 40, tzinfo=UTC), now, Priority.NORMAL) == 0
+    assert delay_seconds(datetime(2026, 11, 26, tzinfo=UTC), now, Priority.LOW) == 900
 
 
 def test_given_step_functions_errors_when_described_then_the_message_is_readable() -> None:

@@ -20,10 +20,12 @@ class QueueError(Exception):
     """SQS refused some messages."""
 
 
-def delay_seconds(scheduled_at: datetime, now: datetime) -> int:
+def delay_seconds(scheduled_at: datetime, now: datetime, priority: Priority) -> int:
     """Seconds to hold a run back so that it reaches a worker shortly before it is due (the
-    worker then waits for the exact second); clamped to what SQS allows."""
-    seconds = math.floor((scheduled_at - now).total_seconds()) - r.DISPATCH_LEAD_SECONDS
+    worker then waits for the exact second), the earlier the higher its priority; clamped to
+    what SQS allows."""
+    lead = r.DISPATCH_LEAD_SECONDS[priority.value]
+    seconds = math.floor((scheduled_at - now).total_seconds()) - lead
     return max(0, min(r.MAX_DELAY_SECONDS, seconds))
 
 
@@ -40,7 +42,7 @@ class Queues:
                 {
                     "Id": str(len(by_queue[self._urls[priority.value]])),
                     "MessageBody": message.model_dump_json(),
-                    "DelaySeconds": delay_seconds(message.scheduled_at, now),
+                    "DelaySeconds": delay_seconds(message.scheduled_at, now, priority),
                 }
             )
         sent = 0

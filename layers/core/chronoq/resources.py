@@ -31,9 +31,10 @@ RUN_RETENTION_SECONDS = 90 * 24 * 3600
 DISPATCH_LOOKAHEAD_MINUTES = 1
 #: Most minutes one dispatcher invocation catches up per shard after an outage.
 MAX_CATCH_UP_MINUTES = 60
-#: Runs reach a worker up to this many seconds before they are due; the worker waits for
-#: the exact second. Covers SQS's whole-second delays and polling latency.
-DISPATCH_LEAD_SECONDS = 2
+#: Runs reach a worker up to this many seconds before they are due, and the worker waits for
+#: the exact second: this covers SQS's whole-second delays and polling latency. Higher
+#: priorities arrive earlier, so that in a burst of runs due together they are at the front.
+DISPATCH_LEAD_SECONDS = {"high": 3, "normal": 2, "low": 1}
 #: SQS's own maximum message delay.
 MAX_DELAY_SECONDS = 900
 #: Largest response excerpt the runner keeps, in bytes.

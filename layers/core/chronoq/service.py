@@ -155,17 +155,7 @@ class Chronoq:
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         state = JobState.PAUSED if job.state is JobState.PAUSED else JobState.ACTIVE
         first = self._first_fire(spec, now) if state is JobState.ACTIVE else None
-        updated = Job.model_validate(
-            {
-                **job.model_dump(),
-                **spec.model_dump(),
-                "state": state,
-                "next_run_at": first,
-                "version": job.version + 1,
-                "generation": job.generation + 1,
-                "updated_at": now,
-            }
-        )
+        updated = _next_generation(job, now, **spec.model_dump(), state=state, next_run_at=first)
         return self._replace_occurrences(job, updated, now)
 
     def pause_job(self, owner: str, job_id: str) -> Job:
@@ -176,15 +166,7 @@ class Chronoq:
         if job.state is JobState.COMPLETED:
             raise Conflict(f"job {job_id} is COMPLETED: it has no runs left to pause")
         now = self.clock()
-        paused = job.model_copy(
-            update={
-                "state": JobState.PAUSED,
-                "next_run_at": None,
-                "version": job.version + 1,
-                "generation": job.generation + 1,
-                "updated_at": now,
-            }
-        )
+        paused = _next_generation(job, now, state=JobState.PAUSED, next_run_at=None)
         return self._replace_occurrences(job, paused, now)
 
     def resume_job(self, owner: str, job_id: str) -> Job:
@@ -194,15 +176,8 @@ class Chronoq:
             return job
         now = self.clock()
         following = next_fire(job.schedule, now)
-        resumed = job.model_copy(
-            update={
-                "state": JobState.ACTIVE if following else JobState.COMPLETED,
-                "next_run_at": following,
-                "version": job.version + 1,
-                "generation": job.generation + 1,
-                "updated_at": now,
-            }
-        )
+        state = JobState.ACTIVE if following else JobState.COMPLETED
+        resumed = _next_generation(job, now, state=state, next_run_at=following)
         return self._replace_occurrences(job, resumed, now)
 
     def delete_job(self, owner: str, job_id: str) -> None:
@@ -444,7 +419,7 @@ class Chronoq:
         due together starts in priority order. Returns what happened."""
         early = (message.scheduled_at - self.clock()).total_seconds()
         if early > 0:
-            self.sleep(min(early, r.DISPATCH_LEAD_SECONDS + 1))
+            self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
         for _ in range(_CLAIM_ATTEMPTS):
             outcome = self._try_start(message)
             if outcome != "job_changed":
@@ -515,6 +490,19 @@ class Chronoq:
                 [RunStatus.QUEUED, RunStatus.RUNNING],
             )
         self.store.release_run(job.id, run_id)
+
+
+def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
+    """``job`` changed so that its planned occurrences no longer hold."""
+    return Job.model_validate(
+        {
+            **job.model_dump(),
+            **changes,
+            "version": job.version + 1,
+            "generation": job.generation + 1,
+            "updated_at": now,
+        }
+    )
 
 
 def _missed_reason(job: Job) -> str:

@@ -59,6 +59,10 @@ class LocalSystem:
             self.port,
             tokens.secret(self.data_dir),
             lambda e: self.invoke(r.API_FUNCTION, e),
+            controls={
+                "POST /_local/ticker/stop": self._stop_ticker,
+                "POST /_local/ticker/start": self._start_ticker,
+            },
         )
         self.port = self._server.server_address[1]
         self._threads.append(
