@@ -9,6 +9,7 @@ from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
 from constructs import Construct
 
@@ -27,6 +28,7 @@ class Api(Construct):
         environment: Mapping[str, str],
         storage: Storage,
         queues: Queues,
+        state_machine: sfn.IStateMachine,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -36,8 +38,19 @@ class Api(Construct):
         storage.schedule.grant(
             self.function, "dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem"
         )
-        storage.runs.grant(self.function, "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:Query")
+        # Runs are created, read, cancelled (UpdateItem) and, when a pending occurrence is
+        # replaced by a schedule change or a pause, forgotten (DeleteItem).
+        storage.runs.grant(
+            self.function,
+            "dynamodb:PutItem",
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+        )
         queues.grant_send_messages(self.function)
+        # POST /runs/{id}/cancel stops the run's execution; it never starts one.
+        state_machine.grant_execution(self.function, "states:StopExecution")
 
         self.user_pool = cognito.UserPool(
             self,

@@ -67,6 +67,7 @@ class ChronoqStack(Stack):
             environment=environment,
             storage=self.storage,
             queues=self.queues,
+            state_machine=self.execution.state_machine,
         )
 
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)

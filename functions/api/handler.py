@@ -81,6 +81,11 @@ def trigger_job(job_id: str) -> Response[dict[str, Any]]:
     return Response(202, "application/json", view(run))
 
 
+@app.post("/runs/<run_id>/cancel")
+def cancel_run(run_id: str) -> dict[str, Any]:
+    return view(chronoq_app.build().cancel_run(_owner(), run_id))
+
+
 class PreviewRequest(BaseModel):
     schedule: Schedule
     count: int = Field(default=10, ge=1, le=100)

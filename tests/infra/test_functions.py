@@ -123,7 +123,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
     tables = stack.storage.tables
     queues = list(stack.queues.by_priority.values())
     expected = {
-        r.API_FUNCTION.name: [*tables.values(), *queues],
+        r.API_FUNCTION.name: [*tables.values(), *queues, stack.execution.state_machine],
         r.DISPATCHER_FUNCTION.name: [*tables.values(), *queues],
         r.WORKER_FUNCTION.name: [
             tables[r.JOBS_TABLE.id],
@@ -145,7 +145,7 @@ def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
 ) -> None:
     actions = _actions(_role_statements(synth, r.API_FUNCTION.name))
 
-    assert not {a for a in actions if a.startswith("states:")}
+    assert {a for a in actions if a.startswith("states:")} == {"states:StopExecution"}
     assert "dynamodb:PutItem" in actions
 
 

@@ -355,3 +355,54 @@ def test_given_a_run_past_its_start_deadline_when_it_arrives_then_it_is_missed_n
     assert missed.status is RunStatus.MISSED
     assert missed.reason == "could not start within start_deadline_seconds (60 s)"
     assert executions(harness) == {}
+
+
+# --- cancel ---------------------------------------------------------------------------------
+
+
+def cancel(harness: Harness, run_id: str, user: str = "alice") -> tuple[int, Any]:
+    event = api_event("get_run", user=user, path=f"/runs/{run_id}/cancel")
+    event["requestContext"]["http"]["method"] = "POST"
+    return harness.api(event)
+
+
+def test_given_a_running_run_when_cancelled_then_its_execution_stops_and_it_is_cancelled(
+    harness: Harness, service: Chronoq, sink: Sink
+) -> None:
+    job, first, _, _ = running_job(harness, service, sink, "allow")
+
+    status, run = cancel(harness, first)
+
+    assert (status, run["status"], run["reason"]) == (200, "CANCELLED", "cancelled by alice")
+    assert service.get_job("alice", job.id).active_runs == frozenset()
+    sink.closed.set()
+    wait_for(lambda: executions(harness)[first] != "RUNNING")
+    assert status_of(service, first) is RunStatus.CANCELLED
+
+
+def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(
+    harness: Harness, service: Chronoq, sink: Sink
+) -> None:
+    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    run_id = ids.run_id(job.id, at)
+
+    assert cancel(harness, run_id)[1]["status"] == "CANCELLED"
+    deliver(harness, (job.id, run_id, at))
+
+    assert executions(harness) == {}
+    assert sink.hits == []
+
+
+def test_given_a_finished_run_or_someone_elses_when_cancelled_then_409_or_404(
+    harness: Harness, service: Chronoq, sink: Sink
+) -> None:
+    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    run_id = ids.run_id(job.id, at)
+    deliver(harness, (job.id, run_id, at))
+    wait_for(lambda: status_of(service, run_id) is RunStatus.SUCCEEDED)
+
+    assert cancel(harness, run_id, user="bob")[0] == 404
+    status, body = cancel(harness, run_id)
+    assert (status, body["message"]) == (409, f"run {run_id} is already SUCCEEDED")

@@ -151,7 +151,14 @@ API_FUNCTION = Function(
     name="api",
     memory_mb=512,
     timeout_seconds=10,
-    env=(ENV_JOBS_TABLE, ENV_SCHEDULE_TABLE, ENV_RUNS_TABLE, ENV_SHARDS, *ENV_QUEUE_URLS.values()),
+    env=(
+        ENV_JOBS_TABLE,
+        ENV_SCHEDULE_TABLE,
+        ENV_RUNS_TABLE,
+        ENV_SHARDS,
+        ENV_STATE_MACHINE_ARN,  # to stop the execution of a cancelled run
+        *ENV_QUEUE_URLS.values(),
+    ),
     description="HTTP API: stores jobs and answers queries",
 )
 DISPATCHER_FUNCTION = Function(

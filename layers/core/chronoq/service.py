@@ -244,6 +244,23 @@ class Chronoq:
             raise NotFound(f"run {run_id} not found")
         return run
 
+    def cancel_run(self, owner: str, run_id: str) -> Run:
+        """Cancel a run: a scheduled one never starts, a queued or running one is stopped
+        (its execution, and with it the attempt) and recorded CANCELLED."""
+        run = self.get_run(owner, run_id)
+        reason = f"cancelled by {owner}"
+        if run.status is RunStatus.SCHEDULED and self.store.end_run(
+            run, RunStatus.CANCELLED, self.clock(), reason, [RunStatus.SCHEDULED]
+        ):
+            return self.get_run(owner, run_id)
+        if run.status in (RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING):
+            self._cancel(run.job_id, run.id, reason)
+            cancelled = self.get_run(owner, run_id)
+            if cancelled.status is RunStatus.CANCELLED:
+                return cancelled
+            run = cancelled
+        raise Conflict(f"run {run_id} is already {run.status.value}")
+
     # --- the time index -------------------------------------------------------------------
 
     @staticmethod
@@ -455,7 +472,7 @@ class Chronoq:
             return "skipped"
         if active and job.concurrency is Concurrency.REPLACE:
             for other in sorted(active):
-                self._cancel(job, other, f"concurrency replace: replaced by run {run.id}")
+                self._cancel(job.id, other, f"concurrency replace: replaced by run {run.id}")
             return "job_changed"  # read the job again: its active runs are gone now
         claim = self.store.claim_run(
             job, run, message.queued_at, exclusive=job.concurrency is not Concurrency.ALLOW
@@ -477,19 +494,19 @@ class Chronoq:
                 active.add(other)
         return active
 
-    def _cancel(self, job: Job, run_id: str, reason: str) -> None:
+    def _cancel(self, job_id: str, run_id: str, reason: str) -> None:
         assert self.executor is not None, "this function has no executor configured"
         self.executor.stop(run_id, reason)
-        run = self.store.get_run(job.id, run_id)
+        run = self.store.get_run(job_id, run_id)
         if run is not None:
             self.store.end_run(
                 run,
                 RunStatus.CANCELLED,
                 self.clock(),
                 reason,
-                [RunStatus.QUEUED, RunStatus.RUNNING],
+                [RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING],
             )
-        self.store.release_run(job.id, run_id)
+        self.store.release_run(job_id, run_id)
 
 
 def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
