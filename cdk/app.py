@@ -13,7 +13,13 @@ from chronoq_cdk.stack import ChronoqStack
 def main() -> None:
     app = App(outdir=os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
     shards = app.node.try_get_context("shards")
-    ChronoqStack(app, "Chronoq", shards=r.DEFAULT_SHARDS if shards is None else int(shards))
+    ChronoqStack(
+        app,
+        "Chronoq",
+        shards=r.DEFAULT_SHARDS if shards is None else int(shards),
+        # Modules of the deployment's own Python tasks, shipped in a layer of its own.
+        task_modules=app.node.try_get_context("task_modules") or "",
+    )
     app.synth()
 
 

@@ -22,10 +22,15 @@ class Execution(Construct):
         layer: lambda_.ILayerVersion,
         runs_table: dynamodb.ITable,
         jobs_table: dynamodb.ITable,
+        task_modules: str,
     ) -> None:
         super().__init__(scope, id)
         self.runner = python_function(
-            self, "Runner", r.RUNNER_FUNCTION, layer=layer, environment={}
+            self,
+            "Runner",
+            r.RUNNER_FUNCTION,
+            layer=layer,
+            environment={r.ENV_TASK_MODULES: task_modules},
         )
         values = {
             r.ASL_RUNS_TABLE: runs_table.table_name,

@@ -22,7 +22,13 @@ MAX_SHARDS = 1000
 
 class ChronoqStack(Stack):
     def __init__(
-        self, scope: Construct, id: str, *, shards: int = r.DEFAULT_SHARDS, **kwargs: Any
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        shards: int = r.DEFAULT_SHARDS,
+        task_modules: str = "",
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
         if not 1 <= shards <= MAX_SHARDS:
@@ -36,12 +42,14 @@ class ChronoqStack(Stack):
             layer=self.layer,
             runs_table=self.storage.runs,
             jobs_table=self.storage.jobs,
+            task_modules=task_modules,
         )
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
             **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
             r.ENV_STATE_MACHINE_ARN: self.execution.state_machine.state_machine_arn,
             r.ENV_SHARDS: str(shards),
+            r.ENV_TASK_MODULES: task_modules,
         }
         self.dispatch = Dispatch(
             self,

@@ -6,8 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq.models import Target
-from chronoq.targets import run_http
+from chronoq.models import HttpTarget, Target
+from chronoq.targets import run_http, run_python
+from chronoq.tasks import RunContext
 from pydantic import BaseModel, ConfigDict
 
 logger = Logger(service="chronoq-runner")
@@ -20,6 +21,7 @@ class Attempt(BaseModel):
     run_id: str
     scheduled_at: str
     timeout_seconds: int
+    attempt: int = 1
     target: Target
 
 
@@ -27,11 +29,14 @@ class Attempt(BaseModel):
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     attempt = Attempt.model_validate(event)
     logger.append_keys(job_id=attempt.job_id, run_id=attempt.run_id)
-    headers = {
-        "X-Chronoq-Job-Id": attempt.job_id,
-        "X-Chronoq-Run-Id": attempt.run_id,
-        "X-Chronoq-Scheduled-At": attempt.scheduled_at,
-    }
-    result = run_http(attempt.target, attempt.timeout_seconds, headers)
-    logger.info("target answered", extra={"status_code": result["status_code"]})
-    return result
+    if isinstance(attempt.target, HttpTarget):
+        headers = {
+            "X-Chronoq-Job-Id": attempt.job_id,
+            "X-Chronoq-Run-Id": attempt.run_id,
+            "X-Chronoq-Scheduled-At": attempt.scheduled_at,
+        }
+        result = run_http(attempt.target, attempt.timeout_seconds, headers)
+        logger.info("target answered", extra={"status_code": result["status_code"]})
+        return result
+    context_ = RunContext(attempt.job_id, attempt.run_id, attempt.attempt, attempt.scheduled_at)
+    return {"result": run_python(attempt.target, context_)}

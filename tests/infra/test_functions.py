@@ -27,6 +27,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         **{q.env: synth.ref(stack.queues.by_priority[q.priority]) for q in r.QUEUES},
         r.ENV_STATE_MACHINE_ARN: synth.ref(stack.execution.state_machine),
         r.ENV_SHARDS: str(r.DEFAULT_SHARDS),
+        r.ENV_TASK_MODULES: "",  # no task modules of its own by default
     }
 
 

@@ -5,7 +5,15 @@ from datetime import UTC, datetime
 
 import pytest
 from chronoq import ids
-from chronoq.models import Job, JobSpec, JobState, Priority, describe_error, format_instant
+from chronoq.models import (
+    HttpTarget,
+    Job,
+    JobSpec,
+    JobState,
+    Priority,
+    describe_error,
+    format_instant,
+)
 from chronoq.queue import delay_seconds
 from chronoq.service import execution_input
 from pydantic import ValidationError
@@ -21,6 +29,7 @@ def test_given_a_minimal_spec_when_validated_then_defaults_apply() -> None:
     spec = JobSpec.model_validate(SPEC)
     assert spec.priority is Priority.NORMAL
     assert spec.timeout_seconds == 300
+    assert isinstance(spec.target, HttpTarget)
     assert spec.target.method == "POST"
 
 

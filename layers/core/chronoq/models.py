@@ -263,7 +263,15 @@ class HttpTarget(_Model):
         return value
 
 
-Target = Annotated[HttpTarget, Field(discriminator="type")]
+class PythonTarget(_Model):
+    """Call a registered Python task (see chronoq.tasks) with JSON arguments."""
+
+    type: Literal["python"]
+    task: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", max_length=200)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+Target = Annotated[HttpTarget | PythonTarget, Field(discriminator="type")]
 
 
 # --- Jobs and runs ------------------------------------------------------------------------

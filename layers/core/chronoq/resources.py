@@ -53,6 +53,8 @@ PRIORITIES = ("high", "normal", "low")
 ENV_QUEUE_URLS = {p: f"CHRONOQ_QUEUE_URL_{p.upper()}" for p in PRIORITIES}
 ENV_STATE_MACHINE_ARN = "CHRONOQ_STATE_MACHINE_ARN"
 ENV_SHARDS = "CHRONOQ_SHARDS"
+#: Comma-separated modules holding a deployment's own Python tasks (see chronoq.tasks).
+ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
 
 
 # --- Tables -------------------------------------------------------------------------------
@@ -157,6 +159,7 @@ API_FUNCTION = Function(
         ENV_RUNS_TABLE,
         ENV_SHARDS,
         ENV_STATE_MACHINE_ARN,  # to stop the execution of a cancelled run
+        ENV_TASK_MODULES,  # to refuse python targets naming unregistered tasks
         *ENV_QUEUE_URLS.values(),
     ),
     description="HTTP API: stores jobs and answers queries",
@@ -179,7 +182,7 @@ RUNNER_FUNCTION = Function(
     name="runner",
     memory_mb=512,
     timeout_seconds=MAX_TIMEOUT_SECONDS,
-    env=(),
+    env=(ENV_TASK_MODULES,),
     description="Runs one attempt of a job's target",
 )
 FUNCTIONS = (API_FUNCTION, DISPATCHER_FUNCTION, WORKER_FUNCTION, RUNNER_FUNCTION)

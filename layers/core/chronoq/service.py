@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chronoq import ids
+from chronoq import ids, tasks
 from chronoq import resources as r
 from chronoq.errors import Conflict, InvalidRequest, NotFound
 from chronoq.executor import Executor
@@ -22,6 +22,7 @@ from chronoq.models import (
     JobSpec,
     JobState,
     Occurrence,
+    PythonTarget,
     Run,
     RunMessage,
     RunStatus,
@@ -95,6 +96,7 @@ class Chronoq:
     # --- jobs -----------------------------------------------------------------------------
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
+        _check_target(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         first = self._first_fire(spec, now)
@@ -142,6 +144,7 @@ class Chronoq:
         now = self.clock()
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
+        _check_target(spec)
         if "schedule" not in changes:
             updated = Job.model_validate(
                 {
@@ -507,6 +510,11 @@ class Chronoq:
                 [RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING],
             )
         self.store.release_run(job_id, run_id)
+
+
+def _check_target(spec: JobSpec) -> None:
+    if isinstance(spec.target, PythonTarget) and tasks.lookup(spec.target.task) is None:
+        raise InvalidRequest("target.task", f"{spec.target.task} is not a registered task")
 
 
 def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:

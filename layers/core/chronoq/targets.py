@@ -8,8 +8,9 @@ from typing import Any
 import urllib3
 
 from chronoq import resources as r
+from chronoq import tasks
 from chronoq.errors import TargetError
-from chronoq.models import HttpTarget
+from chronoq.models import HttpTarget, PythonTarget
 
 _http = urllib3.PoolManager(retries=False)
 
@@ -41,3 +42,13 @@ def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]
     if not 200 <= response.status < 300:
         raise TargetError(f"{target.method} {target.url} answered HTTP {response.status}: {text}")
     return {"status_code": response.status, "body": text}
+
+
+def run_python(target: PythonTarget, context: tasks.RunContext) -> Any:
+    """Call the registered task once; its return value is the attempt's output."""
+    function = tasks.lookup(target.task)
+    if function is None:
+        raise tasks.PermanentError(f"{target.task} is not a registered task")
+    result = function(dict(target.args), context)
+    json.dumps(result)  # the output must be JSON: fail here, not in the state machine
+    return result

@@ -22,6 +22,8 @@ def _local(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", args.log_level)
+    if args.task_modules:
+        os.environ[r.ENV_TASK_MODULES] = args.task_modules
     system = LocalSystem(
         host=args.host,
         port=args.port,
@@ -100,6 +102,11 @@ def parser() -> argparse.ArgumentParser:
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log level of chronoq local and of the functions it runs",
+    )
+    local.add_argument(
+        "--task-modules",
+        default="",
+        help="comma-separated modules holding your own Python tasks (importable from here)",
     )
     local.set_defaults(run=_local)
 

@@ -1,0 +1,80 @@
+"""The task registry: the Python functions a ``python`` target may call.
+
+Only registered tasks run: a target naming anything else (``os:system``, say) is refused
+when the job is created, and again by the runner. Register a function with ``@task``; a
+deployment lists the modules holding its tasks in ``CHRONOQ_TASK_MODULES`` (comma-separated),
+which the api and the runner import on first use.
+
+A task is called as ``function(args, context)``: ``args`` is the target's JSON ``args``,
+``context`` a RunContext. What it returns (anything JSON can hold) is the run's output.
+Raising fails the attempt; raising PermanentError says that trying again cannot help.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from chronoq.errors import ChronoqError
+from chronoq.resources import ENV_TASK_MODULES
+
+
+class PermanentError(ChronoqError):
+    """Raised by a task when trying again cannot succeed."""
+
+
+@dataclass(frozen=True)
+class RunContext:
+    job_id: str
+    run_id: str
+    attempt: int
+    scheduled_at: str
+
+
+Task = Callable[[dict[str, Any], RunContext], Any]
+_registry: dict[str, Task] = {}
+
+
+def task(function: Task) -> Task:
+    """Register ``function`` under ``module:name``."""
+    _registry[f"{function.__module__}:{function.__qualname__}"] = function
+    return function
+
+
+def lookup(name: str) -> Task | None:
+    """The registered task called ``name`` (after importing the deployment's task modules)."""
+    for module in filter(
+        None, (m.strip() for m in os.environ.get(ENV_TASK_MODULES, "").split(","))
+    ):
+        importlib.import_module(module)
+    return _registry.get(name)
+
+
+# --- built-in tasks ---------------------------------------------------------------------------
+
+
+@task
+def echo(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
+    """Return the arguments and the run context."""
+    return {"args": args, "job_id": context.job_id, "run_id": context.run_id}
+
+
+@task
+def sleep(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
+    """Sleep ``args["seconds"]`` seconds (for trying timeouts)."""
+    seconds = float(args.get("seconds", 1))
+    time.sleep(seconds)
+    return {"slept": seconds}
+
+
+@task
+def fail(args: dict[str, Any], context: RunContext) -> None:
+    """Fail with ``args["message"]``; permanently if ``args["permanent"]``."""
+    message = str(args.get("message", "failed on purpose"))
+    if args.get("permanent"):
+        raise PermanentError(message)
+    raise RuntimeError(message)

@@ -1,0 +1,119 @@
+"""Python targets: registered tasks only, run by the runner inside the real state machine."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from chronoq import app, ids
+from chronoq import resources as r
+from chronoq.local.lambdas import FunctionError
+from chronoq.models import RunMessage, RunStatus
+from chronoq.service import Chronoq
+
+from tests.integration.conftest import Harness
+from tests.support import api_event, load_event, wait_for
+
+
+def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) -> tuple[int, Any]:
+    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    return harness.api(
+        api_event(
+            "create_at_job",
+            body={
+                "name": "py",
+                "schedule": {"type": "at", "at": at.isoformat()},
+                "target": {"type": "python", "task": task, "args": args},
+                **extra,
+            },
+        )
+    )
+
+
+def run_it(harness: Harness, job: dict[str, Any]) -> Any:
+    """Deliver the job's run to the worker and wait for it to end."""
+    service: Chronoq = app.build()
+    at = datetime.fromisoformat(job["next_run_at"])
+    run_id = ids.run_id(job["id"], at)
+    event = load_event("worker/sqs_batch")
+    event["Records"][0]["body"] = RunMessage(
+        job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=at
+    ).model_dump_json()
+    harness.invoke(r.WORKER_FUNCTION, event)
+
+    def ended() -> Any:
+        found = service.get_run("alice", run_id)
+        return (
+            found
+            if found.status not in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SCHEDULED)
+            else None
+        )
+
+    return wait_for(ended)
+
+
+@pytest.mark.parametrize(
+    "task", ["os:system", "subprocess:run", "chronoq.tasks:lookup", "builtins:eval"]
+)
+def test_given_a_task_that_is_not_registered_when_a_job_names_it_then_422_names_target_task(
+    harness: Harness, task: str
+) -> None:
+    status, body = python_job(harness, task, {"cmd": "id"})
+
+    assert status == 422
+    assert body["errors"] == [
+        {"field": "target.task", "message": f"{task} is not a registered task"}
+    ]
+
+
+def test_given_the_echo_task_when_run_then_its_return_value_is_the_output(harness: Harness) -> None:
+    _, job = python_job(harness, "chronoq.tasks:echo", {"greeting": "hello"})
+
+    run = run_it(harness, job)
+
+    assert run.status is RunStatus.SUCCEEDED
+    output = json.loads(run.output)["result"]
+    assert output == {"args": {"greeting": "hello"}, "job_id": job["id"], "run_id": run.id}
+
+
+def test_given_a_failing_task_when_run_then_the_run_fails_with_its_error(harness: Harness) -> None:
+    _, job = python_job(harness, "chronoq.tasks:fail", {"message": "disk full"})
+
+    run = run_it(harness, job)
+
+    assert run.status is RunStatus.FAILED
+    assert run.error == "RuntimeError: disk full"
+
+
+def test_given_a_task_that_overruns_when_run_then_it_is_timed_out(harness: Harness) -> None:
+    _, job = python_job(harness, "chronoq.tasks:sleep", {"seconds": 5}, timeout_seconds=1)
+
+    run = run_it(harness, job)
+
+    assert run.status is RunStatus.TIMED_OUT
+
+
+def test_given_a_deployments_own_task_module_when_configured_then_its_tasks_run(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(r.ENV_TASK_MODULES, "tests.example_tasks")
+    status, job = python_job(harness, "tests.example_tasks:double", {"n": 21})
+    assert status == 201
+
+    run = run_it(harness, job)
+
+    assert json.loads(run.output)["result"] == {"doubled": 42, "attempt": 1}
+
+
+def test_given_an_unregistered_task_when_the_runner_is_asked_directly_then_it_refuses(
+    harness: Harness,
+) -> None:
+    event = load_event("runner/attempt")
+    event["target"] = {"type": "python", "task": "os:system", "args": {"command": "id"}}
+
+    with pytest.raises(FunctionError) as raised:
+        harness.invoke(r.RUNNER_FUNCTION, event)
+
+    assert raised.value.payload["errorType"] == "PermanentError"
