@@ -19,6 +19,9 @@ def main() -> None:
         shards=r.DEFAULT_SHARDS if shards is None else int(shards),
         # Modules of the deployment's own Python tasks, shipped in a layer of its own.
         task_modules=app.node.try_get_context("task_modules") or "",
+        task_layer_arns=[
+            a for a in (app.node.try_get_context("task_layers") or "").split(",") if a
+        ],
     )
     app.synth()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -25,6 +25,7 @@ class Api(Construct):
         id: str,
         *,
         layer: lambda_.ILayerVersion,
+        task_layers: Sequence[lambda_.ILayerVersion],
         environment: Mapping[str, str],
         storage: Storage,
         queues: Queues,
@@ -32,7 +33,12 @@ class Api(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
-            self, "Function", r.API_FUNCTION, layer=layer, environment=environment
+            self,
+            "Function",
+            r.API_FUNCTION,
+            layer=layer,
+            extra_layers=task_layers,
+            environment=environment,
         )
         storage.jobs.grant_read_write_data(self.function)
         storage.schedule.grant(

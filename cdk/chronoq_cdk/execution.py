@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
@@ -20,6 +22,7 @@ class Execution(Construct):
         id: str,
         *,
         layer: lambda_.ILayerVersion,
+        task_layers: Sequence[lambda_.ILayerVersion],
         runs_table: dynamodb.ITable,
         jobs_table: dynamodb.ITable,
         task_modules: str,
@@ -30,6 +33,7 @@ class Execution(Construct):
             "Runner",
             r.RUNNER_FUNCTION,
             layer=layer,
+            extra_layers=task_layers,
             environment={r.ENV_TASK_MODULES: task_modules},
         )
         values = {

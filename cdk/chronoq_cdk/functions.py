@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_lambda as lambda_
@@ -21,6 +21,7 @@ def python_function(
     spec: r.Function,
     *,
     layer: lambda_.ILayerVersion,
+    extra_layers: Sequence[lambda_.ILayerVersion] = (),
     environment: Mapping[str, str],
 ) -> lambda_.Function:
     """The function ``spec`` describes, given exactly the variables ``spec.env`` names."""
@@ -37,7 +38,7 @@ def python_function(
         code=lambda_.Code.from_asset(str(spec.source_dir), exclude=["__pycache__", "*.pyc"]),
         memory_size=spec.memory_mb,
         timeout=Duration.seconds(spec.timeout_seconds),
-        layers=[layer],
+        layers=[layer, *extra_layers],
         environment={
             **{name: environment[name] for name in spec.env},
             "POWERTOOLS_SERVICE_NAME": f"chronoq-{spec.name}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
@@ -28,6 +29,7 @@ class ChronoqStack(Stack):
         *,
         shards: int = r.DEFAULT_SHARDS,
         task_modules: str = "",
+        task_layer_arns: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -36,6 +38,11 @@ class ChronoqStack(Stack):
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
+        # The deployment's own Python tasks, in layers of its own (see chronoq.tasks).
+        task_layers = [
+            lambda_.LayerVersion.from_layer_version_arn(self, f"TaskLayer{i}", arn)
+            for i, arn in enumerate(task_layer_arns)
+        ]
         self.execution = Execution(
             self,
             "Execution",
@@ -43,6 +50,7 @@ class ChronoqStack(Stack):
             runs_table=self.storage.runs,
             jobs_table=self.storage.jobs,
             task_modules=task_modules,
+            task_layers=task_layers,
         )
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
@@ -76,6 +84,7 @@ class ChronoqStack(Stack):
             storage=self.storage,
             queues=self.queues,
             state_machine=self.execution.state_machine,
+            task_layers=task_layers,
         )
 
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)

@@ -175,3 +175,25 @@ def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
         "states:StartExecution",
         "states:StopExecution",
     }
+
+
+def test_given_task_layers_and_modules_when_synthesized_then_only_the_runner_and_api_get_them(
+    tmp_path: Path,
+) -> None:
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+    from chronoq_cdk.stack import ChronoqStack
+
+    arn = "arn:aws:lambda:us-east-1:123456789012:layer:mytasks:3"
+    stack = ChronoqStack(
+        App(outdir=str(tmp_path)), "Chronoq", task_modules="mytasks.reports", task_layer_arns=[arn]
+    )
+    functions = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+
+    for name, function in stack.functions.items():
+        props = functions[stack.get_logical_id(function.node.default_child)]["Properties"]  # type: ignore[arg-type]
+        with_tasks = name in (r.API_FUNCTION.name, r.RUNNER_FUNCTION.name)
+        assert (arn in props["Layers"]) is with_tasks, name
+        assert (
+            props["Environment"]["Variables"].get(r.ENV_TASK_MODULES) == "mytasks.reports"
+        ) is with_tasks
