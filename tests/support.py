@@ -70,6 +70,8 @@ class Sink:
     hits: list[Hit] = field(default_factory=list)
     status: int = 200
     delay: float = 0.0
+    #: Statuses for the next requests, one each, before ``status`` applies again.
+    statuses: list[int] = field(default_factory=list)
     #: Per-path delays, overriding ``delay``.
     delays: dict[str, float] = field(default_factory=dict)
     answer: bytes = b'{"ok": true}'
@@ -93,7 +95,7 @@ def http_sink() -> Iterator[Sink]:
             delay = sink.delays.get(self.path, sink.delay)
             if delay:
                 sink.closed.wait(delay)
-            self.send_response(sink.status)
+            self.send_response(sink.statuses.pop(0) if sink.statuses else sink.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(sink.answer)))
             self.end_headers()

@@ -1,12 +1,15 @@
-"""Runner: one attempt of a run's target, invoked by the run state machine."""
+"""Runner: one attempt of a run's target, invoked by the run state machine; after a failed
+attempt, the state machine asks it whether to retry (chronoq.retry)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq.models import HttpTarget, Target
+from chronoq.models import HttpTarget, RetryPolicy, Target
+from chronoq.retry import decide
 from chronoq.targets import run_http, run_python
 from chronoq.tasks import RunContext
 from pydantic import BaseModel, ConfigDict
@@ -25,8 +28,19 @@ class Attempt(BaseModel):
     target: Target
 
 
+class Failure(BaseModel):
+    """After a failed attempt, the state machine asks what next."""
+
+    retry: RetryPolicy
+    attempt: int
+    error: str
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if "decide" in event:
+        failure = Failure.model_validate(event["decide"])
+        return asdict(decide(failure.retry, failure.attempt, failure.error))
     attempt = Attempt.model_validate(event)
     logger.append_keys(job_id=attempt.job_id, run_id=attempt.run_id)
     if isinstance(attempt.target, HttpTarget):

@@ -3,6 +3,7 @@ invokes the real runner through the local Lambda runtime; targets are a real HTT
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,7 +20,13 @@ from tests.support import Sink, load_event, wait_for
 
 
 def make_job(
-    service: Chronoq, sink: Sink, *, seconds_ahead: int = 2, timeout: int = 300, path: str = "/hook"
+    service: Chronoq,
+    sink: Sink,
+    *,
+    seconds_ahead: int = 2,
+    timeout: int = 300,
+    path: str = "/hook",
+    retry: dict[str, Any] | None = None,
 ) -> tuple[Any, datetime]:
     at = (datetime.now(UTC) + timedelta(seconds=seconds_ahead)).replace(microsecond=0)
     job = service.create_job(
@@ -30,6 +37,7 @@ def make_job(
                 "schedule": {"type": "at", "at": at.isoformat()},
                 "target": {"type": "http", "url": sink.url + path, "body": {"hello": "world"}},
                 "timeout_seconds": timeout,
+                "retry": retry or {"max_attempts": 1},
             }
         ),
     )
@@ -192,16 +200,25 @@ def test_given_an_http_target_when_the_runner_calls_it_then_the_request_carries_
     assert hit.headers["Content-Type"] == "application/json"
 
 
-@pytest.mark.parametrize("status", [500, 404, 302])
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (500, "TargetError"),
+        (302, "TargetError"),
+        (429, "TargetError"),
+        (408, "TargetError"),
+        (404, "PermanentError"),
+    ],
+)
 def test_given_a_non_2xx_answer_when_the_runner_calls_then_the_attempt_fails(
-    harness: Harness, sink: Sink, status: int
+    harness: Harness, sink: Sink, status: int, error: str
 ) -> None:
     sink.status = status
 
     with pytest.raises(FunctionError) as raised:
         harness.invoke(r.RUNNER_FUNCTION, runner_event(sink))
 
-    assert raised.value.payload["errorType"] == "TargetError"
+    assert raised.value.payload["errorType"] == error
     assert f"HTTP {status}" in raised.value.payload["errorMessage"]
     assert len(sink.hits) == 1  # no redirect followed, no retry
 
@@ -310,3 +327,83 @@ def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_a
     assert timedelta(seconds=1) <= run.finished_at - run.started_at < timedelta(seconds=3)
     assert run.error == "States.Timeout: the run exceeded its timeout_seconds"
     assert execution_status(harness, run.id) == "FAILED"
+
+
+# --- retries --------------------------------------------------------------------------------
+
+
+def test_given_a_target_that_fails_twice_when_retried_with_backoff_then_the_third_attempt_succeeds(
+    harness: Harness, sink: Sink
+) -> None:
+    service = app.build()
+    sink.statuses = [500, 503]
+    policy = {"max_attempts": 3, "interval_seconds": 1, "backoff_rate": 2.0, "jitter": False}
+    job, at = make_job(service, sink, seconds_ahead=1, retry=policy)
+
+    run = finished_run(service, start(harness, service, job, at), timeout=30)
+
+    assert run.status is RunStatus.SUCCEEDED
+    assert [(a.attempt, a.outcome) for a in run.attempts] == [
+        (1, "TargetError"),
+        (2, "TargetError"),
+        (3, "SUCCEEDED"),
+    ]
+    assert "HTTP 500" in (run.attempts[0].error or "")
+    waits = [
+        (b.started_at - a.finished_at).total_seconds() for a, b in itertools.pairwise(run.attempts)
+    ]
+    assert 1 <= waits[0] < 2  # interval_seconds
+    assert 2 <= waits[1] < 3  # interval_seconds x backoff_rate
+    assert len(sink.hits) == 3
+    assert execution_status(harness, run.id) == "SUCCEEDED"
+
+
+def test_given_a_target_that_keeps_failing_when_attempts_run_out_then_the_run_fails(
+    harness: Harness, sink: Sink
+) -> None:
+    service = app.build()
+    sink.status = 500
+    job, at = make_job(
+        service, sink, seconds_ahead=1, retry={"max_attempts": 2, "interval_seconds": 1}
+    )
+
+    run = finished_run(service, start(harness, service, job, at), timeout=30)
+
+    assert run.status is RunStatus.FAILED
+    assert [a.attempt for a in run.attempts] == [1, 2]
+    assert len(sink.hits) == 2
+
+
+@pytest.mark.parametrize("status", [400, 404, 410])
+def test_given_a_client_error_when_the_target_answers_then_the_run_fails_at_once(
+    harness: Harness, sink: Sink, status: int
+) -> None:
+    service = app.build()
+    sink.status = status
+    job, at = make_job(
+        service, sink, seconds_ahead=1, retry={"max_attempts": 5, "interval_seconds": 1}
+    )
+
+    run = finished_run(service, start(harness, service, job, at), timeout=30)
+
+    assert run.status is RunStatus.FAILED
+    assert run.error is not None
+    assert run.error.startswith("PermanentError")
+    assert len(run.attempts) == 1
+    assert len(sink.hits) == 1
+
+
+def test_given_attempts_that_time_out_when_retried_then_each_is_killed_and_the_run_times_out(
+    harness: Harness, sink: Sink
+) -> None:
+    service = app.build()
+    sink.delay = 10
+    job, at = make_job(
+        service, sink, seconds_ahead=1, timeout=1, retry={"max_attempts": 2, "interval_seconds": 1}
+    )
+
+    run = finished_run(service, start(harness, service, job, at), timeout=30)
+
+    assert run.status is RunStatus.TIMED_OUT
+    assert [a.outcome for a in run.attempts] == ["States.Timeout", "States.Timeout"]
+    assert all(1 <= (a.finished_at - a.started_at).total_seconds() < 3 for a in run.attempts)

@@ -26,6 +26,7 @@ def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) 
                 "name": "py",
                 "schedule": {"type": "at", "at": at.isoformat()},
                 "target": {"type": "python", "task": task, "args": args},
+                "retry": {"max_attempts": 1},
                 **extra,
             },
         )

@@ -26,3 +26,7 @@ class InvalidRequest(ChronoqError):
 
 class TargetError(ChronoqError):
     """A run's target failed (the runner raises it so that the attempt fails)."""
+
+
+class PermanentError(ChronoqError):
+    """A failure that trying again cannot fix: the run is not retried."""

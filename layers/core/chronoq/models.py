@@ -277,6 +277,19 @@ Target = Annotated[HttpTarget | PythonTarget, Field(discriminator="type")]
 # --- Jobs and runs ------------------------------------------------------------------------
 
 
+class RetryPolicy(_Model):
+    """How a failed attempt is retried: up to ``max_attempts`` attempts in all, waiting
+    ``interval_seconds`` after the first failure, ``backoff_rate`` times longer after each
+    next one, at most ``max_interval_seconds``; with ``jitter`` each wait is drawn between
+    half and all of that, so that many failing runs do not retry in step."""
+
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    interval_seconds: int = Field(default=10, ge=1, le=3600)
+    backoff_rate: float = Field(default=2.0, ge=1.0, le=10.0)
+    max_interval_seconds: int = Field(default=300, ge=1, le=3600)
+    jitter: bool = True
+
+
 class JobSpec(_Model):
     """What a user asks for: the body of ``POST /jobs``."""
 
@@ -289,6 +302,7 @@ class JobSpec(_Model):
     start_deadline_seconds: int = Field(
         default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
     )
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
 
 
 class Job(JobSpec):
@@ -324,6 +338,7 @@ class JobPatch(_Model):
     timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
     concurrency: Concurrency | None = None
     start_deadline_seconds: int | None = Field(default=None, ge=1, le=r.MAX_START_DEADLINE_SECONDS)
+    retry: RetryPolicy | None = None
     version: int | None = None
 
     def changes(self) -> dict[str, Any]:
@@ -349,6 +364,7 @@ class Run(BaseModel):
     error: str | None = None
     #: Why a run ended without executing (SKIPPED, MISSED, CANCELLED).
     reason: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
     generation: int = 1
 
     @computed_field  # type: ignore[prop-decorator]
@@ -357,6 +373,18 @@ class Run(BaseModel):
         if self.started_at is None:
             return None
         return math.floor((self.started_at - self.scheduled_at).total_seconds() * 1000)
+
+
+class Attempt(BaseModel):
+    """One attempt of a run."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    attempt: int
+    started_at: datetime
+    finished_at: datetime
+    outcome: str  # SUCCEEDED, or the error's name
+    error: str | None = None
 
 
 class RunMessage(BaseModel):

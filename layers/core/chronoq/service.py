@@ -59,6 +59,8 @@ def execution_input(job: Job, run_id: str, scheduled_at: datetime) -> dict[str, 
         "scheduled_at": format_instant(scheduled_at),
         "timeout_seconds": job.timeout_seconds,
         "target": job.target.model_dump(mode="json"),
+        "retry": job.retry.model_dump(mode="json"),
+        "attempt": {"number": 1},
     }
 
 

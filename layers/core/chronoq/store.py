@@ -303,7 +303,19 @@ class Store:
     def _run(item: Mapping[str, Any]) -> Run:
         data = _load(item)
         error = describe_error(data.pop("error", None), data.pop("error_cause", None))
-        return Run.model_validate({**data, "id": data["run_id"], "error": error})
+        attempts = [
+            {
+                **a,
+                "attempt": int(a["attempt"]),
+                "error": describe_error(a["outcome"], a.get("error")),
+            }
+            if a["outcome"] != "SUCCEEDED"
+            else {**a, "attempt": int(a["attempt"])}
+            for a in data.pop("attempts", [])
+        ]
+        return Run.model_validate(
+            {**data, "id": data["run_id"], "error": error, "attempts": attempts}
+        )
 
     def create_run(self, run: Run, now: datetime) -> bool:
         """Record a new run; False when a run with its id exists (left untouched)."""

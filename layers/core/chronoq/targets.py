@@ -9,7 +9,7 @@ import urllib3
 
 from chronoq import resources as r
 from chronoq import tasks
-from chronoq.errors import TargetError
+from chronoq.errors import PermanentError, TargetError
 from chronoq.models import HttpTarget, PythonTarget
 
 _http = urllib3.PoolManager(retries=False)
@@ -39,6 +39,10 @@ def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]
     except urllib3.exceptions.HTTPError as error:
         raise TargetError(f"{target.method} {target.url} failed: {error}") from None
     text = excerpt.decode("utf-8", errors="replace")
+    if 400 <= response.status < 500 and response.status not in (408, 429):
+        raise PermanentError(
+            f"{target.method} {target.url} answered HTTP {response.status}: {text}"
+        )
     if not 200 <= response.status < 300:
         raise TargetError(f"{target.method} {target.url} answered HTTP {response.status}: {text}")
     return {"status_code": response.status, "body": text}
@@ -48,7 +52,7 @@ def run_python(target: PythonTarget, context: tasks.RunContext) -> Any:
     """Call the registered task once; its return value is the attempt's output."""
     function = tasks.lookup(target.task)
     if function is None:
-        raise tasks.PermanentError(f"{target.task} is not a registered task")
+        raise PermanentError(f"{target.task} is not a registered task")
     result = function(dict(target.args), context)
     json.dumps(result)  # the output must be JSON: fail here, not in the state machine
     return result

@@ -19,12 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chronoq.errors import ChronoqError
+from chronoq.errors import PermanentError
 from chronoq.resources import ENV_TASK_MODULES
 
-
-class PermanentError(ChronoqError):
-    """Raised by a task when trying again cannot succeed."""
+__all__ = ["PermanentError", "RunContext", "lookup", "task"]
 
 
 @dataclass(frozen=True)
