@@ -163,7 +163,7 @@ def test_given_a_three_minute_dispatcher_outage_when_it_ends_then_runs_within_th
             late_by = (scenario.restarted_at - minute).total_seconds()
             if minute == on_time_through or late_by < -1:  # dispatched before the stop, or after
                 assert run["status"] == "SUCCEEDED", (job["name"], minute, run)
-                assert run["lag_ms"] < 1000
+                assert run["lag_ms"] < 2000  # on time (this chronoq local also runs the burst)
                 outcomes.append("on time")
             elif late_by > deadline + 3:
                 assert run["status"] == "MISSED", (job["name"], minute, run)
