@@ -28,7 +28,7 @@ test-fast: $(STAMP) ## everything but the CDK synthesis and the end-to-end tests
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/core functions cdk tests
+	$(BIN)/mypy layers/core functions cdk tests bench
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
