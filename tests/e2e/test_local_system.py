@@ -100,3 +100,40 @@ def test_given_an_every_minute_cron_when_two_minutes_pass_then_it_fires_once_a_m
     hits = sink.hits_to("/cron")
     assert len({h.headers["X-Chronoq-Run-Id"] for h in hits}) == len(hits)  # no duplicates
     assert len(hits) in (2, 3)  # a third may have fired while we read the history
+
+
+def test_given_a_python_task_that_fails_twice_when_it_runs_then_the_third_attempt_succeeds(
+    local: Local,
+) -> None:
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    status, job = local.call(
+        "POST",
+        "/jobs",
+        body={
+            "name": "flaky",
+            "schedule": {"type": "at", "at": at.isoformat()},
+            "target": {
+                "type": "python",
+                "task": "chronoq.tasks:flaky",
+                "args": {"succeed_on_attempt": 3},
+            },
+            "retry": {
+                "max_attempts": 3,
+                "interval_seconds": 1,
+                "backoff_rate": 2.0,
+                "jitter": False,
+            },
+        },
+    )
+    assert status == 201
+
+    (run,) = wait_for_runs(local, job["id"], 1, timeout=40)
+
+    assert run["status"] == "SUCCEEDED"
+    assert [(a["attempt"], a["outcome"]) for a in run["attempts"]] == [
+        (1, "RuntimeError"),
+        (2, "RuntimeError"),
+        (3, "SUCCEEDED"),
+    ]
+    assert run["attempts"][0]["error"] == "RuntimeError: attempt 1 fails; attempt 3 will succeed"
+    assert run["output"] == '{"result":{"attempt":3}}'

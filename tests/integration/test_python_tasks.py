@@ -118,3 +118,20 @@ def test_given_an_unregistered_task_when_the_runner_is_asked_directly_then_it_re
         harness.invoke(r.RUNNER_FUNCTION, event)
 
     assert raised.value.payload["errorType"] == "PermanentError"
+
+
+def test_given_a_task_that_fails_twice_when_retried_then_it_succeeds_on_the_third_attempt(
+    harness: Harness,
+) -> None:
+    _, job = python_job(
+        harness,
+        "chronoq.tasks:flaky",
+        {"succeed_on_attempt": 3},
+        retry={"max_attempts": 3, "interval_seconds": 1, "jitter": False},
+    )
+
+    run = run_it(harness, job)
+
+    assert run.status is RunStatus.SUCCEEDED
+    assert [a.outcome for a in run.attempts] == ["RuntimeError", "RuntimeError", "SUCCEEDED"]
+    assert json.loads(run.output)["result"] == {"attempt": 3}

@@ -76,3 +76,12 @@ def fail(args: dict[str, Any], context: RunContext) -> None:
     if args.get("permanent"):
         raise PermanentError(message)
     raise RuntimeError(message)
+
+
+@task
+def flaky(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
+    """Fail until attempt ``args["succeed_on_attempt"]`` (for trying retries)."""
+    succeed_on = int(args.get("succeed_on_attempt", 2))
+    if context.attempt < succeed_on:
+        raise RuntimeError(f"attempt {context.attempt} fails; attempt {succeed_on} will succeed")
+    return {"attempt": context.attempt}
