@@ -34,15 +34,6 @@ class Harness:
         answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
         return list(answer.get("Messages", []))
 
-    def queue_depth(self, priority: str = "normal") -> int:
-        attributes = self.aws.client("sqs").get_queue_attributes(
-            QueueUrl=self.aws.queue_urls[priority],
-            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesDelayed"],
-        )["Attributes"]
-        return int(attributes["ApproximateNumberOfMessages"]) + int(
-            attributes["ApproximateNumberOfMessagesDelayed"]
-        )
-
 
 @pytest.fixture
 def harness() -> Iterator[Harness]:

@@ -63,19 +63,6 @@ class RunStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-ACTIVE_STATUSES = frozenset({RunStatus.QUEUED, RunStatus.RUNNING})
-TERMINAL_STATUSES = frozenset(
-    {
-        RunStatus.SUCCEEDED,
-        RunStatus.FAILED,
-        RunStatus.TIMED_OUT,
-        RunStatus.SKIPPED,
-        RunStatus.MISSED,
-        RunStatus.CANCELLED,
-    }
-)
-
-
 def utc_second(value: datetime) -> datetime:
     """``value`` in UTC, rounded up to the whole second (chronoq's precision)."""
     value = value.astimezone(UTC)
@@ -91,10 +78,6 @@ def format_instant(value: datetime) -> str:
     if value.microsecond:
         text += f".{value.microsecond // 1000:03d}"
     return text + "Z"
-
-
-def parse_instant(text: str) -> datetime:
-    return datetime.fromisoformat(text).astimezone(UTC)
 
 
 def describe_error(error: str | None, cause: str | None) -> str | None:

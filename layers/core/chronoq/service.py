@@ -198,16 +198,7 @@ class Chronoq:
         job = self.get_job(owner, job_id)
         now = self.clock()
         at = utc_second(now)
-        run = Run(
-            id=ids.manual_run_id(job.id, at),
-            job_id=job.id,
-            owner=job.owner,
-            status=RunStatus.SCHEDULED,
-            priority=job.priority,
-            trigger=Trigger.MANUAL,
-            scheduled_at=at,
-            generation=job.generation,
-        )
+        run = _scheduled_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
         self.store.create_run(run, now)
         self._enqueue([self._occurrence(run)], now)
         return run
@@ -284,15 +275,7 @@ class Chronoq:
         """Record a SCHEDULED run and a schedule item for each (job, instant)."""
         occurrences: list[Occurrence] = []
         for job, at in pairs:
-            run = Run(
-                id=ids.run_id(job.id, at),
-                job_id=job.id,
-                owner=job.owner,
-                status=RunStatus.SCHEDULED,
-                priority=job.priority,
-                scheduled_at=at,
-                generation=job.generation,
-            )
+            run = _scheduled_run(job, ids.run_id(job.id, at), at, Trigger.SCHEDULE)
             self.store.create_run(run, now)
             occurrences.append(self._occurrence(run))
         if occurrences:
@@ -512,6 +495,20 @@ class Chronoq:
                 [RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING],
             )
         self.store.release_run(job_id, run_id)
+
+
+def _scheduled_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
+    """A new run of ``job`` at ``at``, not yet claimed."""
+    return Run(
+        id=run_id,
+        job_id=job.id,
+        owner=job.owner,
+        status=RunStatus.SCHEDULED,
+        priority=job.priority,
+        trigger=trigger,
+        scheduled_at=at,
+        generation=job.generation,
+    )
 
 
 def _check_target(spec: JobSpec) -> None:
