@@ -1,4 +1,16 @@
-"""CDK entry point: synthesizes the Chronoq stack (``-c shards=N`` sets the shard count)."""
+"""CDK entry point: synthesizes the Chronoq stack.
+
+Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-separated):
+
+- ``shards``: number of schedule shards (default chronoq.resources.DEFAULT_SHARDS);
+- ``task_modules``, ``task_layers``: the deployment's own Python tasks and their layers;
+- ``email_sender``: the SES identity notification e-mails come from (default: no e-mail);
+- ``output_buckets``: names of buckets, besides the deployment's own, jobs may write
+  their output to (default: none);
+- ``lambda_targets``, ``queue_targets``, ``topic_targets``, ``event_bus_targets``: ARNs of
+  what lambda, sqs, sns and eventbridge targets may reach (default: any in the deployment's
+  own account and region; an empty list: none).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +19,7 @@ from pathlib import Path
 
 from aws_cdk import App
 from chronoq import resources as r
+from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.stack import ChronoqStack
 
 
@@ -19,9 +32,9 @@ def main() -> None:
         shards=r.DEFAULT_SHARDS if shards is None else int(shards),
         # Modules of the deployment's own Python tasks, shipped in a layer of its own.
         task_modules=app.node.try_get_context("task_modules") or "",
-        task_layer_arns=[
-            a for a in (app.node.try_get_context("task_layers") or "").split(",") if a
-        ],
+        task_layer_arns=context_list(app.node, "task_layers") or [],
+        email_sender=app.node.try_get_context("email_sender") or "",
+        target_access=TargetAccess.from_context(app.node),
     )
     app.synth()
 

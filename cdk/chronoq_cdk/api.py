@@ -8,12 +8,15 @@ from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
 from constructs import Construct
 
+from .access import TargetAccess
 from .functions import python_function
+from .notifications import Notifications
 from .queues import Queues
 from .storage import Storage
 
@@ -30,6 +33,8 @@ class Api(Construct):
         storage: Storage,
         queues: Queues,
         state_machine: sfn.IStateMachine,
+        notifications: Notifications,
+        access: TargetAccess,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -57,6 +62,14 @@ class Api(Construct):
         queues.grant_send_messages(self.function)
         # POST /runs/{id}/cancel stops the run's execution; it never starts one.
         state_machine.grant_execution(self.function, "states:StopExecution")
+        # GET of a run's output and logs reads the objects too large for its record.
+        iam.Grant.add_to_principal(
+            grantee=self.function,
+            actions=["s3:GetObject"],
+            resource_arns=[storage.outputs.arn_for_objects("*"), *access.output_object_arns(self)],
+        )
+        # An owner asks for their webhook signing secret, derived from the deployment's.
+        notifications.grant_read_signing_secret(self.function)
 
         self.user_pool = cognito.UserPool(
             self,

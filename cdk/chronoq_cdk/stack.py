@@ -1,4 +1,5 @@
-"""The Chronoq stack: storage, queues, layer, execution, workers, dispatch and the API."""
+"""The Chronoq stack: storage, queues, layer, containers, notifications, execution, workers,
+dispatch and the API."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from aws_cdk import aws_lambda as lambda_
 from chronoq import resources as r
 from constructs import Construct
 
+from .access import TargetAccess
 from .api import Api
+from .containers import Containers
 from .dispatch import Dispatch
 from .execution import Execution
 from .layer import CoreLayer
+from .notifications import Notifications
 from .queues import Queues
 from .storage import Storage
 from .workers import Workers
@@ -30,6 +34,8 @@ class ChronoqStack(Stack):
         shards: int = r.DEFAULT_SHARDS,
         task_modules: str = "",
         task_layer_arns: Sequence[str] = (),
+        email_sender: str = "",
+        target_access: TargetAccess | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -43,21 +49,41 @@ class ChronoqStack(Stack):
             lambda_.LayerVersion.from_layer_version_arn(self, f"TaskLayer{i}", arn)
             for i, arn in enumerate(task_layer_arns)
         ]
+        access = target_access or TargetAccess()
+        self.containers = Containers(self, "Containers")
+        environment = {
+            **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
+            **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
+            r.ENV_SHARDS: str(shards),
+            r.ENV_TASK_MODULES: task_modules,
+            r.ENV_OUTPUT_BUCKET: self.storage.outputs.bucket_name,
+            r.ENV_CONTAINER_LOG_GROUP: self.containers.log_group.log_group_name,
+            r.ENV_CONTAINER_EXECUTION_ROLE_ARN: self.containers.execution_role.role_arn,
+            r.ENV_CONTAINER_TASK_ROLE_ARN: self.containers.task_role.role_arn,
+        }
+        self.notifications = Notifications(
+            self,
+            "Notifications",
+            layer=self.layer,
+            environment=environment,
+            storage=self.storage,
+            email_sender=email_sender,
+        )
+        environment = {**environment, **self.notifications.environment}
         self.execution = Execution(
             self,
             "Execution",
             layer=self.layer,
-            runs_table=self.storage.runs,
-            jobs_table=self.storage.jobs,
-            task_modules=task_modules,
             task_layers=task_layers,
+            environment=environment,
+            storage=self.storage,
+            containers=self.containers,
+            access=access,
         )
+        self.containers.allow_task_responses(self.execution.state_machine)
         environment = {
-            **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
-            **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
+            **environment,
             r.ENV_STATE_MACHINE_ARN: self.execution.state_machine.state_machine_arn,
-            r.ENV_SHARDS: str(shards),
-            r.ENV_TASK_MODULES: task_modules,
         }
         self.dispatch = Dispatch(
             self,
@@ -85,12 +111,16 @@ class ChronoqStack(Stack):
             queues=self.queues,
             state_machine=self.execution.state_machine,
             task_layers=task_layers,
+            notifications=self.notifications,
+            access=access,
         )
 
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
         CfnOutput(self, "UserPoolId", value=self.api.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.api.client.user_pool_client_id)
         CfnOutput(self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn)
+        CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
+        CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
 
     @property
     def functions(self) -> dict[str, lambda_.Function]:
@@ -100,4 +130,5 @@ class ChronoqStack(Stack):
             r.DISPATCHER_FUNCTION.name: self.dispatch.function,
             r.WORKER_FUNCTION.name: self.workers.function,
             r.RUNNER_FUNCTION.name: self.execution.runner,
+            r.NOTIFIER_FUNCTION.name: self.notifications.function,
         }

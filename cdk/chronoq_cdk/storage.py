@@ -1,9 +1,12 @@
-"""The DynamoDB tables: jobs, the schedule (time index) and runs."""
+"""The DynamoDB tables (jobs, the schedule time index and runs) and the output bucket."""
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+import math
+
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
 from chronoq import resources as r
 from constructs import Construct
 
@@ -22,6 +25,21 @@ class Storage(Construct):
         self.jobs = self.tables[r.JOBS_TABLE.id]
         self.schedule = self.tables[r.SCHEDULE_TABLE.id]
         self.runs = self.tables[r.RUNS_TABLE.id]
+        # Outputs and logs too large for the run record: history, like the runs table, so
+        # kept on stack deletion; they expire with the runs they belong to.
+        self.outputs = s3.Bucket(
+            self,
+            r.OUTPUT_BUCKET_ID,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(math.ceil(r.RUN_RETENTION_SECONDS / 86400))
+                )
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
 
     def _table(self, spec: r.Table) -> dynamodb.Table:
         durable = spec.id in DURABLE
@@ -38,6 +56,7 @@ class Storage(Construct):
                 else None
             ),
             removal_policy=RemovalPolicy.RETAIN if durable else RemovalPolicy.DESTROY,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
         )
         for index in spec.indexes:
             table.add_global_secondary_index(

@@ -12,6 +12,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import app as chronoq_app
 from chronoq.errors import Conflict, InvalidRequest, NotFound
 from chronoq.models import JobPatch, JobSpec, Schedule
+from chronoq.notify import signing_secret
+from chronoq.resources import SIGNATURE_HEADER
 from chronoq.schedules import preview
 from chronoq.service import utc_now
 from pydantic import BaseModel, Field, ValidationError
@@ -106,6 +108,23 @@ def list_runs(job_id: str, limit: Annotated[int, Query(ge=1, le=100)] = 50) -> d
 @app.get("/runs/<run_id>")
 def get_run(run_id: str) -> dict[str, Any]:
     return view(chronoq_app.build().get_run(_owner(), run_id))
+
+
+@app.get("/runs/<run_id>/output")
+def get_run_output(run_id: str) -> Response[str]:
+    return Response(200, "application/json", chronoq_app.build().run_output(_owner(), run_id))
+
+
+@app.get("/runs/<run_id>/logs")
+def get_run_logs(run_id: str) -> dict[str, Any]:
+    return {"run_id": run_id, "lines": chronoq_app.build().run_logs(_owner(), run_id)}
+
+
+@app.get("/notifications/secret")
+def get_signing_secret() -> dict[str, Any]:
+    owner = _owner()
+    secret = signing_secret(chronoq_app.master_secret(), owner)
+    return {"owner": owner, "header": SIGNATURE_HEADER, "secret": secret}
 
 
 def _error(status: int, message: str, **extra: Any) -> Response[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""Runner: one attempt of a run's target, invoked by the run state machine; after a failed
-attempt, the state machine asks it whether to retry (chronoq.retry)."""
+"""Runner: one attempt of a run's target, invoked by the run state machine. It also serves the
+state machine's other questions: after a failed attempt, whether to retry (chronoq.retry);
+for a container target, which task definition to run and, once the task stopped, its logs."""
 
 from __future__ import annotations
 
@@ -8,24 +9,13 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq.models import HttpTarget, RetryPolicy, Target
+from chronoq.models import ContainerTarget, RetryPolicy
 from chronoq.retry import decide
-from chronoq.targets import run_http, run_python
-from chronoq.tasks import RunContext
-from pydantic import BaseModel, ConfigDict
+from chronoq.runner import AttemptRequest, CollectRequest, Runner
+from chronoq.settings import Settings
+from pydantic import BaseModel
 
 logger = Logger(service="chronoq-runner")
-
-
-class Attempt(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    job_id: str
-    run_id: str
-    scheduled_at: str
-    timeout_seconds: int
-    attempt: int = 1
-    target: Target
 
 
 class Failure(BaseModel):
@@ -36,21 +26,22 @@ class Failure(BaseModel):
     error: str
 
 
+class Prepare(BaseModel):
+    target: ContainerTarget
+
+
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "decide" in event:
         failure = Failure.model_validate(event["decide"])
         return asdict(decide(failure.retry, failure.attempt, failure.error))
-    attempt = Attempt.model_validate(event)
-    logger.append_keys(job_id=attempt.job_id, run_id=attempt.run_id)
-    if isinstance(attempt.target, HttpTarget):
-        headers = {
-            "X-Chronoq-Job-Id": attempt.job_id,
-            "X-Chronoq-Run-Id": attempt.run_id,
-            "X-Chronoq-Scheduled-At": attempt.scheduled_at,
-        }
-        result = run_http(attempt.target, attempt.timeout_seconds, headers)
-        logger.info("target answered", extra={"status_code": result["status_code"]})
-        return result
-    context_ = RunContext(attempt.job_id, attempt.run_id, attempt.attempt, attempt.scheduled_at)
-    return {"result": run_python(attempt.target, context_)}
+    runner = Runner(Settings.from_env())
+    if "prepare_container" in event:
+        return runner.prepare_container(Prepare.model_validate(event["prepare_container"]).target)
+    if "collect_container" in event:
+        return runner.collect_container(CollectRequest.model_validate(event["collect_container"]))
+    request = AttemptRequest.model_validate(event)
+    logger.append_keys(job_id=request.job_id, run_id=request.run_id, attempt=request.attempt)
+    result = runner.attempt(request)
+    logger.info("attempt succeeded", extra={"output_location": result["output_location"]})
+    return result

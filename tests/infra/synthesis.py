@@ -40,6 +40,12 @@ class Synthesis:
     def arn(self, construct: IConstruct) -> dict[str, Any]:
         return {"Fn::GetAtt": [self.logical_id(construct), "Arn"]}
 
+    def role_statements(self, construct: IConstruct) -> list[dict[str, Any]]:
+        """Every policy statement of the role a function (Role) or state machine (RoleArn)
+        runs with."""
+        props = self.resource(construct)["Properties"]
+        return self.statements(props.get("Role") or props["RoleArn"])
+
     def statements(self, role_arn: dict[str, Any]) -> list[dict[str, Any]]:
         """Every policy statement attached to the role ``role_arn`` (a Fn::GetAtt) names."""
         role = {"Ref": role_arn["Fn::GetAtt"][0]}
@@ -49,6 +55,35 @@ class Synthesis:
             if role in policy["Properties"]["Roles"]
             for statement in policy["Properties"]["PolicyDocument"]["Statement"]
         ]
+
+
+def rendered(value: Any) -> str:
+    """A CloudFormation value as text: each Ref shown as ``${LogicalId}``, each Fn::GetAtt as
+    ``${LogicalId.Attribute}``, each Fn::Join joined, any other function as its JSON."""
+    if isinstance(value, str):
+        return value
+    if "Ref" in value:
+        return f"${{{value['Ref']}}}"
+    if "Fn::GetAtt" in value:
+        return "${" + ".".join(value["Fn::GetAtt"]) + "}"
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(rendered(p) for p in parts)
+    return json.dumps(value, sort_keys=True)
+
+
+def grants(statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """The statements as (action, resource as text, condition as JSON) triples."""
+    return {
+        (action, rendered(resource), json.dumps(s.get("Condition"), sort_keys=True))
+        for s in statements
+        for action in _listed(s["Action"])
+        for resource in _listed(s["Resource"])
+    }
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def staged_assets(assembly: cx_api.CloudAssembly, stack: ChronoqStack) -> dict[str, Path]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from chronoq import resources as r
 
-from tests.infra.synthesis import Synthesis
+from tests.infra.synthesis import Synthesis, grants, rendered
 
 
 def _files(directory: Path) -> set[Path]:
@@ -22,12 +22,28 @@ def _files(directory: Path) -> set[Path]:
 def _environment(synth: Synthesis) -> dict[str, Any]:
     """What each variable chronoq.resources names must point at."""
     stack = synth.stack
+    containers = stack.containers
     return {
         **{t.env: synth.ref(stack.storage.tables[t.id]) for t in r.TABLES},
         **{q.env: synth.ref(stack.queues.by_priority[q.priority]) for q in r.QUEUES},
         r.ENV_STATE_MACHINE_ARN: synth.ref(stack.execution.state_machine),
         r.ENV_SHARDS: str(r.DEFAULT_SHARDS),
         r.ENV_TASK_MODULES: "",  # no task modules of its own by default
+        r.ENV_OUTPUT_BUCKET: synth.ref(stack.storage.outputs),
+        r.ENV_TOPIC_ARN: synth.ref(stack.notifications.topic),
+        r.ENV_SIGNING_SECRET_ARN: synth.ref(stack.notifications.signing_secret),
+        r.ENV_EMAIL_SENDER: "",  # no e-mail unless the deployment names a sender
+        r.ENV_CONTAINER_LOG_GROUP: synth.ref(containers.log_group),
+        r.ENV_CONTAINER_EXECUTION_ROLE_ARN: synth.arn(containers.execution_role),
+        r.ENV_CONTAINER_TASK_ROLE_ARN: synth.arn(containers.task_role),
+    }
+
+
+def _resources_variables() -> set[str]:
+    """Every environment variable chronoq.resources names."""
+    return {
+        *(v for k, v in vars(r).items() if k.startswith("ENV_") and isinstance(v, str)),
+        *r.ENV_QUEUE_URLS.values(),
     }
 
 
@@ -53,8 +69,12 @@ def _logical_ids(value: Any) -> set[str]:
 
 
 def _role_statements(synth: Synthesis, function: str) -> list[dict[str, Any]]:
-    props = synth.resource(synth.stack.functions[function])["Properties"]
-    return synth.statements(props["Role"])
+    return synth.role_statements(synth.stack.functions[function])
+
+
+def _on(statements: list[dict[str, Any]], service: str) -> list[dict[str, Any]]:
+    """The statements granting actions of ``service``."""
+    return [s for s in statements if any(a.startswith(f"{service}:") for a in _actions([s]))]
 
 
 @pytest.mark.parametrize("spec", r.FUNCTIONS, ids=lambda f: f.name)
@@ -85,6 +105,14 @@ def test_given_a_function_when_synthesized_then_it_gets_exactly_the_variables_it
         name: expected[name] for name in spec.env
     }
     assert variables["POWERTOOLS_SERVICE_NAME"] == f"chronoq-{spec.name}"
+
+
+def test_given_the_resources_variables_when_synthesized_then_the_stack_has_a_value_for_each(
+    synth: Synthesis,
+) -> None:
+    assert set(_environment(synth)) == _resources_variables()
+    assert {name for spec in r.FUNCTIONS for name in spec.env} <= _resources_variables()
+    assert set(synth.stack.functions) == {spec.name for spec in r.FUNCTIONS}
 
 
 @pytest.mark.parametrize("spec", r.FUNCTIONS, ids=lambda f: f.name)
@@ -123,8 +151,17 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
     stack = synth.stack
     tables = stack.storage.tables
     queues = list(stack.queues.by_priority.values())
+    outputs = stack.storage.outputs
+    secret = stack.notifications.signing_secret
+    containers = stack.containers
     expected = {
-        r.API_FUNCTION.name: [*tables.values(), *queues, stack.execution.state_machine],
+        r.API_FUNCTION.name: [
+            *tables.values(),
+            *queues,
+            stack.execution.state_machine,
+            outputs,
+            secret,
+        ],
         r.DISPATCHER_FUNCTION.name: [*tables.values(), *queues],
         r.WORKER_FUNCTION.name: [
             tables[r.JOBS_TABLE.id],
@@ -132,9 +169,22 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             *queues,
             stack.execution.state_machine,
         ],
-        r.RUNNER_FUNCTION.name: [],
+        r.RUNNER_FUNCTION.name: [
+            tables[r.RUNS_TABLE.id],
+            outputs,
+            containers.execution_role,
+            containers.task_role,
+            containers.log_group,
+        ],
+        r.NOTIFIER_FUNCTION.name: [
+            tables[r.JOBS_TABLE.id],
+            tables[r.RUNS_TABLE.id],  # its stream
+            stack.notifications.topic,
+            secret,
+        ],
     }
 
+    assert set(expected) == {f.name for f in r.FUNCTIONS}
     for name, constructs in expected.items():
         reached = _logical_ids([s["Resource"] for s in _role_statements(synth, name)])
         reached = {ref for ref in reached if not ref.startswith("AWS::")}  # pseudo parameters
@@ -150,12 +200,67 @@ def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
     assert "dynamodb:PutItem" in actions
 
 
-def test_given_the_runner_role_when_synthesized_then_it_has_no_data_access(
+def test_given_the_api_role_when_synthesized_then_it_only_reads_outputs_and_the_signing_secret(
     synth: Synthesis,
 ) -> None:
-    actions = _actions(_role_statements(synth, r.RUNNER_FUNCTION.name))
+    stack = synth.stack
+    statements = _role_statements(synth, r.API_FUNCTION.name)
+    outputs = synth.logical_id(stack.storage.outputs)
+    secret = synth.logical_id(stack.notifications.signing_secret)
 
-    assert not {a for a in actions if a.split(":")[0] in ("dynamodb", "sqs", "states")}
+    assert grants(_on(statements, "s3")) == {("s3:GetObject", f"${{{outputs}.Arn}}/*", "null")}
+    assert grants(_on(statements, "secretsmanager")) == {
+        ("secretsmanager:GetSecretValue", f"${{{secret}}}", "null")
+    }
+
+
+def test_given_the_runner_role_when_synthesized_then_it_only_appends_logs_and_writes_outputs(
+    synth: Synthesis,
+) -> None:
+    stack = synth.stack
+    statements = _role_statements(synth, r.RUNNER_FUNCTION.name)
+    runs = synth.logical_id(stack.storage.runs)
+    outputs = synth.logical_id(stack.storage.outputs)
+
+    assert not _on(statements, "sqs")
+    assert not _on(statements, "states")
+    assert grants(_on(statements, "dynamodb")) == {
+        ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null")
+    }
+    assert grants(_on(statements, "s3")) == {("s3:PutObject", f"${{{outputs}.Arn}}/*", "null")}
+
+
+def test_given_the_runner_role_when_synthesized_then_it_invokes_lambdas_only_in_its_own_account(
+    synth: Synthesis,
+) -> None:
+    statements = _on(_role_statements(synth, r.RUNNER_FUNCTION.name), "lambda")
+
+    assert grants(statements) == {
+        (
+            "lambda:InvokeFunction",
+            "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*",
+            "null",
+        )
+    }
+
+
+def test_given_the_runner_role_when_synthesized_then_it_registers_task_definitions_passing_the_container_roles(
+    synth: Synthesis,
+) -> None:
+    containers = synth.stack.containers
+    statements = _role_statements(synth, r.RUNNER_FUNCTION.name)
+
+    assert grants(_on(statements, "ecs")) == {  # neither supports resource-level permissions
+        ("ecs:DescribeTaskDefinition", "*", "null"),
+        ("ecs:RegisterTaskDefinition", "*", "null"),
+    }
+    assert grants(_on(statements, "iam")) == {
+        ("iam:PassRole", rendered(synth.arn(containers.execution_role)), "null"),
+        ("iam:PassRole", rendered(synth.arn(containers.task_role)), "null"),
+    }
+    assert grants(_on(statements, "logs")) == {
+        ("logs:GetLogEvents", rendered(synth.arn(containers.log_group)), "null")
+    }
 
 
 def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(

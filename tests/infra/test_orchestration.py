@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from aws_cdk import App
 from chronoq import resources as r
+from chronoq_cdk.containers import SYNC_RULE
 from chronoq_cdk.stack import ChronoqStack
 
-from tests.infra.synthesis import Synthesis
-
-
-def _rendered(value: Any) -> str:
-    """A Fn::Join of strings and Refs as text, each Ref shown as ``${LogicalId}``."""
-    if isinstance(value, str):
-        return value
-    if "Ref" in value:
-        return f"${{{value['Ref']}}}"
-    separator, parts = value["Fn::Join"]
-    return str(separator).join(_rendered(p) for p in parts)
+from tests.infra.synthesis import Synthesis, grants, rendered
 
 
 def test_given_the_state_machine_when_substituted_then_it_is_the_resources_definition(
     synth: Synthesis,
 ) -> None:
     execution = synth.stack.execution
+    containers = synth.stack.containers
     props = synth.resource(execution.state_machine)["Properties"]
     staged = synth.assets[props["DefinitionS3Location"]["Key"]]
     dummies = {name: f"dummy-{name}" for name in r.STATE_MACHINE.substitutions}
@@ -39,35 +30,84 @@ def test_given_the_state_machine_when_substituted_then_it_is_the_resources_defin
         r.ASL_RUNS_TABLE: synth.ref(synth.stack.storage.runs),
         r.ASL_JOBS_TABLE: synth.ref(synth.stack.storage.jobs),
         r.ASL_RUNNER_FUNCTION: synth.arn(execution.runner),
+        r.ASL_CONTAINER_CLUSTER: synth.arn(containers.cluster),
+        r.ASL_CONTAINER_SUBNETS: {
+            "Fn::Join": [",", [synth.ref(s) for s in containers.vpc.public_subnets]]
+        },
+        r.ASL_CONTAINER_SECURITY_GROUP: {
+            "Fn::GetAtt": [synth.logical_id(containers.security_group), "GroupId"]
+        },
     }
     assert json.loads(text) == json.loads(r.STATE_MACHINE.definition(dummies))
     assert props["LoggingConfiguration"]["Destinations"]
 
 
-def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs_and_jobs_and_invokes(
+def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs_and_jobs_and_invokes_the_runner(
     synth: Synthesis,
 ) -> None:
-    execution = synth.stack.execution
-    props = synth.resource(execution.state_machine)["Properties"]
-    granted = {
-        (action, json.dumps(resource))
-        for s in synth.statements(props["RoleArn"])
-        for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-        if not action.startswith("logs:")
-        for resource in s["Resource"]
-    }
-    runner = synth.arn(execution.runner)
+    stack = synth.stack
+    statements = synth.role_statements(stack.execution.state_machine)
+    runs = synth.logical_id(stack.storage.runs)
+    jobs = synth.logical_id(stack.storage.jobs)
+    runner = synth.logical_id(stack.execution.runner)
 
-    assert granted == {
-        ("dynamodb:UpdateItem", json.dumps(synth.arn(synth.stack.storage.runs))),
-        ("dynamodb:UpdateItem", json.dumps(synth.arn(synth.stack.storage.jobs))),
-        (  # CDK grants on a table with an index cover the index too
-            "dynamodb:UpdateItem",
-            json.dumps({"Fn::Join": ["", [synth.arn(synth.stack.storage.jobs), "/index/*"]]}),
-        ),
-        ("lambda:InvokeFunction", json.dumps(runner)),
-        ("lambda:InvokeFunction", json.dumps({"Fn::Join": ["", [runner, ":*"]]})),
+    assert {g for g in grants(statements) if g[0].split(":")[0] in ("dynamodb", "lambda")} == {
+        ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
+        ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}", "null"),
+        # CDK grants on a table with an index cover the index too
+        ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}/index/*", "null"),
+        ("lambda:InvokeFunction", f"${{{runner}.Arn}}", "null"),
+        ("lambda:InvokeFunction", f"${{{runner}.Arn}}:*", "null"),
     }
+
+
+def test_given_the_state_machine_role_when_synthesized_then_it_delivers_messages_only_within_its_account(
+    synth: Synthesis,
+) -> None:
+    statements = synth.role_statements(synth.stack.execution.state_machine)
+    own = "${AWS::Region}:${AWS::AccountId}"
+
+    assert {g for g in grants(statements) if g[0].split(":")[0] in ("sqs", "sns", "events")} == {
+        ("sqs:SendMessage", f"arn:${{AWS::Partition}}:sqs:{own}:*", "null"),
+        ("sns:Publish", f"arn:${{AWS::Partition}}:sns:{own}:*", "null"),
+        ("events:PutEvents", f"arn:${{AWS::Partition}}:events:{own}:event-bus/*", "null"),
+        # what ecs:runTask.sync needs to hear of the task's end
+        *(
+            (action, f"arn:${{AWS::Partition}}:events:{own}:rule/{SYNC_RULE}", "null")
+            for action in ("events:PutTargets", "events:PutRule", "events:DescribeRule")
+        ),
+    }
+
+
+def test_given_the_state_machine_role_when_synthesized_then_it_runs_only_chronoq_tasks_in_its_cluster(
+    synth: Synthesis,
+) -> None:
+    containers = synth.stack.containers
+    statements = synth.role_statements(synth.stack.execution.state_machine)
+    own = "${AWS::Region}:${AWS::AccountId}"
+    cluster = synth.logical_id(containers.cluster)
+    in_cluster = json.dumps({"ArnEquals": {"ecs:cluster": synth.arn(containers.cluster)}})
+
+    assert {g for g in grants(statements) if g[0].split(":")[0] in ("ecs", "iam")} == {
+        (
+            "ecs:RunTask",
+            f"arn:${{AWS::Partition}}:ecs:{own}:task-definition/chronoq-*",
+            in_cluster,
+        ),
+        ("ecs:StopTask", f"arn:${{AWS::Partition}}:ecs:{own}:task/${{{cluster}}}/*", "null"),
+        ("ecs:DescribeTasks", f"arn:${{AWS::Partition}}:ecs:{own}:task/${{{cluster}}}/*", "null"),
+        ("iam:PassRole", rendered(synth.arn(containers.execution_role)), "null"),
+        ("iam:PassRole", rendered(synth.arn(containers.task_role)), "null"),
+    }
+
+
+def test_given_the_state_machine_role_when_synthesized_then_it_is_granted_nothing_else(
+    synth: Synthesis,
+) -> None:
+    statements = synth.role_statements(synth.stack.execution.state_machine)
+    services = {g[0].split(":")[0] for g in grants(statements)}
+
+    assert services == {"logs", "dynamodb", "lambda", "sqs", "sns", "events", "ecs", "iam"}
 
 
 def test_given_the_stack_when_synthesized_then_a_rule_ticks_the_dispatcher_every_minute(
@@ -84,7 +124,12 @@ def test_given_the_stack_when_synthesized_then_a_rule_ticks_the_dispatcher_every
 def test_given_the_worker_when_synthesized_then_each_priority_queue_feeds_it_in_batches(
     synth: Synthesis,
 ) -> None:
-    mappings = list(synth.of_type("AWS::Lambda::EventSourceMapping").values())
+    worker = synth.ref(synth.stack.workers.function)
+    mappings = [
+        m
+        for m in synth.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == worker
+    ]
     queues = synth.stack.queues.by_priority.values()
 
     assert len(mappings) == len(r.QUEUES)
@@ -109,7 +154,7 @@ def test_given_the_http_api_when_synthesized_then_every_route_needs_a_user_pool_
     user_pool = synth.logical_id(api.user_pool)
 
     assert authorizer["Properties"]["AuthorizerType"] == "JWT"
-    assert _rendered(jwt["Issuer"]) == (
+    assert rendered(jwt["Issuer"]) == (
         "https://cognito-idp.${AWS::Region}.amazonaws.com/${" + user_pool + "}"
     )
     assert jwt["Audience"] == [synth.ref(api.client)]
@@ -125,8 +170,16 @@ def test_given_the_stack_when_synthesized_then_it_outputs_what_a_client_needs(
 ) -> None:
     outputs = synth.template["Outputs"]
 
-    assert {"ApiUrl", "UserPoolId", "UserPoolClientId", "StateMachineArn"} <= set(outputs)
+    assert {
+        "ApiUrl",
+        "UserPoolId",
+        "UserPoolClientId",
+        "StateMachineArn",
+        "NotificationTopicArn",
+        "OutputBucketName",
+    } <= set(outputs)
     assert outputs["StateMachineArn"]["Value"] == synth.ref(synth.stack.execution.state_machine)
+    assert outputs["NotificationTopicArn"]["Value"] == synth.ref(synth.stack.notifications.topic)
 
 
 @pytest.mark.parametrize("shards", [0, 1001])

@@ -1,4 +1,5 @@
-"""The tables and queues of the synthesized stack against chronoq.resources."""
+"""The tables, the output bucket and the queues of the synthesized stack against
+chronoq.resources."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def test_given_the_stack_when_synthesized_then_tables_match_resources(
     ]
     expected_ttl = {"AttributeName": spec.ttl_attribute, "Enabled": True}
     assert props.get("TimeToLiveSpecification") == (expected_ttl if spec.ttl_attribute else None)
+    expected_stream = {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    assert props.get("StreamSpecification") == (expected_stream if spec.stream else None)
+
+
+def test_given_the_runs_table_when_synthesized_then_it_streams_new_and_old_images(
+    synth: Synthesis,
+) -> None:
+    props = synth.resource(synth.stack.storage.runs)["Properties"]
+
+    assert r.RUNS_TABLE.stream
+    assert props["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
 
 
 @pytest.mark.parametrize("spec", [r.JOBS_TABLE, r.RUNS_TABLE], ids=lambda t: t.id)
@@ -61,6 +73,53 @@ def test_given_a_table_of_record_when_synthesized_then_it_is_recoverable_and_ret
         "PointInTimeRecoveryEnabled": True
     }
     assert table["DeletionPolicy"] == "Retain"
+
+
+def test_given_the_output_bucket_when_synthesized_then_it_is_private_encrypted_and_retained(
+    synth: Synthesis,
+) -> None:
+    bucket = synth.resource(synth.stack.storage.outputs)
+    props = bucket["Properties"]
+
+    assert len(synth.of_type("AWS::S3::Bucket")) == 1
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert props["BucketEncryption"] == {
+        "ServerSideEncryptionConfiguration": [
+            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+        ]
+    }
+    assert bucket["DeletionPolicy"] == "Retain"  # history, like the runs table
+
+
+def test_given_the_output_bucket_when_synthesized_then_objects_expire_with_their_runs(
+    synth: Synthesis,
+) -> None:
+    props = synth.resource(synth.stack.storage.outputs)["Properties"]
+
+    assert props["LifecycleConfiguration"] == {
+        "Rules": [{"ExpirationInDays": r.RUN_RETENTION_SECONDS // 86400, "Status": "Enabled"}]
+    }
+
+
+def test_given_the_output_bucket_when_synthesized_then_it_refuses_plain_http(
+    synth: Synthesis,
+) -> None:
+    bucket = synth.ref(synth.stack.storage.outputs)
+    (policy,) = (
+        p["Properties"]
+        for p in synth.of_type("AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"] == bucket
+    )
+
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in policy["PolicyDocument"]["Statement"]
+    )
 
 
 @pytest.mark.parametrize("spec", r.QUEUES, ids=lambda q: q.id)

@@ -2,14 +2,19 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from chronoq import app, ids
 from chronoq import resources as r
 from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.drivers import StreamPoller, stream_filter
+from chronoq.models import TERMINAL_STATUSES, Run, RunMessage, RunStatus
 
-from tests.support import Sink, http_sink
+from tests.support import Sink, api_event, http_sink, load_event, wait_for
 
 
 class Harness:
@@ -18,6 +23,21 @@ class Harness:
 
     def __init__(self, aws: LocalAWS) -> None:
         self.aws = aws
+        # The runs table's stream, from now on, as the notifier's event source mapping reads it.
+        self.stream = StreamPoller(
+            aws.client("dynamodbstreams"),
+            aws.runs_stream_arn,
+            lambda event: self.invoke(r.NOTIFIER_FUNCTION, event),
+            threading.Event(),
+            stream_filter(frozenset(s.value for s in TERMINAL_STATUSES)),
+            r.NOTIFIER_BATCH_SIZE,
+            r.NOTIFIER_MAX_RETRIES,
+        )
+
+    def notify(self) -> None:
+        """Feed the notifier every stream record written so far."""
+        while self.stream.poll_once():
+            pass
 
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
@@ -26,6 +46,39 @@ class Harness:
     def api(self, event: dict[str, Any]) -> tuple[int, Any]:
         answer = self.invoke(r.API_FUNCTION, event)
         return answer["statusCode"], json.loads(answer["body"]) if answer.get("body") else None
+
+    def create_job(self, target: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """POST a one-time job for a moment from now (no retries unless ``extra`` says)."""
+        at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        body = {
+            "name": "t",
+            "schedule": {"type": "at", "at": at.isoformat()},
+            "target": target,
+            "retry": {"max_attempts": 1},
+            **extra,
+        }
+        status, job = self.api(api_event("create_at_job", body=body))
+        assert status == 201, job
+        return dict(job)
+
+    def run(self, job: dict[str, Any], timeout: float = 20) -> Run:
+        """Deliver the job's next run to the worker and wait for it to end."""
+        service = app.build()
+        at = datetime.fromisoformat(job["next_run_at"])
+        run_id = ids.run_id(job["id"], at)
+        event = load_event("worker/sqs_batch")
+        event["Records"][0]["body"] = RunMessage(
+            job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=at
+        ).model_dump_json()
+        self.invoke(r.WORKER_FUNCTION, event)
+
+        def ended() -> Run | None:
+            found = service.get_run(job["owner"], run_id)
+            active = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SCHEDULED)
+            return None if found.status in active else found
+
+        result: Run = wait_for(ended, timeout=timeout)
+        return result
 
     def receive(self, priority: str = "normal") -> list[dict[str, Any]]:
         """Every message on a queue, delayed ones included (waits out their delay)."""

@@ -192,7 +192,8 @@ def test_given_an_http_target_when_the_runner_calls_it_then_the_request_carries_
 ) -> None:
     result = harness.invoke(r.RUNNER_FUNCTION, runner_event(sink))
 
-    assert result == {"status_code": 200, "body": '{"ok": true}'}
+    assert json.loads(result["output"]) == {"status_code": 200, "body": '{"ok": true}'}
+    assert result["output_location"] == ""
     (hit,) = sink.hits
     assert (hit.method, hit.path, json.loads(hit.body)) == ("POST", "/hook", {"report": "daily"})
     assert hit.headers["X-Chronoq-Run-Id"] == "job_0123456789abcdef_20300101T080000Z"
@@ -230,7 +231,7 @@ def test_given_a_large_answer_when_the_runner_calls_then_only_an_excerpt_is_kept
 
     result = harness.invoke(r.RUNNER_FUNCTION, runner_event(sink))
 
-    assert len(result["body"]) == r.OUTPUT_EXCERPT_BYTES
+    assert len(json.loads(result["output"])["body"]) == r.OUTPUT_EXCERPT_BYTES
 
 
 def test_given_a_slow_endpoint_when_the_runner_calls_then_it_gives_up_at_the_timeout(

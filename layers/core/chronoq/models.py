@@ -98,6 +98,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http:// or https:// URL")
+    return value
+
+
 # --- Schedules ----------------------------------------------------------------------------
 
 
@@ -225,6 +232,9 @@ def anchored(
     return schedule
 
 
+#: ``s3://bucket`` or ``s3://bucket/prefix``.
+OUTPUT_LOCATION_PATTERN = r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[\w!\-.*'()/]*)?$"
+
 # --- Targets ------------------------------------------------------------------------------
 
 
@@ -237,13 +247,7 @@ class HttpTarget(_Model):
     headers: dict[str, str] = Field(default_factory=dict)
     body: Any = None
 
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an absolute http:// or https:// URL")
-        return value
+    _url = field_validator("url")(lambda v: _http_url(v))
 
 
 class PythonTarget(_Model):
@@ -254,7 +258,130 @@ class PythonTarget(_Model):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-Target = Annotated[HttpTarget | PythonTarget, Field(discriminator="type")]
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value).encode())
+
+
+def _bounded_json(value: Any) -> Any:
+    if _json_size(value) > r.MAX_MESSAGE_BYTES:
+        raise ValueError(f"must be at most {r.MAX_MESSAGE_BYTES} bytes of JSON")
+    return value
+
+
+class LambdaTarget(_Model):
+    """Invoke an existing Lambda function (synchronously); a function error fails the
+    attempt. ``payload`` is the event (default: the run's ids, time and attempt)."""
+
+    type: Literal["lambda"]
+    function_arn: str = Field(
+        pattern=r"^arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}"
+        r"(:[A-Za-z0-9_$-]{1,128})?$"
+    )
+    payload: Any = None
+
+    _payload = field_validator("payload")(_bounded_json)
+
+
+class SqsTarget(_Model):
+    """Send ``message`` to an SQS queue (a string as it is, anything else as JSON)."""
+
+    type: Literal["sqs"]
+    queue_url: str = Field(pattern=r"^https?://[^\s/]+/\d{12}/[A-Za-z0-9_-]{1,80}$")
+    message: Any = None
+
+    _message = field_validator("message")(_bounded_json)
+
+
+class SnsTarget(_Model):
+    """Publish ``message`` to an SNS topic (a string as it is, anything else as JSON)."""
+
+    type: Literal["sns"]
+    topic_arn: str = Field(pattern=r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+    message: Any = None
+
+    _message = field_validator("message")(_bounded_json)
+
+
+class EventBridgeTarget(_Model):
+    """Put one event on an EventBridge bus."""
+
+    type: Literal["eventbridge"]
+    event_bus: str = Field(default="default", min_length=1, max_length=1600)
+    source: str = Field(default="chronoq", max_length=256, pattern=r"^[A-Za-z0-9_.\-/]+$")
+    detail_type: str = Field(default="chronoq.run", min_length=1, max_length=128)
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    _detail = field_validator("detail")(_bounded_json)
+
+    @field_validator("source")
+    @classmethod
+    def _not_aws(cls, value: str) -> str:
+        if value.startswith("aws."):
+            raise ValueError("must not start with aws. (reserved for AWS services)")
+        return value
+
+
+class ContainerTarget(_Model):
+    """Run a command in a container image on Fargate (locally: as a subprocess). Exit code
+    0 is success. With ``heartbeat_seconds`` the container must call Step Functions'
+    SendTaskHeartbeat with the token in ``CHRONOQ_TASK_TOKEN`` at least that often."""
+
+    type: Literal["container"]
+    image: str = Field(min_length=1, max_length=1024, pattern=r"^\S+$")
+    command: list[str] = Field(min_length=1, max_length=100)
+    cpu: Literal[256, 512, 1024, 2048, 4096] = 256
+    memory: int = Field(default=512, ge=512, le=30720)
+    environment: dict[str, str] = Field(default_factory=dict, max_length=50)
+    heartbeat_seconds: int | None = Field(default=None, ge=10, le=MAX_TIMEOUT_SECONDS)
+
+    @field_validator("environment")
+    @classmethod
+    def _no_reserved_names(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(k for k in value if k.startswith("CHRONOQ_"))
+        if reserved:
+            raise ValueError(f"names starting with CHRONOQ_ are reserved: {', '.join(reserved)}")
+        return value
+
+
+Target = Annotated[
+    HttpTarget
+    | PythonTarget
+    | LambdaTarget
+    | SqsTarget
+    | SnsTarget
+    | EventBridgeTarget
+    | ContainerTarget,
+    Field(discriminator="type"),
+]
+
+#: The statuses a run ends in.
+TERMINAL_STATUSES = frozenset(
+    {
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.TIMED_OUT,
+        RunStatus.SKIPPED,
+        RunStatus.MISSED,
+        RunStatus.CANCELLED,
+    }
+)
+
+
+NotifyOn = Literal["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]
+
+
+def _default_notify_on() -> list[NotifyOn]:
+    return ["FAILED", "TIMED_OUT", "MISSED"]
+
+
+class Notify(_Model):
+    """Whom to tell when a run ends with one of the statuses in ``on``."""
+
+    on: list[NotifyOn] = Field(default_factory=_default_notify_on, min_length=1)
+    webhook: str | None = Field(default=None, max_length=2048)
+    email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+    _webhook = field_validator("webhook")(lambda v: v if v is None else _http_url(v))
 
 
 # --- Jobs and runs ------------------------------------------------------------------------
@@ -286,6 +413,10 @@ class JobSpec(_Model):
         default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
     )
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    notify: Notify | None = None
+    #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
+    #: (default: the deployment's bucket).
+    output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
 
 
 class Job(JobSpec):
@@ -322,6 +453,8 @@ class JobPatch(_Model):
     concurrency: Concurrency | None = None
     start_deadline_seconds: int | None = Field(default=None, ge=1, le=r.MAX_START_DEADLINE_SECONDS)
     retry: RetryPolicy | None = None
+    notify: Notify | None = None
+    output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
     version: int | None = None
 
     def changes(self) -> dict[str, Any]:
@@ -343,11 +476,15 @@ class Run(BaseModel):
     queued_at: datetime | None = None
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    #: The output (JSON text) when it is small enough for the record; else ``output_location``.
     output: str | None = None
+    output_location: str | None = None
     error: str | None = None
     #: Why a run ended without executing (SKIPPED, MISSED, CANCELLED).
     reason: str | None = None
     attempts: list[Attempt] = Field(default_factory=list)
+    #: How each notification of the run's end went, per channel (sns, webhook, email).
+    notifications: dict[str, str] = Field(default_factory=dict)
     generation: int = 1
 
     @computed_field  # type: ignore[prop-decorator]

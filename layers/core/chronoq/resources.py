@@ -39,6 +39,20 @@ DISPATCH_LEAD_SECONDS = {"high": 3, "normal": 2, "low": 1}
 MAX_DELAY_SECONDS = 900
 #: Largest response excerpt the runner keeps, in bytes.
 OUTPUT_EXCERPT_BYTES = 4096
+#: Outputs, and each attempt's logs, up to this size live in the run record; larger ones in S3.
+INLINE_BYTES = 32 * 1024
+#: Largest message an sqs/sns/eventbridge/lambda target may carry (JSON text).
+MAX_MESSAGE_BYTES = 64 * 1024
+#: How often, and after how long a first pause (doubling), a webhook is retried.
+WEBHOOK_ATTEMPTS = 4
+WEBHOOK_FIRST_BACKOFF_SECONDS = 1.0
+WEBHOOK_TIMEOUT_SECONDS = 5.0
+#: Header carrying a webhook's signature, and the one carrying its delivery id.
+SIGNATURE_HEADER = "X-Chronoq-Signature"
+DELIVERY_HEADER = "X-Chronoq-Delivery"
+#: The container of a container target's task definition, and its log stream prefix.
+CONTAINER_NAME = "job"
+CONTAINER_LOG_PREFIX = "chronoq"
 #: Issuer and audience of tokens minted by the local runtime.
 LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
 TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
@@ -55,6 +69,18 @@ ENV_STATE_MACHINE_ARN = "CHRONOQ_STATE_MACHINE_ARN"
 ENV_SHARDS = "CHRONOQ_SHARDS"
 #: Comma-separated modules holding a deployment's own Python tasks (see chronoq.tasks).
 ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
+#: The bucket for outputs and logs too large for the run record.
+ENV_OUTPUT_BUCKET = "CHRONOQ_OUTPUT_BUCKET"
+#: The SNS topic every finished run is published to.
+ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
+#: The Secrets Manager secret from which each owner's webhook signing secret is derived.
+ENV_SIGNING_SECRET_ARN = "CHRONOQ_SIGNING_SECRET_ARN"  # noqa: S105 - a variable name
+#: The SES identity notification e-mails are sent from (empty: no e-mail).
+ENV_EMAIL_SENDER = "CHRONOQ_EMAIL_SENDER"
+#: Container targets: the log group of their tasks and the roles their task definitions use.
+ENV_CONTAINER_LOG_GROUP = "CHRONOQ_CONTAINER_LOG_GROUP"
+ENV_CONTAINER_EXECUTION_ROLE_ARN = "CHRONOQ_CONTAINER_EXECUTION_ROLE_ARN"
+ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
 
 
 # --- Tables -------------------------------------------------------------------------------
@@ -77,6 +103,8 @@ class Table:
     sort_key: str | None = None
     ttl_attribute: str | None = None
     indexes: tuple[Index, ...] = ()
+    #: Publish a change stream (new and old images).
+    stream: bool = False
 
 
 JOBS_BY_OWNER_INDEX = "by_owner"
@@ -101,6 +129,7 @@ RUNS_TABLE = Table(
     partition_key="job_id",
     sort_key="run_id",
     ttl_attribute="expires_at",
+    stream=True,  # the notifier hears of every run that ends
 )
 TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
 
@@ -160,6 +189,8 @@ API_FUNCTION = Function(
         ENV_SHARDS,
         ENV_STATE_MACHINE_ARN,  # to stop the execution of a cancelled run
         ENV_TASK_MODULES,  # to refuse python targets naming unregistered tasks
+        ENV_OUTPUT_BUCKET,  # to read outputs and logs kept in S3
+        ENV_SIGNING_SECRET_ARN,  # to tell an owner their webhook signing secret
         *ENV_QUEUE_URLS.values(),
     ),
     description="HTTP API: stores jobs and answers queries",
@@ -182,10 +213,33 @@ RUNNER_FUNCTION = Function(
     name="runner",
     memory_mb=512,
     timeout_seconds=MAX_TIMEOUT_SECONDS,
-    env=(ENV_TASK_MODULES,),
+    env=(
+        ENV_TASK_MODULES,
+        ENV_RUNS_TABLE,  # to keep each attempt's logs and the output
+        ENV_OUTPUT_BUCKET,
+        ENV_CONTAINER_LOG_GROUP,
+        ENV_CONTAINER_EXECUTION_ROLE_ARN,
+        ENV_CONTAINER_TASK_ROLE_ARN,
+    ),
     description="Runs one attempt of a job's target",
 )
-FUNCTIONS = (API_FUNCTION, DISPATCHER_FUNCTION, WORKER_FUNCTION, RUNNER_FUNCTION)
+NOTIFIER_FUNCTION = Function(
+    name="notifier",
+    memory_mb=256,
+    timeout_seconds=60,
+    env=(ENV_JOBS_TABLE, ENV_TOPIC_ARN, ENV_SIGNING_SECRET_ARN, ENV_EMAIL_SENDER),
+    description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
+)
+#: Stream records the notifier reads at a time, and how often a failing batch is retried.
+NOTIFIER_BATCH_SIZE = 10
+NOTIFIER_MAX_RETRIES = 3
+FUNCTIONS = (
+    API_FUNCTION,
+    DISPATCHER_FUNCTION,
+    WORKER_FUNCTION,
+    RUNNER_FUNCTION,
+    NOTIFIER_FUNCTION,
+)
 LAMBDA_RUNTIME = "python3.12"
 
 # --- State machine ------------------------------------------------------------------------
@@ -196,13 +250,23 @@ STATE_MACHINE_FILE = "statemachine/run.asl.json"
 ASL_RUNS_TABLE = "RunsTable"
 ASL_JOBS_TABLE = "JobsTable"
 ASL_RUNNER_FUNCTION = "RunnerFunctionArn"
+ASL_CONTAINER_CLUSTER = "ContainerCluster"
+ASL_CONTAINER_SUBNETS = "ContainerSubnets"  # comma-separated
+ASL_CONTAINER_SECURITY_GROUP = "ContainerSecurityGroup"
 
 
 @dataclass(frozen=True)
 class StateMachine:
     id: str = STATE_MACHINE_ID
     substitutions: tuple[str, ...] = field(
-        default=(ASL_RUNS_TABLE, ASL_JOBS_TABLE, ASL_RUNNER_FUNCTION)
+        default=(
+            ASL_RUNS_TABLE,
+            ASL_JOBS_TABLE,
+            ASL_RUNNER_FUNCTION,
+            ASL_CONTAINER_CLUSTER,
+            ASL_CONTAINER_SUBNETS,
+            ASL_CONTAINER_SECURITY_GROUP,
+        )
     )
 
     @property
@@ -218,3 +282,11 @@ class StateMachine:
 
 
 STATE_MACHINE = StateMachine()
+
+# --- Notifications, outputs, containers -------------------------------------------------------
+
+OUTPUT_BUCKET_ID = "Outputs"
+TOPIC_ID = "RunNotifications"
+SIGNING_SECRET_ID = "WebhookSigningSecret"  # noqa: S105 - a construct id, not a secret
+CONTAINER_CLUSTER_ID = "Containers"
+CONTAINER_LOG_GROUP_ID = "ContainerLogs"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -12,11 +13,14 @@ from typing import Any
 
 from chronoq import ids, tasks
 from chronoq import resources as r
+from chronoq.artifacts import Artifacts
 from chronoq.errors import Conflict, InvalidRequest, NotFound
 from chronoq.executor import Executor
 from chronoq.models import (
     AtSchedule,
     Concurrency,
+    ContainerTarget,
+    EventBridgeTarget,
     Job,
     JobPatch,
     JobSpec,
@@ -26,6 +30,8 @@ from chronoq.models import (
     Run,
     RunMessage,
     RunStatus,
+    SnsTarget,
+    SqsTarget,
     Trigger,
     anchored,
     format_instant,
@@ -61,7 +67,26 @@ def execution_input(job: Job, run_id: str, scheduled_at: datetime) -> dict[str, 
         "target": job.target.model_dump(mode="json"),
         "retry": job.retry.model_dump(mode="json"),
         "attempt": {"number": 1},
+        "output_location": job.output_location or "",
+        "delivery": delivery(job),
     }
+
+
+def message_text(message: Any) -> str:
+    """What a queue or topic receives: a string as it is, anything else as JSON."""
+    return message if isinstance(message, str) else json.dumps(message)
+
+
+def delivery(job: Job) -> dict[str, Any]:
+    """What the state machine's service integrations send, prepared as the APIs want it."""
+    target = job.target
+    if isinstance(target, SqsTarget | SnsTarget):
+        return {"message": message_text(target.message)}
+    if isinstance(target, EventBridgeTarget):
+        return {"detail": json.dumps(target.detail)}
+    if isinstance(target, ContainerTarget):
+        return {"heartbeat_seconds": target.heartbeat_seconds or job.timeout_seconds}
+    return {}
 
 
 def is_late(job: Job, scheduled_at: datetime, now: datetime) -> bool:
@@ -91,6 +116,7 @@ class Chronoq:
     store: Store
     queues: Queues | None = None
     executor: Executor | None = None
+    artifacts: Artifacts | None = None
     shards: int = r.DEFAULT_SHARDS
     clock: Clock = utc_now
     sleep: Callable[[float], None] = time.sleep
@@ -239,6 +265,21 @@ class Chronoq:
         if run is None or run.owner != owner:
             raise NotFound(f"run {run_id} not found")
         return run
+
+    def run_output(self, owner: str, run_id: str) -> str:
+        """The output of a succeeded run (JSON text), wherever it is kept."""
+        run = self.get_run(owner, run_id)
+        assert self.artifacts is not None
+        output = self.artifacts.read_output(run)
+        if output is None:
+            raise NotFound(f"run {run_id} has no output (status {run.status.value})")
+        return output
+
+    def run_logs(self, owner: str, run_id: str) -> list[str]:
+        """Every log line of a run, attempt by attempt."""
+        run = self.get_run(owner, run_id)
+        assert self.artifacts is not None
+        return self.artifacts.read_logs(run.job_id, run.id)
 
     def cancel_run(self, owner: str, run_id: str) -> Run:
         """Cancel a run: a scheduled one never starts, a queued or running one is stopped

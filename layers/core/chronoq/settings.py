@@ -19,6 +19,13 @@ class Settings(BaseModel):
     queue_urls: dict[str, str] = Field(default_factory=dict)
     state_machine_arn: str = ""
     shards: int = Field(default=r.DEFAULT_SHARDS, ge=1, le=1000)
+    output_bucket: str = ""
+    topic_arn: str = ""
+    signing_secret_arn: str = ""
+    email_sender: str = ""
+    container_log_group: str = ""
+    container_execution_role_arn: str = ""
+    container_task_role_arn: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -30,4 +37,11 @@ class Settings(BaseModel):
             queue_urls={p: env[name] for p, name in r.ENV_QUEUE_URLS.items() if name in env},
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN, ""),
             shards=int(env.get(r.ENV_SHARDS, r.DEFAULT_SHARDS)),
+            output_bucket=env.get(r.ENV_OUTPUT_BUCKET, ""),
+            topic_arn=env.get(r.ENV_TOPIC_ARN, ""),
+            signing_secret_arn=env.get(r.ENV_SIGNING_SECRET_ARN, ""),
+            email_sender=env.get(r.ENV_EMAIL_SENDER, ""),
+            container_log_group=env.get(r.ENV_CONTAINER_LOG_GROUP, ""),
+            container_execution_role_arn=env.get(r.ENV_CONTAINER_EXECUTION_ROLE_ARN, ""),
+            container_task_role_arn=env.get(r.ENV_CONTAINER_TASK_ROLE_ARN, ""),
         )

@@ -299,6 +299,19 @@ class Store:
 
     # --- runs -----------------------------------------------------------------------------
 
+    def note_notifications(self, job_id: str, run_id: str, outcomes: dict[str, str]) -> None:
+        """Keep how the notifications of a run's end went (if the run is still kept)."""
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=_dump({"job_id": job_id, "run_id": run_id}),
+                UpdateExpression="SET notifications = :n",
+                ConditionExpression="attribute_exists(run_id)",
+                ExpressionAttributeValues=_dump({":n": outcomes}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return
+
     @staticmethod
     def _run(item: Mapping[str, Any]) -> Run:
         data = _load(item)
@@ -314,8 +327,18 @@ class Store:
             for a in data.pop("attempts", [])
         ]
         return Run.model_validate(
-            {**data, "id": data["run_id"], "error": error, "attempts": attempts}
+            {
+                **data,
+                "id": data["run_id"],
+                "error": error,
+                "attempts": attempts,
+                # the state machine writes "" for "kept elsewhere" / "none"
+                "output": data.get("output") or None,
+                "output_location": data.get("output_location") or None,
+            }
         )
+
+    run_from_item = _run  # a run from its item as DynamoDB (or its stream) shows it
 
     def create_run(self, run: Run, now: datetime) -> bool:
         """Record a new run; False when a run with its id exists (left untouched)."""

@@ -1,25 +1,46 @@
-"""What a run does: one attempt of a job's target."""
+"""What a run does: one attempt of a job's target (the runner's part of it).
+
+sqs, sns and eventbridge targets need no code here: the state machine delivers them itself.
+Each function records what it did in ``log`` (a list of lines, see chronoq.artifacts).
+"""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
-from typing import Any
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import urllib3
 
 from chronoq import resources as r
 from chronoq import tasks
+from chronoq.artifacts import log_line
 from chronoq.errors import PermanentError, TargetError
-from chronoq.models import HttpTarget, PythonTarget
+from chronoq.models import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
+
+if TYPE_CHECKING:
+    from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_logs import CloudWatchLogsClient
 
 _http = urllib3.PoolManager(retries=False)
+Log = Callable[[str], None]
 
 
-def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]) -> dict[str, Any]:
+def run_http(
+    target: HttpTarget, timeout_seconds: float, headers: dict[str, str], log: Log
+) -> dict[str, Any]:
     """Call the endpoint once: no redirects followed, no retries (the run's policy decides),
     the whole call bounded by ``timeout_seconds``. Success is a 2xx answer; the result keeps
     the status code and the first bytes of the body."""
     body: bytes | None = None
+    log(f"{target.method} {target.url}")
+    started = time.monotonic()
     all_headers = {"User-Agent": "chronoq", **headers, **target.headers}
     if target.body is not None:
         body = json.dumps(target.body).encode()
@@ -37,8 +58,10 @@ def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]
         excerpt = response.read(r.OUTPUT_EXCERPT_BYTES, decode_content=True)
         response.release_conn()
     except urllib3.exceptions.HTTPError as error:
+        log(f"failed: {error}")
         raise TargetError(f"{target.method} {target.url} failed: {error}") from None
     text = excerpt.decode("utf-8", errors="replace")
+    log(f"answered HTTP {response.status} in {(time.monotonic() - started) * 1000:.0f} ms")
     if 400 <= response.status < 500 and response.status not in (408, 429):
         raise PermanentError(
             f"{target.method} {target.url} answered HTTP {response.status}: {text}"
@@ -48,11 +71,178 @@ def run_http(target: HttpTarget, timeout_seconds: float, headers: dict[str, str]
     return {"status_code": response.status, "body": text}
 
 
-def run_python(target: PythonTarget, context: tasks.RunContext) -> Any:
+class _Lines(logging.Handler):
+    def __init__(self, log: Log) -> None:
+        super().__init__()
+        self._log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._log(f"{record.levelname} {record.getMessage()}")
+
+
+@contextmanager
+def task_logger(run_id: str, log: Log) -> Iterator[logging.Logger]:
+    """A logger for one attempt of a task: its records go to ``log`` (and on to the
+    function's own log). Not registered with logging, so nothing piles up."""
+    logger = logging.Logger(f"chronoq.task.{run_id}", logging.INFO)
+    logger.parent = logging.getLogger("chronoq.task")
+    handler = _Lines(log)
+    logger.addHandler(handler)
+    try:
+        yield logger
+    finally:
+        logger.removeHandler(handler)
+
+
+def run_python(
+    target: PythonTarget, job_id: str, run_id: str, attempt: int, scheduled_at: str, log: Log
+) -> Any:
     """Call the registered task once; its return value is the attempt's output."""
     function = tasks.lookup(target.task)
     if function is None:
         raise PermanentError(f"{target.task} is not a registered task")
-    result = function(dict(target.args), context)
+    log(f"calling {target.task}")
+    with task_logger(run_id, log) as logger:
+        context = tasks.RunContext(job_id, run_id, attempt, scheduled_at, logger)
+        try:
+            result = function(dict(target.args), context)
+        except Exception as error:
+            log(f"{target.task} raised {type(error).__name__}: {error}")
+            raise
     json.dumps(result)  # the output must be JSON: fail here, not in the state machine
     return result
+
+
+def run_lambda(
+    client: LambdaClient, target: LambdaTarget, default_payload: dict[str, Any], log: Log
+) -> Any:
+    """Invoke the function once and wait for it; its answer is the output and the tail of
+    its log joins the run's log. A function error fails the attempt."""
+    payload = default_payload if target.payload is None else target.payload
+    log(f"invoking {target.function_arn}")
+    try:
+        answer = client.invoke(
+            FunctionName=target.function_arn,
+            InvocationType="RequestResponse",
+            LogType="Tail",
+            Payload=json.dumps(payload).encode(),
+        )
+    except client.exceptions.ResourceNotFoundException as error:
+        raise PermanentError(f"{target.function_arn}: {error}") from None
+    for line in base64.b64decode(answer.get("LogResult", "")).decode(errors="replace").splitlines():
+        log(f"| {line}")
+    body = answer["Payload"].read().decode()
+    if answer.get("FunctionError"):
+        try:
+            document = json.loads(body)
+            message = f"{document.get('errorType')}: {document.get('errorMessage')}"
+        except (ValueError, AttributeError):
+            message = body[: r.OUTPUT_EXCERPT_BYTES]
+        log(f"function error: {message}")
+        raise TargetError(f"{target.function_arn} failed: {message}")
+    log(f"function answered {len(body)} bytes")
+    return json.loads(body) if body else None
+
+
+# --- containers ---------------------------------------------------------------------------
+
+
+def task_family(target: ContainerTarget) -> str:
+    """One task definition family per image, size and environment."""
+    key = json.dumps([target.image, target.cpu, target.memory, sorted(target.environment.items())])
+    return "chronoq-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+
+
+def prepare_container(
+    client: ECSClient,
+    target: ContainerTarget,
+    log_group: str,
+    region: str,
+    execution_role_arn: str,
+    task_role_arn: str,
+) -> str:
+    """The ARN of the task definition that runs ``target`` (registered on first use)."""
+    family = task_family(target)
+    try:
+        found = client.describe_task_definition(taskDefinition=family)["taskDefinition"]
+        if found.get("status") == "ACTIVE":
+            return found["taskDefinitionArn"]
+    except client.exceptions.ClientException:
+        pass  # not registered yet
+    registered = client.register_task_definition(
+        family=family,
+        requiresCompatibilities=["FARGATE"],
+        networkMode="awsvpc",
+        cpu=str(target.cpu),
+        memory=str(target.memory),
+        executionRoleArn=execution_role_arn,
+        taskRoleArn=task_role_arn,
+        containerDefinitions=[
+            {
+                "name": r.CONTAINER_NAME,
+                "image": target.image,
+                "essential": True,
+                "memory": target.memory,
+                "environment": [
+                    {"name": k, "value": v} for k, v in sorted(target.environment.items())
+                ],
+                "logConfiguration": {
+                    "logDriver": "awslogs",
+                    "options": {
+                        "awslogs-group": log_group,
+                        "awslogs-region": region,
+                        "awslogs-stream-prefix": r.CONTAINER_LOG_PREFIX,
+                    },
+                },
+            }
+        ],
+    )
+    return registered["taskDefinition"]["taskDefinitionArn"]
+
+
+def container_log_stream(task_arn: str) -> str:
+    """The awslogs stream of a task's container: prefix/container-name/task-id."""
+    return f"{r.CONTAINER_LOG_PREFIX}/{r.CONTAINER_NAME}/{task_arn.rsplit('/', 1)[-1]}"
+
+
+def collect_container(
+    logs: CloudWatchLogsClient, task: dict[str, Any], log_group: str, log: Log
+) -> dict[str, Any]:
+    """After the task stopped: its log lines join the run's log; exit code 0 is success."""
+    task_arn = str(task.get("TaskArn", ""))
+    log(f"task {task_arn} stopped: {task.get('StoppedReason') or task.get('StopCode') or ''}")
+    token: str | None = None
+    try:
+        while True:
+            stream = container_log_stream(task_arn)
+            page = (
+                logs.get_log_events(
+                    logGroupName=log_group,
+                    logStreamName=stream,
+                    startFromHead=True,
+                    nextToken=token,
+                )
+                if token
+                else logs.get_log_events(
+                    logGroupName=log_group, logStreamName=stream, startFromHead=True
+                )
+            )
+            for event in page["events"]:
+                log(f"| {event['message']}")
+            if not page["events"] or page.get("nextForwardToken") == token:
+                break
+            token = page.get("nextForwardToken")
+    except logs.exceptions.ResourceNotFoundException:
+        log("the container wrote no log")
+    containers = task.get("Containers") or [{}]
+    exit_code = containers[0].get("ExitCode")
+    if exit_code != 0:
+        reason = containers[0].get("Reason") or task.get("StoppedReason") or "no exit code"
+        raise TargetError(f"the container exited with code {exit_code} ({reason})")
+    return {"exit_code": exit_code, "task_arn": task_arn}
+
+
+def lines_collector(attempt: int) -> tuple[list[str], Log]:
+    """A list of log lines and the function that adds one."""
+    lines: list[str] = []
+    return lines, lambda message: lines.append(log_line(attempt, message))

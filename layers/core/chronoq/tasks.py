@@ -8,15 +8,18 @@ which the api and the runner import on first use.
 A task is called as ``function(args, context)``: ``args`` is the target's JSON ``args``,
 ``context`` a RunContext. What it returns (anything JSON can hold) is the run's output.
 Raising fails the attempt; raising PermanentError says that trying again cannot help.
+What the task logs through ``context.logger`` becomes the run's log
+(``GET /runs/{id}/logs``).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from chronoq.errors import PermanentError
@@ -31,6 +34,8 @@ class RunContext:
     run_id: str
     attempt: int
     scheduled_at: str
+    #: Lines logged here are kept with the run.
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("chronoq.task"))
 
 
 Task = Callable[[dict[str, Any], RunContext], Any]
@@ -58,6 +63,7 @@ def lookup(name: str) -> Task | None:
 @task
 def echo(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
     """Return the arguments and the run context."""
+    context.logger.info("echo %s", args)
     return {"args": args, "job_id": context.job_id, "run_id": context.run_id}
 
 
@@ -65,6 +71,7 @@ def echo(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
 def sleep(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
     """Sleep ``args["seconds"]`` seconds (for trying timeouts)."""
     seconds = float(args.get("seconds", 1))
+    context.logger.info("sleeping %s s", seconds)
     time.sleep(seconds)
     return {"slept": seconds}
 
@@ -73,6 +80,7 @@ def sleep(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
 def fail(args: dict[str, Any], context: RunContext) -> None:
     """Fail with ``args["message"]``; permanently if ``args["permanent"]``."""
     message = str(args.get("message", "failed on purpose"))
+    context.logger.error("about to fail: %s", message)
     if args.get("permanent"):
         raise PermanentError(message)
     raise RuntimeError(message)
@@ -82,6 +90,7 @@ def fail(args: dict[str, Any], context: RunContext) -> None:
 def flaky(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
     """Fail until attempt ``args["succeed_on_attempt"]`` (for trying retries)."""
     succeed_on = int(args.get("succeed_on_attempt", 2))
+    context.logger.info("attempt %s of a flaky task", context.attempt)
     if context.attempt < succeed_on:
         raise RuntimeError(f"attempt {context.attempt} fails; attempt {succeed_on} will succeed")
     return {"attempt": context.attempt}

@@ -1,4 +1,5 @@
-"""The ``chronoq`` command: run the local system, mint local tokens."""
+"""The ``chronoq`` command: run the local system, mint local tokens, preview schedules,
+read a run's logs."""
 
 from __future__ import annotations
 
@@ -81,6 +82,39 @@ def _preview(args: argparse.Namespace) -> int:
     return 0
 
 
+def _logs(args: argparse.Namespace) -> int:
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    if not args.token:
+        print("a token is needed: --token or CHRONOQ_TOKEN", file=sys.stderr)
+        return 2
+    if not args.api.startswith(("http://", "https://")):
+        print(f"--api must be an http(s) URL, not {args.api}", file=sys.stderr)
+        return 2
+    url = f"{args.api.rstrip('/')}/runs/{urllib.parse.quote(args.run_id, safe='')}/logs"
+    request = urllib.request.Request(  # noqa: S310 - checked to be http(s) above
+        url, headers={"Authorization": f"Bearer {args.token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) API
+            document = json.load(answer)
+    except urllib.error.HTTPError as error:
+        try:
+            message = json.load(error).get("message", error.reason)
+        except ValueError:
+            message = error.reason
+        print(f"HTTP {error.code}: {message}", file=sys.stderr)
+        return 1
+    except urllib.error.URLError as error:
+        print(f"cannot reach {args.api}: {error.reason}", file=sys.stderr)
+        return 1
+    for line in document["lines"]:
+        print(line)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
     commands = main.add_subparsers(dest="command", required=True)
@@ -131,6 +165,20 @@ def parser() -> argparse.ArgumentParser:
     preview.add_argument("--end-at", dest="end_at")
     preview.add_argument("--count", type=int, default=10, choices=range(1, 101), metavar="1-100")
     preview.set_defaults(run=_preview)
+
+    runs = commands.add_parser("runs", help="work with runs")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
+    logs = runs_commands.add_parser("logs", help="print the log lines of a run, attempt by attempt")
+    logs.add_argument("run_id")
+    logs.add_argument(
+        "--api",
+        default=os.environ.get("CHRONOQ_API", "http://127.0.0.1:8080"),
+        help="the API's base URL (default: $CHRONOQ_API, else chronoq local's)",
+    )
+    logs.add_argument(
+        "--token", default=os.environ.get("CHRONOQ_TOKEN", ""), help="default: $CHRONOQ_TOKEN"
+    )
+    logs.set_defaults(run=_logs)
     return main
 
 

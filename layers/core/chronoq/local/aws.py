@@ -6,6 +6,7 @@ import io
 import json
 import logging
 import os
+import secrets
 import zipfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ from chronoq import resources as r
 from chronoq.local.emulation import (
     parse_each_definition_once,
     reuse_state_machine_clients,
+    run_containers_as_subprocesses,
     serialize_service_calls,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
@@ -38,6 +40,9 @@ class LocalAWS:
     env: dict[str, str] = field(default_factory=dict)
     queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arn: str = ""
+    runs_stream_arn: str = ""
+    #: The address notification e-mails come from (verified in the local SES).
+    email_sender: str = "chronoq@example.com"
     runtime: LambdaRuntime | None = None
     _mock: Any = None
 
@@ -56,6 +61,7 @@ class LocalAWS:
         reuse_state_machine_clients()
         parse_each_definition_once()
         serialize_service_calls()
+        run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
         self.runtime = LambdaRuntime(
@@ -73,6 +79,13 @@ class LocalAWS:
         chronoq_aws.reset()
 
     def client(self, service: str) -> Any:
+        if service == "dynamodbstreams":
+            # The SDK sends stream calls to an account-based host that moto does not serve.
+            return boto3.client(
+                "dynamodbstreams",
+                region_name=REGION,
+                endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
+            )
         return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
     def _create(self) -> None:
@@ -105,7 +118,21 @@ class LocalAWS:
                     {"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)
                 ],
                 **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
+                **(
+                    {
+                        "StreamSpecification": {
+                            "StreamEnabled": True,
+                            "StreamViewType": "NEW_AND_OLD_IMAGES",
+                        }
+                    }
+                    if table.stream
+                    else {}
+                ),
             )
+            if table.stream:
+                self.runs_stream_arn = ddb.describe_table(TableName=name)["Table"][
+                    "LatestStreamArn"
+                ]
             if table.ttl_attribute:
                 ddb.update_time_to_live(
                     TableName=name,
@@ -153,11 +180,14 @@ class LocalAWS:
                 MemorySize=function.memory_mb,
             )["FunctionArn"]
 
+        self._create_notifications_and_outputs(env)
+        network = self._create_containers(env, role)
         definition = r.STATE_MACHINE.definition(
             {
                 r.ASL_RUNS_TABLE: env[r.RUNS_TABLE.env],
                 r.ASL_JOBS_TABLE: env[r.JOBS_TABLE.env],
                 r.ASL_RUNNER_FUNCTION: arns[r.RUNNER_FUNCTION.name],
+                **network,
             }
         )
         self.state_machine_arn = self.client("stepfunctions").create_state_machine(
@@ -165,3 +195,38 @@ class LocalAWS:
         )["stateMachineArn"]
         env[r.ENV_STATE_MACHINE_ARN] = self.state_machine_arn
         self.env = env
+
+    def _create_notifications_and_outputs(self, env: dict[str, str]) -> None:
+        bucket = f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
+        self.client("s3").create_bucket(Bucket=bucket)
+        env[r.ENV_OUTPUT_BUCKET] = bucket
+        env[r.ENV_TOPIC_ARN] = self.client("sns").create_topic(
+            Name=f"{PREFIX}-{r.TOPIC_ID.lower()}"
+        )["TopicArn"]
+        env[r.ENV_SIGNING_SECRET_ARN] = self.client("secretsmanager").create_secret(
+            Name=f"{PREFIX}-{r.SIGNING_SECRET_ID.lower()}",
+            SecretString=secrets.token_hex(32),
+        )["ARN"]
+        self.client("ses").verify_email_identity(EmailAddress=self.email_sender)
+        env[r.ENV_EMAIL_SENDER] = self.email_sender
+
+    def _create_containers(self, env: dict[str, str], role: str) -> dict[str, str]:
+        """The cluster, log group and network container targets run with."""
+        cluster = self.client("ecs").create_cluster(
+            clusterName=f"{PREFIX}-{r.CONTAINER_CLUSTER_ID.lower()}"
+        )["cluster"]["clusterArn"]
+        group = f"/{PREFIX}/{r.CONTAINER_LOG_GROUP_ID.lower()}"
+        self.client("logs").create_log_group(logGroupName=group)
+        env[r.ENV_CONTAINER_LOG_GROUP] = group
+        env[r.ENV_CONTAINER_EXECUTION_ROLE_ARN] = role
+        env[r.ENV_CONTAINER_TASK_ROLE_ARN] = role
+        ec2 = self.client("ec2")
+        subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
+        group_id = ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0][
+            "GroupId"
+        ]
+        return {
+            r.ASL_CONTAINER_CLUSTER: cluster,
+            r.ASL_CONTAINER_SUBNETS: ",".join(subnets),
+            r.ASL_CONTAINER_SECURITY_GROUP: group_id,
+        }

@@ -1,9 +1,11 @@
 """The parts AWS plays around the functions: the EventBridge rule that ticks the dispatcher,
-and the SQS event source mappings that feed the worker."""
+the SQS event source mappings that feed the worker, and the DynamoDB stream event source
+mapping that feeds the notifier."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import uuid
@@ -135,3 +137,96 @@ class QueuePoller(threading.Thread):
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
                 ],
             )
+
+
+def stream_filter(statuses: frozenset[str]) -> Callable[[dict[str, Any]], bool]:
+    """The event source mapping's filter: records whose new image has one of ``statuses``."""
+
+    def keep(record: dict[str, Any]) -> bool:
+        image = record.get("dynamodb", {}).get("NewImage") or {}
+        return image.get("status", {}).get("S") in statuses
+
+    return keep
+
+
+def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
+    """A stream record as Lambda hands it over (instants as epoch seconds)."""
+    document = json.dumps(
+        {**record, "eventSourceARN": stream_arn},
+        default=lambda value: value.timestamp() if isinstance(value, datetime) else str(value),
+    )
+    result: dict[str, Any] = json.loads(document)
+    return result
+
+
+class StreamPoller(threading.Thread):
+    """Feeds a function from a DynamoDB stream, like a stream event source mapping: new
+    records only (LATEST), filtered, in batches; records the function reports as failed are
+    retried up to ``max_retries`` times, then dropped."""
+
+    def __init__(
+        self,
+        streams: Any,
+        stream_arn: str,
+        invoke: Invoke,
+        halt: threading.Event,
+        keep: Callable[[dict[str, Any]], bool],
+        batch_size: int,
+        max_retries: int,
+    ) -> None:
+        super().__init__(name="stream-poller", daemon=True)
+        self._streams = streams
+        self._arn = stream_arn
+        self._invoke = invoke
+        self._halt = halt
+        self._keep = keep
+        self._batch_size = batch_size
+        self._max_retries = max_retries
+        self._iterators: dict[str, str] = {}
+        self._discover("LATEST")
+
+    def _discover(self, start: str) -> None:
+        shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
+        for shard in shards:
+            if shard["ShardId"] not in self._iterators:
+                self._iterators[shard["ShardId"]] = self._streams.get_shard_iterator(
+                    StreamArn=self._arn, ShardId=shard["ShardId"], ShardIteratorType=start
+                )["ShardIterator"]
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            try:
+                if not self.poll_once():
+                    self._halt.wait(IDLE_WAIT_SECONDS * 4)
+            except Exception:
+                logger.exception("stream poller failed")
+                self._halt.wait(1)
+
+    def poll_once(self) -> int:
+        self._discover("TRIM_HORIZON")  # shards opened since the start: read them whole
+        seen = 0
+        for shard, iterator in list(self._iterators.items()):
+            answer = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+            self._iterators[shard] = answer.get("NextShardIterator") or iterator
+            records = [
+                lambda_record(record, self._arn)
+                for record in answer.get("Records", [])
+                if self._keep(record)
+            ]
+            for start in range(0, len(records), self._batch_size):
+                self._deliver(records[start : start + self._batch_size])
+            seen += len(answer.get("Records", []))
+        return seen
+
+    def _deliver(self, records: list[dict[str, Any]]) -> None:
+        for _ in range(self._max_retries + 1):
+            try:
+                answer = self._invoke({"Records": records}) or {}
+            except Exception:
+                logger.exception("stream batch failed; retrying it")
+                continue
+            failed = {f["itemIdentifier"] for f in answer.get("batchItemFailures", [])}
+            records = [r for r in records if r["dynamodb"].get("SequenceNumber") in failed]
+            if not records:
+                return
+        logger.error("dropping %d stream records after retries", len(records))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
+import time
 from typing import Any
 
 
@@ -83,3 +85,162 @@ def parse_each_definition_once() -> None:
 
     entrypoint.cached = True  # type: ignore[attr-defined]
     ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
+
+
+def run_containers_as_subprocesses(region: str) -> None:
+    """ECS on moto records tasks but runs nothing. Locally a task's command runs as a
+    subprocess on the host (the image is not used): its output goes to the task's awslogs
+    stream in CloudWatch Logs, its exit code to the task's container, and the task stops
+    when the process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS`` (killed)."""
+    import subprocess
+
+    import boto3
+    from moto.ecs.models import EC2ContainerServiceBackend
+    from moto.moto_api import state_manager
+
+    from chronoq.targets import container_log_stream
+
+    original_run = EC2ContainerServiceBackend.run_task
+    if getattr(original_run, "subprocesses", False):
+        return
+    original_stop = EC2ContainerServiceBackend.stop_task
+    # Tasks stay RUNNING until their process ends (moto would report them stopped at once).
+    state_manager.set_transition("ecs::task", {"progression": "manual", "times": sys.maxsize})
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+
+    def supervise(task: Any, process: subprocess.Popen[bytes], timeout: float, group: str) -> None:
+        reason = "Essential container in task exited"
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            reason = "Task stopped at its timeout"
+        processes.pop(task.task_arn, None)
+        logs = boto3.client("logs", region_name=region)
+        stream = container_log_stream(task.task_arn)
+        lines = output.decode(errors="replace").splitlines() or []
+        if group:
+            logs.create_log_stream(logGroupName=group, logStreamName=stream)
+            if lines:
+                now = int(time.time() * 1000)
+                logs.put_log_events(
+                    logGroupName=group,
+                    logStreamName=stream,
+                    logEvents=[{"timestamp": now, "message": line} for line in lines],
+                )
+        task.containers[0].exitCode = process.returncode
+        if task.stopped_reason == "":
+            task.stopped_reason = reason
+        task.desired_status = "STOPPED"
+        task.last_status = "STOPPED"
+
+    def run_task(self: Any, *args: Any, **kwargs: Any) -> Any:
+        tasks = original_run(self, *args, **kwargs)
+        for task in tasks:
+            definition = self.describe_task_definition(task.task_definition_arn)
+            container = definition.container_definitions[0]
+            override = (task.overrides.get("containerOverrides") or [{}])[0]
+            env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+            for pair in (container.get("environment") or []) + (override.get("environment") or []):
+                env[pair["name"]] = pair["value"]
+            command = override.get("command") or container.get("command") or []
+            group = (
+                (container.get("logConfiguration") or {})
+                .get("options", {})
+                .get("awslogs-group", "")
+            )
+            process = subprocess.Popen(  # noqa: S603 - the job's own command, as Fargate runs it
+                command,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+            processes[task.task_arn] = process
+            timeout = float(env.get("CHRONOQ_TIMEOUT_SECONDS", "3600"))
+            threading.Thread(
+                target=supervise, args=(task, process, timeout, group), daemon=True
+            ).start()
+        return tasks
+
+    def stop_task(self: Any, cluster_str: str, task_str: str, reason: str) -> Any:
+        for arn, process in list(processes.items()):
+            if arn.endswith(task_str.rsplit("/", 1)[-1]):
+                process.kill()
+        return original_stop(self, cluster_str, task_str, reason)
+
+    run_task.subprocesses = True  # type: ignore[attr-defined]
+    EC2ContainerServiceBackend.run_task = run_task  # type: ignore[method-assign]
+    EC2ContainerServiceBackend.stop_task = stop_task  # type: ignore[method-assign]
+    _pass_ecs_parameters_as_the_api_names_them()
+
+
+def _lower_camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k[:1].lower() + k[1:]: _lower_camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_lower_camel(v) for v in value]
+    return value
+
+
+def _upper_camel(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k[:1].upper() + k[1:]: _upper_camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_upper_camel(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def _pass_ecs_parameters_as_the_api_names_them() -> None:
+    """Step Functions takes ECS parameters in PascalCase (``Cluster``), calls the API with its
+    own names (``cluster``) and answers with the stopped task in PascalCase (``ExitCode``);
+    moto's interpreter passes the names through unchanged both ways, which the SDK refuses.
+    Translate them as Step Functions does."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_ecs as ecs,
+    )
+
+    def client(resource_runtime_part: Any, state_credentials: Any) -> Any:
+        return ecs.boto_client_for(  # type: ignore[attr-defined]
+            region=resource_runtime_part.region,
+            service="ecs",
+            state_credentials=state_credentials,
+        )
+
+    def _eval_service_task(
+        self: Any,
+        env: Any,
+        resource_runtime_part: Any,
+        normalised_parameters: dict[str, Any],
+        state_credentials: Any,
+    ) -> None:
+        answer = client(resource_runtime_part, state_credentials).run_task(
+            **_lower_camel(normalised_parameters)
+        )
+        if answer.get("failures") or not answer.get("tasks"):
+            raise RuntimeError(f"ECS RunTask failed: {answer.get('failures')}")
+        env.stack.append(_upper_camel({"Tasks": answer["tasks"]}))
+
+    def _build_sync_resolver(
+        self: Any,
+        env: Any,
+        resource_runtime_part: Any,
+        normalised_parameters: dict[str, Any],
+        state_credentials: Any,
+    ) -> Any:
+        submitted = env.stack.pop()["Tasks"][0]
+        ecs_client = client(resource_runtime_part, state_credentials)
+
+        def resolve() -> Any:
+            task = ecs_client.describe_tasks(
+                cluster=submitted["ClusterArn"], tasks=[submitted["TaskArn"]]
+            )["tasks"][0]
+            return _upper_camel(task) if task["lastStatus"] == "STOPPED" else None
+
+        return resolve
+
+    ecs.StateTaskServiceEcs._eval_service_task = _eval_service_task  # type: ignore[method-assign]
+    ecs.StateTaskServiceEcs._build_sync_resolver = _build_sync_resolver  # type: ignore[method-assign]

@@ -4,22 +4,33 @@ A function is executed the way Lambda executes it: its handler file (the same pa
 stack deploys) is imported into a fresh module, a "container", which serves one invocation at
 a time; concurrent invocations get more containers. moto's Docker-based invocation is
 replaced by this, so Step Functions' ``lambda:invoke`` tasks run the real handlers.
+
+Other Python functions created in the local AWS (a ``lambda`` target's, say) run from their
+deployment package the same way, and what they print or log is their log (``LogType=Tail``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import importlib.util
+import io
 import itertools
 import json
 import logging
 import sys
+import tempfile
 import threading
 import time
 import traceback
 import uuid
+import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
 from chronoq.resources import Function
 
@@ -68,6 +79,40 @@ class LambdaRuntime:
     def names(self) -> list[str]:
         return list(self._functions)
 
+    def invoke_package(
+        self, name: str, handler: str, package: bytes, timeout_seconds: int, event: Any
+    ) -> tuple[Any, bool, str]:
+        """Invoke a function deployed as a zip package: (answer, errored, log)."""
+        function = Function(
+            name=name,
+            memory_mb=128,
+            timeout_seconds=timeout_seconds,
+            env=(),
+            handler=handler,
+        )
+        source = _unpack(package)
+        module_name = f"_chronoq_package_{next(_ids)}"
+        path = source / f"{handler.rsplit('.', 1)[0].replace('.', '/')}.py"
+        with _captured() as log:
+            try:
+                spec = importlib.util.spec_from_file_location(module_name, path)
+                assert spec is not None
+                assert spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                context = LambdaContext(
+                    function_name=name,
+                    memory_limit_in_mb=function.memory_mb,
+                    timeout_seconds=timeout_seconds,
+                    invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
+                )
+                answer = getattr(module, handler.rsplit(".", 1)[1])(event, context)
+                return json.loads(json.dumps(answer)), False, log.getvalue()
+            except Exception as error:
+                print(f"[ERROR] {type(error).__name__}: {error}")
+                payload = {"errorMessage": str(error), "errorType": type(error).__name__}
+                return payload, True, log.getvalue()
+
     def _load(self, name: str) -> ModuleType:
         function = self._functions[name]
         module_name = f"_chronoq_lambda_{function.name}_{next(_ids)}"
@@ -113,6 +158,60 @@ class LambdaRuntime:
                 self._idle[name].append(container)
 
 
+@functools.cache
+def _unpack(package: bytes) -> Path:
+    folder = Path(tempfile.gettempdir()) / "chronoq-lambda" / hashlib.sha256(package).hexdigest()
+    if not folder.exists():
+        with zipfile.ZipFile(io.BytesIO(package)) as archive:
+            archive.extractall(folder)
+    return folder
+
+
+class _ThreadOutput(io.TextIOBase):
+    """sys.stdout, except for threads that capture their own output."""
+
+    def __init__(self, default: TextIO) -> None:
+        self.default = default
+        self.local = threading.local()
+
+    def write(self, text: str) -> int:
+        target = getattr(self.local, "buffer", None) or self.default
+        return target.write(text)
+
+    def flush(self) -> None:
+        self.default.flush()
+
+
+class _ThreadRecords(logging.Handler):
+    def __init__(self, output: _ThreadOutput) -> None:
+        super().__init__()
+        self.output = output
+
+    def emit(self, record: logging.LogRecord) -> None:
+        buffer = getattr(self.output.local, "buffer", None)
+        if buffer is not None:
+            buffer.write(f"[{record.levelname}] {record.getMessage()}\n")
+
+
+_output_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[io.StringIO]:
+    """What this thread prints or logs meanwhile."""
+    with _output_lock:
+        if not isinstance(sys.stdout, _ThreadOutput):
+            sys.stdout = _ThreadOutput(sys.stdout)
+            logging.getLogger().addHandler(_ThreadRecords(sys.stdout))
+        output = sys.stdout
+    buffer = io.StringIO()
+    output.local.buffer = buffer
+    try:
+        yield buffer
+    finally:
+        output.local.buffer = None
+
+
 _active: LambdaRuntime | None = None
 
 
@@ -125,6 +224,15 @@ def install_into_moto(runtime: LambdaRuntime) -> None:
 
     def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         assert _active is not None
+        if self.function_name not in _active.names():
+            answer, errored, log = _active.invoke_package(
+                self.function_name,
+                self.handler,
+                self.code_bytes,
+                self.timeout,
+                event if event is not None else {},
+            )
+            return json.dumps(answer), errored, log
         try:
             result = _active.invoke(self.function_name, event if event is not None else {})
         except FunctionError as error:

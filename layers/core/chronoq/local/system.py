@@ -11,8 +11,9 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.local import tokens
 from chronoq.local.aws import LocalAWS, function_name
-from chronoq.local.drivers import QueuePoller, Ticker
+from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker, stream_filter
 from chronoq.local.gateway import serve
+from chronoq.models import TERMINAL_STATUSES
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,17 @@ class LocalSystem:
                     f"poller-{n}",
                 )
             )
+        self._threads.append(
+            StreamPoller(
+                self.aws.client("dynamodbstreams"),
+                self.aws.runs_stream_arn,
+                lambda e: self.invoke(r.NOTIFIER_FUNCTION, e),
+                self._halt,
+                stream_filter(frozenset(s.value for s in TERMINAL_STATUSES)),
+                r.NOTIFIER_BATCH_SIZE,
+                r.NOTIFIER_MAX_RETRIES,
+            )
+        )
         self._server = serve(
             self.host,
             self.port,

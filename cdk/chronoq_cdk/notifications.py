@@ -1,0 +1,104 @@
+"""Notifications: the notifier function, fed by the runs table's stream, and what it tells
+owners through: an SNS topic, webhooks signed with a secret derived from one Secrets Manager
+secret, and (when the deployment names a sender) SES e-mail."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sns as sns
+from chronoq import resources as r
+from chronoq.models import TERMINAL_STATUSES
+from constructs import Construct
+
+from .functions import python_function
+from .storage import Storage
+
+SIGNING_SECRET_LENGTH = 64
+
+
+def finished_runs() -> Mapping[str, Any]:
+    """The stream filter: a run written, or changed, with a status it ends in."""
+    return lambda_.FilterCriteria.filter(
+        {
+            "eventName": lambda_.FilterRule.or_("INSERT", "MODIFY"),
+            "dynamodb": {
+                "NewImage": {"status": {"S": lambda_.FilterRule.or_(*sorted(TERMINAL_STATUSES))}}
+            },
+        }
+    )
+
+
+class Notifications(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        environment: Mapping[str, str],
+        storage: Storage,
+        email_sender: str = "",
+    ) -> None:
+        super().__init__(scope, id)
+        self.topic = sns.Topic(
+            self, r.TOPIC_ID, display_name="chronoq finished runs", enforce_ssl=True
+        )
+        # Owners' webhook secrets are derived from it: replacing it would invalidate every
+        # one they configured, so it outlives the stack like the tables of record.
+        self.signing_secret = secretsmanager.Secret(
+            self,
+            r.SIGNING_SECRET_ID,
+            description="chronoq: the key each owner's webhook signing secret is derived from",
+            generate_secret_string=secretsmanager.SecretStringGenerator(
+                exclude_punctuation=True, password_length=SIGNING_SECRET_LENGTH
+            ),
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        #: The variables this construct provides to the functions that name them.
+        self.environment = {
+            r.ENV_TOPIC_ARN: self.topic.topic_arn,
+            r.ENV_SIGNING_SECRET_ARN: self.signing_secret.secret_arn,
+            r.ENV_EMAIL_SENDER: email_sender,
+        }
+        self.function = python_function(
+            self,
+            "Function",
+            r.NOTIFIER_FUNCTION,
+            layer=layer,
+            environment={**environment, **self.environment},
+        )
+        storage.jobs.grant(self.function, "dynamodb:GetItem")  # whom to tell, and how
+        self.topic.grant_publish(self.function)
+        self.grant_read_signing_secret(self.function)
+        if email_sender:
+            iam.Grant.add_to_principal(
+                grantee=self.function,
+                actions=["ses:SendEmail", "ses:SendRawEmail"],
+                resource_arns=["*"],  # identities are checked by the sender condition instead
+                conditions={"StringEquals": {"ses:FromAddress": email_sender}},
+            )
+        self.function.add_event_source(
+            sources.DynamoEventSource(
+                storage.runs,
+                starting_position=lambda_.StartingPosition.LATEST,
+                batch_size=r.NOTIFIER_BATCH_SIZE,
+                retry_attempts=r.NOTIFIER_MAX_RETRIES,
+                bisect_batch_on_error=True,
+                report_batch_item_failures=True,
+                filters=[finished_runs()],
+            )
+        )
+
+    def grant_read_signing_secret(self, grantee: iam.IGrantable) -> None:
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["secretsmanager:GetSecretValue"],
+            resource_arns=[self.signing_secret.secret_arn],
+        )

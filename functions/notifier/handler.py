@@ -1,0 +1,46 @@
+"""Notifier: hears of every run that ends (the runs table's stream, filtered to terminal
+statuses) and tells its owner: the SNS topic always, the job's webhook and e-mail if asked.
+
+A record whose delivery raised is reported as a partial batch failure and retried."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from chronoq import app
+from chronoq.notify import has_just_finished
+from chronoq.store import Store
+
+logger = Logger(service="chronoq-notifier")
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def _status(image: dict[str, Any] | None) -> str | None:
+    status = (image or {}).get("status", {}).get("S")
+    return str(status) if status else None
+
+
+def notify(record: DynamoDBRecord) -> None:
+    change = record.raw_event.get("dynamodb", {})
+    new, old = change.get("NewImage"), change.get("OldImage")
+    if not new or not has_just_finished(_status(old), _status(new)):
+        return
+    run = Store.run_from_item(new)
+    outcomes = app.notifier().run_finished(run)
+    logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
+
+
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=notify, processor=processor, context=context
+    )

@@ -1,0 +1,108 @@
+"""Telling owners about finished runs: the deployment's SNS topic always, the job's webhook
+and e-mail when its ``notify`` asks. How each delivery went is noted on the run."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+
+from chronoq import notify
+from chronoq import resources as r
+from chronoq.models import Run
+from chronoq.store import Store
+
+logger = logging.getLogger(__name__)
+
+_http = urllib3.PoolManager(retries=False)
+
+
+@dataclass
+class Notifier:
+    store: Store
+    sns: Any
+    ses: Any
+    topic_arn: str
+    email_sender: str
+    master_secret: Callable[[], str]
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.time
+
+    def run_finished(self, run: Run) -> dict[str, str]:
+        """Publish the run's end, deliver it where its job asks; returns, per channel, how
+        the delivery went (also kept on the run as ``notifications``)."""
+        job = self.store.get_job(run.job_id)
+        document = notify.message(run, job)
+        outcomes = {"sns": self._publish(document)}
+        if job is not None and job.notify is not None and notify.wants(job, run.status):
+            if job.notify.webhook:
+                outcomes["webhook"] = self._post(job.notify.webhook, run, document)
+            if job.notify.email:
+                outcomes["email"] = self._email(job.notify.email, document)
+        self.store.note_notifications(run.job_id, run.id, outcomes)
+        return outcomes
+
+    def _publish(self, document: dict[str, Any]) -> str:
+        answer = self.sns.publish(
+            TopicArn=self.topic_arn,
+            Message=notify.body(document).decode(),
+            MessageAttributes={
+                name: {"DataType": "String", "StringValue": str(document[name])}
+                for name in ("job_id", "owner", "status")
+            },
+        )
+        return f"published {answer['MessageId']}"
+
+    def _post(self, url: str, run: Run, document: dict[str, Any]) -> str:
+        """POST the signed document; retried with doubling pauses on network errors, 408,
+        429 and 5xx answers."""
+        payload = notify.body(document)
+        secret = notify.signing_secret(self.master_secret(), run.owner)
+        pause = r.WEBHOOK_FIRST_BACKOFF_SECONDS
+        outcome = ""
+        for attempt in range(1, r.WEBHOOK_ATTEMPTS + 1):
+            headers = {
+                "Content-Type": "application/json",
+                "User-Agent": "chronoq",
+                r.SIGNATURE_HEADER: notify.sign(secret, int(self.clock()), payload),
+                r.DELIVERY_HEADER: f"{run.id}:{run.status.value}",
+            }
+            try:
+                answer = _http.request(
+                    "POST",
+                    url,
+                    body=payload,
+                    headers=headers,
+                    timeout=urllib3.Timeout(total=r.WEBHOOK_TIMEOUT_SECONDS),
+                    redirect=False,
+                )
+                outcome = f"HTTP {answer.status}"
+                if 200 <= answer.status < 300:
+                    return f"delivered ({outcome}, attempt {attempt})"
+                if answer.status < 500 and answer.status not in (408, 429):
+                    break
+            except urllib3.exceptions.HTTPError as error:
+                outcome = str(error)
+            if attempt < r.WEBHOOK_ATTEMPTS:
+                self.sleep(pause)
+                pause *= 2
+        logger.warning("webhook %s failed for run %s: %s", url, run.id, outcome)
+        return f"failed ({outcome}, attempt {attempt})"
+
+    def _email(self, address: str, document: dict[str, Any]) -> str:
+        if not self.email_sender:
+            return "skipped (no sender configured)"
+        subject, text = notify.email_text(document)
+        try:
+            answer = self.ses.send_email(
+                Source=self.email_sender,
+                Destination={"ToAddresses": [address]},
+                Message={"Subject": {"Data": subject}, "Body": {"Text": {"Data": text}}},
+            )
+        except self.ses.exceptions.MessageRejected as error:
+            return f"failed ({error})"
+        return f"sent {answer['MessageId']}"

@@ -1,0 +1,99 @@
+"""Notifications of finished runs: what they say and how webhooks are signed. Pure.
+
+A webhook request carries ``X-Chronoq-Signature: t=<unix seconds>,v1=<hex>``, where ``<hex>``
+is HMAC-SHA256 over ``"<t>.<body>"`` keyed with the owner's signing secret
+(``GET /notifications/secret``). Receivers recompute it, compare in constant time and refuse
+old timestamps (replays); ``verify`` does all three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from chronoq.models import TERMINAL_STATUSES, Job, Run, RunStatus, format_instant
+
+#: Signatures older than this are refused by ``verify`` (replay protection).
+DEFAULT_TOLERANCE_SECONDS = 300
+
+
+def signing_secret(master: str, owner: str) -> str:
+    """The owner's webhook signing secret, derived from the deployment's master secret."""
+    return hmac.new(
+        master.encode(), f"chronoq-webhook:{owner}".encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The signature header's value for ``body`` sent at ``timestamp``."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def verify(
+    secret: str,
+    header: str,
+    body: bytes,
+    now: float,
+    tolerance_seconds: int = DEFAULT_TOLERANCE_SECONDS,
+) -> bool:
+    """Is ``header`` a valid, recent signature of ``body``?"""
+    try:
+        parts = dict(p.split("=", 1) for p in header.split(","))
+        timestamp = int(parts["t"])
+        given = parts["v1"]
+    except (ValueError, KeyError):
+        return False
+    if abs(now - timestamp) > tolerance_seconds:
+        return False
+    expected = sign(secret, timestamp, body).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, given)
+
+
+def has_just_finished(old_status: str | None, new_status: str | None) -> bool:
+    """Does this change of a run record end the run? (Later changes of an ended run, such as
+    a note of how its notifications went, do not.)"""
+    return (
+        new_status in TERMINAL_STATUSES
+        and old_status != new_status
+        and old_status not in TERMINAL_STATUSES
+    )
+
+
+def wants(job: Job | None, status: RunStatus) -> bool:
+    """Did the job's owner ask to hear of runs ending so?"""
+    return bool(job and job.notify and status.value in job.notify.on)
+
+
+def message(run: Run, job: Job | None) -> dict[str, Any]:
+    """The notification's JSON document (SNS message and webhook body alike)."""
+    return {
+        "type": "run.finished",
+        "job_id": run.job_id,
+        "job_name": job.name if job else None,
+        "run_id": run.id,
+        "owner": run.owner,
+        "status": run.status.value,
+        "trigger": run.trigger.value,
+        "scheduled_at": format_instant(run.scheduled_at),
+        "started_at": format_instant(run.started_at) if run.started_at else None,
+        "finished_at": format_instant(run.finished_at) if run.finished_at else None,
+        "attempts": len(run.attempts),
+        "error": run.error,
+        "reason": run.reason,
+    }
+
+
+def body(document: dict[str, Any]) -> bytes:
+    """The exact bytes sent (and signed)."""
+    return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
+
+
+def email_text(document: dict[str, Any]) -> tuple[str, str]:
+    """Subject and plain-text body of the notification e-mail."""
+    name = document["job_name"] or document["job_id"]
+    subject = f"[chronoq] {name}: run {document['status']}"
+    lines = [f"{key}: {value}" for key, value in document.items() if value is not None]
+    return subject, "\n".join(lines) + "\n"

@@ -1,0 +1,112 @@
+"""A deployment configured through the app's context: e-mail sender and what targets reach."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk import App
+from aws_cdk.assertions import Template
+from chronoq import resources as r
+from chronoq_cdk.access import TargetAccess, context_list
+from chronoq_cdk.stack import ChronoqStack
+
+from tests.infra.synthesis import Synthesis, grants
+
+SENDER = "jobs@example.com"
+FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:reports"
+QUEUE = "arn:aws:sqs:eu-west-1:123456789012:orders"
+BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/default"
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    app = App(outdir=str(tmp_path_factory.mktemp("configured")))
+    stack = ChronoqStack(
+        app,
+        "Chronoq",
+        email_sender=SENDER,
+        target_access=TargetAccess(
+            lambda_functions=[FUNCTION],
+            queues=[QUEUE],
+            topics=[],
+            event_buses=[BUS],
+            output_buckets=["team-reports"],
+        ),
+    )
+    return Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
+
+
+def test_given_an_email_sender_when_synthesized_then_the_notifier_sends_only_from_it(
+    configured: Synthesis,
+) -> None:
+    notifier = configured.stack.notifications.function
+    variables = configured.resource(notifier)["Properties"]["Environment"]["Variables"]
+    from_sender = json.dumps({"StringEquals": {"ses:FromAddress": SENDER}}, sort_keys=True)
+
+    assert variables[r.ENV_EMAIL_SENDER] == SENDER
+    assert {g for g in grants(configured.role_statements(notifier)) if g[0].startswith("ses:")} == {
+        ("ses:SendEmail", "*", from_sender),
+        ("ses:SendRawEmail", "*", from_sender),
+    }
+
+
+def test_given_listed_targets_when_synthesized_then_the_runner_invokes_only_those_functions(
+    configured: Synthesis,
+) -> None:
+    granted = grants(configured.role_statements(configured.stack.execution.runner))
+
+    assert {g for g in granted if g[0].startswith("lambda:")} == {
+        ("lambda:InvokeFunction", FUNCTION, "null")
+    }
+
+
+def test_given_listed_targets_when_synthesized_then_the_state_machine_delivers_only_to_those(
+    configured: Synthesis,
+) -> None:
+    granted = grants(configured.role_statements(configured.stack.execution.state_machine))
+
+    assert {
+        g for g in granted if g[0] in ("sqs:SendMessage", "sns:Publish", "events:PutEvents")
+    } == {
+        ("sqs:SendMessage", QUEUE, "null"),  # and no topic at all: the list is empty
+        ("events:PutEvents", BUS, "null"),
+    }
+
+
+def test_given_output_buckets_when_synthesized_then_the_runner_writes_and_the_api_reads_them(
+    configured: Synthesis,
+) -> None:
+    stack = configured.stack
+    outputs = f"${{{configured.logical_id(stack.storage.outputs)}.Arn}}/*"
+    extra = "arn:${AWS::Partition}:s3:::team-reports/*"
+    runner = grants(configured.role_statements(stack.execution.runner))
+    api = grants(configured.role_statements(stack.api.function))
+
+    assert {g for g in runner if g[0].startswith("s3:")} == {
+        ("s3:PutObject", outputs, "null"),
+        ("s3:PutObject", extra, "null"),
+    }
+    assert {g for g in api if g[0].startswith("s3:")} == {
+        ("s3:GetObject", outputs, "null"),
+        ("s3:GetObject", extra, "null"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ({}, None),
+        ({"queue_targets": ""}, []),
+        ({"queue_targets": "arn:a, arn:b"}, ["arn:a", "arn:b"]),
+        ({"queue_targets": ["arn:a", "arn:b"]}, ["arn:a", "arn:b"]),
+    ],
+)
+def test_given_a_list_in_the_context_when_read_then_text_and_lists_both_work(
+    context: dict[str, object], expected: list[str] | None, tmp_path: Path
+) -> None:
+    app = App(outdir=str(tmp_path), context=context)
+
+    assert context_list(app.node, "queue_targets") == expected
+    assert TargetAccess.from_context(app.node).queues == expected
