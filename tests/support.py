@@ -23,9 +23,16 @@ def load_event(name: str) -> dict[str, Any]:
 
 
 def api_event(
-    name: str, *, user: str = "alice", body: Any = None, path: str | None = None
+    name: str,
+    *,
+    user: str = "alice",
+    body: Any = None,
+    path: str | None = None,
+    method: str | None = None,
 ) -> dict[str, Any]:
     event = load_event(f"api/{name}")
+    if method is not None:
+        event["requestContext"]["http"]["method"] = method
     event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
     if body is not None:
         event["body"] = json.dumps(body)

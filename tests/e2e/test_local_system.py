@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import time
 from datetime import UTC, datetime, timedelta
 
-from tests.e2e.conftest import Local, wait_for_runs
+from chronoq.notify import verify
+
+from tests.e2e.conftest import CHRONOQ, Local, wait_for_runs
 from tests.e2e.scenarios import parse
-from tests.support import Sink
+from tests.support import Sink, wait_for
 
 
 def test_given_an_at_job_five_seconds_ahead_when_its_time_comes_then_the_target_is_called_once_on_time(
@@ -102,8 +107,8 @@ def test_given_an_every_minute_cron_when_two_minutes_pass_then_it_fires_once_a_m
     assert len(hits) in (2, 3)  # a third may have fired while we read the history
 
 
-def test_given_a_python_task_that_fails_twice_when_it_runs_then_the_third_attempt_succeeds(
-    local: Local,
+def test_given_a_python_task_that_fails_twice_when_it_runs_then_the_third_attempt_succeeds_and_its_webhook_gets_one_signed_notification(
+    local: Local, sink: Sink
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     status, job = local.call(
@@ -123,6 +128,7 @@ def test_given_a_python_task_that_fails_twice_when_it_runs_then_the_third_attemp
                 "backoff_rate": 2.0,
                 "jitter": False,
             },
+            "notify": {"on": ["SUCCEEDED", "FAILED"], "webhook": sink.url + "/notify"},
         },
     )
     assert status == 201
@@ -137,3 +143,24 @@ def test_given_a_python_task_that_fails_twice_when_it_runs_then_the_third_attemp
     ]
     assert run["attempts"][0]["error"] == "RuntimeError: attempt 1 fails; attempt 3 will succeed"
     assert run["output"] == '{"result":{"attempt":3}}'
+
+    (hit,) = wait_for(lambda: sink.hits_to("/notify"), timeout=20)
+    _, secret = local.call("GET", "/notifications/secret")
+    assert verify(secret["secret"], hit.headers["X-Chronoq-Signature"], hit.body, time.time())
+    notification = json.loads(hit.body)
+    assert (notification["run_id"], notification["status"]) == (run["id"], "SUCCEEDED")
+    assert notification["attempts"] == 3
+    wait_for(lambda: local.call("GET", f"/runs/{run['id']}")[1]["notifications"], timeout=10)
+    assert len(sink.hits_to("/notify")) == 1  # one notification, however often the run changed
+
+    logs = subprocess.run(
+        [CHRONOQ, "runs", "logs", run["id"], "--api", local.url, "--token", local.token("alice")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    assert [line.split("] ", 1)[1] for line in logs if "flaky task" in line] == [
+        "INFO attempt 1 of a flaky task",
+        "INFO attempt 2 of a flaky task",
+        "INFO attempt 3 of a flaky task",
+    ]

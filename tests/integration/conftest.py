@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app, ids
+from chronoq import app
 from chronoq import resources as r
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import StreamPoller, stream_filter
@@ -48,8 +48,9 @@ class Harness:
         return answer["statusCode"], json.loads(answer["body"]) if answer.get("body") else None
 
     def create_job(self, target: dict[str, Any], **extra: Any) -> dict[str, Any]:
-        """POST a one-time job for a moment from now (no retries unless ``extra`` says)."""
-        at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+        """POST a one-time job for tomorrow (no retries unless ``extra`` says); ``run`` runs
+        it now."""
+        at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
         body = {
             "name": "t",
             "schedule": {"type": "at", "at": at.isoformat()},
@@ -62,13 +63,19 @@ class Harness:
         return dict(job)
 
     def run(self, job: dict[str, Any], timeout: float = 20) -> Run:
-        """Deliver the job's next run to the worker and wait for it to end."""
+        """Trigger a run of the job, deliver it to the worker and wait for it to end."""
         service = app.build()
-        at = datetime.fromisoformat(job["next_run_at"])
-        run_id = ids.run_id(job["id"], at)
+        status, triggered = self.api(
+            api_event(
+                "get_job", user=job["owner"], path=f"/jobs/{job['id']}/trigger", method="POST"
+            )
+        )
+        assert status == 202, triggered
+        run_id = triggered["id"]
+        at = datetime.fromisoformat(triggered["scheduled_at"])
         event = load_event("worker/sqs_batch")
         event["Records"][0]["body"] = RunMessage(
-            job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=at
+            job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=datetime.now(UTC)
         ).model_dump_json()
         self.invoke(r.WORKER_FUNCTION, event)
 

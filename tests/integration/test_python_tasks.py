@@ -7,18 +7,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app, ids
 from chronoq import resources as r
 from chronoq.local.lambdas import FunctionError
-from chronoq.models import RunMessage, RunStatus
-from chronoq.service import Chronoq
+from chronoq.models import RunStatus
 
 from tests.integration.conftest import Harness
-from tests.support import api_event, load_event, wait_for
+from tests.support import api_event, load_event
 
 
 def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) -> tuple[int, Any]:
-    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
     return harness.api(
         api_event(
             "create_at_job",
@@ -34,25 +32,8 @@ def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) 
 
 
 def run_it(harness: Harness, job: dict[str, Any]) -> Any:
-    """Deliver the job's run to the worker and wait for it to end."""
-    service: Chronoq = app.build()
-    at = datetime.fromisoformat(job["next_run_at"])
-    run_id = ids.run_id(job["id"], at)
-    event = load_event("worker/sqs_batch")
-    event["Records"][0]["body"] = RunMessage(
-        job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=at
-    ).model_dump_json()
-    harness.invoke(r.WORKER_FUNCTION, event)
-
-    def ended() -> Any:
-        found = service.get_run("alice", run_id)
-        return (
-            found
-            if found.status not in (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SCHEDULED)
-            else None
-        )
-
-    return wait_for(ended)
+    """Run the job now and wait for the run to end."""
+    return harness.run(job)
 
 
 @pytest.mark.parametrize(

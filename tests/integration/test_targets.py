@@ -78,7 +78,7 @@ def test_given_a_lambda_target_when_run_then_the_function_gets_the_run_context_a
     assert output["event"] == {
         "job_id": job["id"],
         "run_id": run.id,
-        "scheduled_at": job["next_run_at"].replace("+00:00", "Z"),
+        "scheduled_at": run.scheduled_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "attempt": 1,
     }
     assert any("| handling" in line for line in logs_of(run.id))  # the function's own log

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -49,15 +50,24 @@ class Runner:
     def attempt(self, request: AttemptRequest) -> dict[str, str]:
         """Run the target once; keep its log whatever happens, and its output if it
         succeeded. Raises when the attempt failed."""
+        return self._keeping(request, lambda log: self._run(request, log))
+
+    def _keeping(
+        self, request: AttemptRequest | CollectRequest, work: Callable[[targets.Log], Any]
+    ) -> dict[str, str]:
+        """Do ``work``, then keep the lines it logged (whatever happened) and its result."""
         lines, log = targets.lines_collector(request.attempt)
         try:
-            result = self._run(request, log)
+            result = work(log)
         finally:
             self.artifacts.append_logs(
                 request.job_id, request.run_id, request.attempt, lines, request.output_location
             )
         return self.artifacts.save_output(
-            request.job_id, request.run_id, json.dumps(result), request.output_location
+            request.job_id,
+            request.run_id,
+            json.dumps(result, separators=(",", ":")),
+            request.output_location,
         )
 
     def _run(self, request: AttemptRequest, log: targets.Log) -> Any:
@@ -101,15 +111,7 @@ class Runner:
         return {"task_definition": arn}
 
     def collect_container(self, request: CollectRequest) -> dict[str, str]:
-        lines, log = targets.lines_collector(request.attempt)
-        try:
-            result = targets.collect_container(
-                aws.client("logs"), request.task, self.settings.container_log_group, log
-            )
-        finally:
-            self.artifacts.append_logs(
-                request.job_id, request.run_id, request.attempt, lines, request.output_location
-            )
-        return self.artifacts.save_output(
-            request.job_id, request.run_id, json.dumps(result), request.output_location
+        logs, group = aws.client("logs"), self.settings.container_log_group
+        return self._keeping(
+            request, lambda log: targets.collect_container(logs, request.task, group, log)
         )

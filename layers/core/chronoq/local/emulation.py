@@ -117,18 +117,21 @@ def run_containers_as_subprocesses(region: str) -> None:
             output, _ = process.communicate()
             reason = "Task stopped at its timeout"
         processes.pop(task.task_arn, None)
-        logs = boto3.client("logs", region_name=region)
         stream = container_log_stream(task.task_arn)
-        lines = output.decode(errors="replace").splitlines() or []
-        if group:
-            logs.create_log_stream(logGroupName=group, logStreamName=stream)
-            if lines:
-                now = int(time.time() * 1000)
-                logs.put_log_events(
-                    logGroupName=group,
-                    logStreamName=stream,
-                    logEvents=[{"timestamp": now, "message": line} for line in lines],
-                )
+        lines = output.decode(errors="replace").splitlines()
+        try:
+            if group:
+                logs = boto3.client("logs", region_name=region)
+                logs.create_log_stream(logGroupName=group, logStreamName=stream)
+                if lines:
+                    now = int(time.time() * 1000)
+                    logs.put_log_events(
+                        logGroupName=group,
+                        logStreamName=stream,
+                        logEvents=[{"timestamp": now, "message": line} for line in lines],
+                    )
+        except Exception:  # the local AWS was stopped meanwhile: nobody is left to read them
+            return
         task.containers[0].exitCode = process.returncode
         if task.stopped_reason == "":
             task.stopped_reason = reason

@@ -1,0 +1,150 @@
+"""Notifications of ended runs, fed by the runs table's stream: the SNS topic with filterable
+attributes, signed webhooks verified by a real receiving server, e-mail through SES."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from chronoq import resources as r
+from chronoq.local.aws import ACCOUNT, REGION
+from chronoq.models import RunStatus
+from chronoq.notify import verify
+
+from tests.integration.conftest import Harness
+from tests.support import Sink, api_event, load_event
+
+
+def python_target(task: str, **args: Any) -> dict[str, Any]:
+    return {"type": "python", "task": f"chronoq.tasks:{task}", "args": args}
+
+
+def subscribe(harness: Harness, policy: dict[str, Any] | None = None) -> str:
+    """An SQS queue subscribed to the deployment's topic (with a filter policy)."""
+    sqs = harness.aws.client("sqs")
+    url = sqs.create_queue(QueueName="ops")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    attributes = {"FilterPolicy": json.dumps(policy)} if policy else {}
+    harness.aws.client("sns").subscribe(
+        TopicArn=harness.aws.env[r.ENV_TOPIC_ARN],
+        Protocol="sqs",
+        Endpoint=arn,
+        Attributes=attributes,
+    )
+    return str(url)
+
+
+def received(harness: Harness, url: str) -> list[dict[str, Any]]:
+    answer = harness.aws.client("sqs").receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    return [json.loads(m["Body"]) for m in answer.get("Messages", [])]
+
+
+def test_given_runs_that_end_when_notified_then_the_topic_gets_each_with_filterable_attributes(
+    harness: Harness,
+) -> None:
+    url = subscribe(harness, policy={"status": ["FAILED"], "owner": ["alice"]})
+    failed = harness.run(harness.create_job(python_target("fail")))
+    harness.run(harness.create_job(python_target("echo")))  # SUCCEEDED: filtered out
+
+    harness.notify()
+
+    (envelope,) = received(harness, url)
+    attributes = {k: v["Value"] for k, v in envelope["MessageAttributes"].items()}
+    assert attributes == {"job_id": failed.job_id, "owner": "alice", "status": "FAILED"}
+    document = json.loads(envelope["Message"])
+    assert (document["run_id"], document["status"]) == (failed.id, "FAILED")
+    assert document["error"].startswith("RuntimeError")
+
+
+def test_given_a_webhook_when_a_run_fails_then_it_receives_one_request_signed_with_the_owners_secret(
+    harness: Harness, sink: Sink
+) -> None:
+    job = harness.create_job(
+        python_target("fail"), notify={"on": ["FAILED"], "webhook": sink.url + "/chronoq"}
+    )
+    run = harness.run(job)
+
+    harness.notify()
+    harness.notify()  # nothing more: the run ended once
+
+    (hit,) = sink.hits_to("/chronoq")
+    status, secret = harness.api(api_event("get_run", path="/notifications/secret"))
+    assert status == 200
+    assert verify(secret["secret"], hit.headers[r.SIGNATURE_HEADER], hit.body, now=time.time())
+    assert not verify(
+        secret["secret"], hit.headers[r.SIGNATURE_HEADER], hit.body + b" ", time.time()
+    )
+    _, bobs = harness.api(api_event("get_run", path="/notifications/secret", user="bob"))
+    assert not verify(bobs["secret"], hit.headers[r.SIGNATURE_HEADER], hit.body, time.time())
+    assert hit.headers[r.DELIVERY_HEADER] == f"{run.id}:FAILED"
+    assert json.loads(hit.body)["job_id"] == job["id"]
+    outcome = harness.api(api_event("get_run", path=f"/runs/{run.id}"))[1]["notifications"]
+    assert outcome["webhook"] == "delivered (HTTP 200, attempt 1)"
+
+
+def test_given_a_failing_webhook_when_notified_then_it_is_retried_until_it_answers(
+    harness: Harness, sink: Sink
+) -> None:
+    sink.statuses = [503, 500]
+    job = harness.create_job(
+        python_target("echo"), notify={"on": ["SUCCEEDED"], "webhook": sink.url}
+    )
+    run = harness.run(job)
+
+    harness.notify()
+
+    assert len(sink.hits) == 3
+    assert len({h.body for h in sink.hits}) == 1
+    outcome = harness.api(api_event("get_run", path=f"/runs/{run.id}"))[1]["notifications"]
+    assert outcome["webhook"] == "delivered (HTTP 200, attempt 3)"
+
+
+def test_given_a_status_the_job_did_not_ask_for_when_the_run_ends_then_no_webhook_is_called(
+    harness: Harness, sink: Sink
+) -> None:
+    job = harness.create_job(python_target("echo"), notify={"webhook": sink.url})  # default on
+
+    run = harness.run(job)
+    harness.notify()
+
+    assert run.status is RunStatus.SUCCEEDED
+    assert sink.hits == []
+
+
+def test_given_an_email_when_a_run_times_out_then_ses_sends_it(harness: Harness) -> None:
+    from moto.ses.models import ses_backends
+
+    job = harness.create_job(
+        python_target("sleep", seconds=5),
+        timeout_seconds=1,
+        notify={"on": ["TIMED_OUT"], "email": "oncall@example.com"},
+    )
+    run = harness.run(job)
+
+    harness.notify()
+
+    assert run.status is RunStatus.TIMED_OUT
+    (sent,) = ses_backends[ACCOUNT][REGION].sent_messages
+    assert sent.destinations["ToAddresses"] == ["oncall@example.com"]
+    assert sent.subject == "[chronoq] t: run TIMED_OUT"
+    assert f"run_id: {run.id}" in sent.body
+
+
+def test_given_the_sample_stream_event_when_the_notifier_gets_it_then_it_publishes_the_failure(
+    harness: Harness,
+) -> None:
+    url = subscribe(harness)
+
+    answer = harness.invoke(r.NOTIFIER_FUNCTION, load_event("notifier/run_finished"))
+
+    assert answer == {"batchItemFailures": []}
+    (envelope,) = received(harness, url)
+    document = json.loads(envelope["Message"])
+    assert document["status"] == "FAILED"
+    assert document["error"] == (
+        "TargetError: POST https://example.com/hooks/report answered HTTP 503"
+    )
+    assert document["job_name"] is None  # the job is not (or no longer) stored
