@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app
+from chronoq import app, ids
 from chronoq import resources as r
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import StreamPoller, stream_filter
@@ -62,6 +62,19 @@ class Harness:
         assert status == 201, job
         return dict(job)
 
+    def deliver(self, run_id: str) -> None:
+        """Hand a run's message to the worker, as the queue poller would."""
+        run = app.build().store.get_run(ids.job_id_of_run(run_id), run_id)
+        assert run is not None
+        event = load_event("worker/sqs_batch")
+        event["Records"][0]["body"] = RunMessage(
+            job_id=run.job_id,
+            run_id=run_id,
+            scheduled_at=run.scheduled_at,
+            queued_at=datetime.now(UTC),
+        ).model_dump_json()
+        self.invoke(r.WORKER_FUNCTION, event)
+
     def run(self, job: dict[str, Any], timeout: float = 20) -> Run:
         """Trigger a run of the job, deliver it to the worker and wait for it to end."""
         service = app.build()
@@ -72,12 +85,7 @@ class Harness:
         )
         assert status == 202, triggered
         run_id = triggered["id"]
-        at = datetime.fromisoformat(triggered["scheduled_at"])
-        event = load_event("worker/sqs_batch")
-        event["Records"][0]["body"] = RunMessage(
-            job_id=job["id"], run_id=run_id, scheduled_at=at, queued_at=datetime.now(UTC)
-        ).model_dump_json()
-        self.invoke(r.WORKER_FUNCTION, event)
+        self.deliver(run_id)
 
         def ended() -> Run | None:
             found = service.get_run(job["owner"], run_id)

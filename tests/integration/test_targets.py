@@ -295,3 +295,29 @@ def test_given_a_bad_target_when_a_job_is_created_then_422_names_the_field(
 
     assert status == 422
     assert field in [e["field"] for e in answer["errors"]]
+
+
+def test_given_a_running_container_when_its_run_is_cancelled_then_the_task_is_stopped(
+    harness: Harness,
+) -> None:
+    marker = f"sleep 41.{os.getpid()}"
+    job = harness.create_job(
+        {"type": "container", "image": "alpine", "command": ["sh", "-c", marker]}
+    )
+    service = app.build()
+    status, triggered = harness.api(
+        api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
+    )
+    assert status == 202
+    run_id = triggered["id"]
+    harness.deliver(run_id)
+    wait_for(lambda: _running(marker))
+
+    status, cancelled = harness.api(
+        api_event("get_run", path=f"/runs/{run_id}/cancel", method="POST")
+    )
+
+    assert status == 200
+    assert cancelled["status"] == "CANCELLED"
+    assert wait_for(lambda: not _running(marker), timeout=10)
+    assert service.get_run("alice", run_id).status is RunStatus.CANCELLED

@@ -16,6 +16,8 @@ import boto3
 from chronoq import aws as chronoq_aws
 from chronoq import resources as r
 from chronoq.local.emulation import (
+    LOCAL_SECURITY_GROUP,
+    LOCAL_SUBNET,
     parse_each_definition_once,
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
@@ -55,7 +57,14 @@ class LocalAWS:
             os.environ[key] = "local"
         os.environ.pop("AWS_PROFILE", None)
         os.environ.pop("AWS_ENDPOINT_URL", None)
-        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock = mock_aws(
+            config={
+                "stepfunctions": {"execute_state_machine": True},
+                # Keep boto3's default session (and the service models it has loaded) from
+                # one start to the next: the credentials are the same fake ones every time.
+                "core": {"reset_boto3_session": False},
+            }
+        )
         self._mock.start()
         chronoq_aws.reset()
         reuse_state_machine_clients()
@@ -220,13 +229,9 @@ class LocalAWS:
         env[r.ENV_CONTAINER_LOG_GROUP] = group
         env[r.ENV_CONTAINER_EXECUTION_ROLE_ARN] = role
         env[r.ENV_CONTAINER_TASK_ROLE_ARN] = role
-        ec2 = self.client("ec2")
-        subnets = [s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]][:2]
-        group_id = ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0][
-            "GroupId"
-        ]
+        # Placeholders: tasks run in the default VPC (see emulation.run_containers_as_subprocesses).
         return {
             r.ASL_CONTAINER_CLUSTER: cluster,
-            r.ASL_CONTAINER_SUBNETS: ",".join(subnets),
-            r.ASL_CONTAINER_SECURITY_GROUP: group_id,
+            r.ASL_CONTAINER_SUBNETS: LOCAL_SUBNET,
+            r.ASL_CONTAINER_SECURITY_GROUP: LOCAL_SECURITY_GROUP,
         }

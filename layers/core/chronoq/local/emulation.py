@@ -86,6 +86,21 @@ def parse_each_definition_once() -> None:
     entrypoint.cached = True  # type: ignore[attr-defined]
     ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
 
+    # Creating a state machine validates its definition by parsing it too: a definition
+    # found valid once stays valid.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    validate = StepFunctionsParserBackend._validate_definition
+    StepFunctionsParserBackend._validate_definition = staticmethod(  # type: ignore[method-assign]
+        functools.lru_cache(maxsize=64)(validate)
+    )
+
+
+#: The network the local state machine names for container tasks; they run in moto's default
+#: VPC, looked up when the first task runs (creating it costs more than starting the rest).
+LOCAL_SUBNET = "subnet-chronoq-local"
+LOCAL_SECURITY_GROUP = "sg-chronoq-local"
+
 
 def run_containers_as_subprocesses(region: str) -> None:
     """ECS on moto records tasks but runs nothing. Locally a task's command runs as a
@@ -220,9 +235,17 @@ def _pass_ecs_parameters_as_the_api_names_them() -> None:
         normalised_parameters: dict[str, Any],
         state_credentials: Any,
     ) -> None:
-        answer = client(resource_runtime_part, state_credentials).run_task(
-            **_lower_camel(normalised_parameters)
-        )
+        parameters = _lower_camel(normalised_parameters)
+        network = parameters.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
+        if network.get("subnets") == [LOCAL_SUBNET]:
+            ec2: Any = ecs.boto_client_for(  # type: ignore[attr-defined]
+                region=resource_runtime_part.region, service="ec2", state_credentials=None
+            )
+            network["subnets"] = [ec2.describe_subnets()["Subnets"][0]["SubnetId"]]
+            network["securityGroups"] = [
+                ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0]["GroupId"]
+            ]
+        answer = client(resource_runtime_part, state_credentials).run_task(**parameters)
         if answer.get("failures") or not answer.get("tasks"):
             raise RuntimeError(f"ECS RunTask failed: {answer.get('failures')}")
         env.stack.append(_upper_camel({"Tasks": answer["tasks"]}))
@@ -243,7 +266,25 @@ def _pass_ecs_parameters_as_the_api_names_them() -> None:
             )["tasks"][0]
             return _upper_camel(task) if task["lastStatus"] == "STOPPED" else None
 
+        def stop() -> None:
+            ecs_client.stop_task(
+                cluster=submitted["ClusterArn"],
+                task=submitted["TaskArn"],
+                reason="Step Functions execution stopped",
+            )
+
+        resolve.stop = stop  # type: ignore[attr-defined]
         return resolve
+
+    original_eval_sync = ecs.StateTaskServiceEcs._eval_sync
+
+    def _eval_sync(self: Any, env: Any, sync_resolver: Any, **kwargs: Any) -> Any:
+        """As Step Functions does, stop the task when the execution is stopped."""
+        outcome = original_eval_sync(self, env=env, sync_resolver=sync_resolver, **kwargs)
+        if not env.is_running() and hasattr(sync_resolver, "stop"):
+            sync_resolver.stop()
+        return outcome
 
     ecs.StateTaskServiceEcs._eval_service_task = _eval_service_task  # type: ignore[method-assign]
     ecs.StateTaskServiceEcs._build_sync_resolver = _build_sync_resolver  # type: ignore[method-assign]
+    ecs.StateTaskServiceEcs._eval_sync = _eval_sync  # type: ignore[method-assign,assignment]
