@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -408,3 +410,26 @@ def test_given_attempts_that_time_out_when_retried_then_each_is_killed_and_the_r
     assert run.status is RunStatus.TIMED_OUT
     assert [a.outcome for a in run.attempts] == ["States.Timeout", "States.Timeout"]
     assert all(1 <= (a.finished_at - a.started_at).total_seconds() < 3 for a in run.attempts)
+
+
+def test_given_two_workers_getting_the_same_run_at_once_when_they_start_it_then_it_executes_once(
+    harness: Harness, sink: Sink
+) -> None:
+    service = app.build()
+    job, at = make_job(service, sink)
+    message = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
+    barrier = threading.Barrier(2)
+
+    def worker() -> Any:
+        barrier.wait()
+        return harness.invoke(r.WORKER_FUNCTION, worker_event(message))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = list(pool.map(lambda _: worker(), range(2)))
+
+    assert answers == [{"batchItemFailures": []}] * 2
+    assert finished_run(service, message.run_id).status is RunStatus.SUCCEEDED
+    assert len(executions(harness)) == 1
+    assert len(sink.hits) == 1

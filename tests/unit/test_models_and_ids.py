@@ -130,3 +130,55 @@ def test_given_a_job_when_building_the_execution_input_then_it_is_the_same_every
         == "2026-11-25T21:48:00Z"
     )
     assert execution_input(job, run, now)["target"]["url"] == "https://example.com/hook"
+
+
+CONTAINER = {"type": "container", "image": "alpine", "command": ["true"]}
+
+
+def test_given_a_container_target_when_its_timeout_is_hours_then_it_is_accepted() -> None:
+    spec = JobSpec.model_validate({**SPEC, "target": CONTAINER, "timeout_seconds": 6 * 3600})
+
+    assert spec.timeout_seconds == 6 * 3600
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        SPEC["target"],
+        {"type": "python", "task": "chronoq.tasks:echo"},
+        {"type": "lambda", "function_arn": "arn:aws:lambda:us-east-1:123456789012:function:f"},
+    ],
+)
+def test_given_a_target_run_by_lambda_when_its_timeout_exceeds_900_then_it_is_refused(
+    target: dict[str, object],
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        JobSpec.model_validate({**SPEC, "target": target, "timeout_seconds": 901})
+
+    assert [e["loc"] for e in raised.value.errors()] == [("timeout_seconds",)]
+
+
+def test_given_message_targets_when_prepared_then_strings_go_as_they_are_and_the_rest_as_json() -> (
+    None
+):
+    job = Job.model_validate(
+        {
+            **SPEC,
+            "target": {"type": "sqs", "queue_url": "https://q/123456789012/q", "message": "hi"},
+            "id": "job_0123456789abcdef",
+            "owner": "alice",
+            "state": JobState.ACTIVE,
+            "version": 1,
+            "created_at": datetime(2030, 1, 1, tzinfo=UTC),
+            "updated_at": datetime(2030, 1, 1, tzinfo=UTC),
+        }
+    )
+    at = datetime(2030, 1, 1, 8, tzinfo=UTC)
+
+    assert execution_input(job, "r", at)["delivery"] == {"message": "hi"}
+    as_json = job.model_copy(update={"target": job.target.model_copy(update={"message": {"a": 1}})})
+    assert execution_input(as_json, "r", at)["delivery"] == {"message": '{"a": 1}'}
+    container = job.model_copy(
+        update={"target": JobSpec.model_validate({**SPEC, "target": CONTAINER}).target}
+    )
+    assert execution_input(container, "r", at)["delivery"] == {"heartbeat_seconds": 300}

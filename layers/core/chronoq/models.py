@@ -332,7 +332,7 @@ class ContainerTarget(_Model):
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory: int = Field(default=512, ge=512, le=30720)
     environment: dict[str, str] = Field(default_factory=dict, max_length=50)
-    heartbeat_seconds: int | None = Field(default=None, ge=10, le=MAX_TIMEOUT_SECONDS)
+    heartbeat_seconds: int | None = Field(default=None, ge=10, le=r.MAX_CONTAINER_TIMEOUT_SECONDS)
 
     @field_validator("environment")
     @classmethod
@@ -407,7 +407,9 @@ class JobSpec(_Model):
     schedule: Schedule
     target: Target
     priority: Priority = Priority.NORMAL
-    timeout_seconds: int = Field(default=DEFAULT_TIMEOUT_SECONDS, ge=1, le=MAX_TIMEOUT_SECONDS)
+    timeout_seconds: int = Field(
+        default=DEFAULT_TIMEOUT_SECONDS, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS
+    )
     concurrency: Concurrency = Concurrency.ALLOW
     start_deadline_seconds: int = Field(
         default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
@@ -417,6 +419,17 @@ class JobSpec(_Model):
     #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
     #: (default: the deployment's bucket).
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
+
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _within_the_targets_limit(cls, value: int, info: ValidationInfo) -> int:
+        target = info.data.get("target")
+        if value > MAX_TIMEOUT_SECONDS and not isinstance(target, ContainerTarget):
+            raise ValueError(
+                f"must be at most {MAX_TIMEOUT_SECONDS} for this target (only container targets"
+                f" may run up to {r.MAX_CONTAINER_TIMEOUT_SECONDS})"
+            )
+        return value
 
 
 class Job(JobSpec):
@@ -449,7 +462,7 @@ class JobPatch(_Model):
     schedule: Schedule | None = None
     target: Target | None = None
     priority: Priority | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_SECONDS)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS)
     concurrency: Concurrency | None = None
     start_deadline_seconds: int | None = Field(default=None, ge=1, le=r.MAX_START_DEADLINE_SECONDS)
     retry: RetryPolicy | None = None

@@ -24,6 +24,8 @@ DEFAULT_START_DEADLINE_SECONDS = 900
 MAX_START_DEADLINE_SECONDS = 24 * 3600
 #: Longest timeout the Lambda runner can honour (Lambda's own limit).
 MAX_TIMEOUT_SECONDS = 900
+#: Longest timeout of a container target (a Fargate task has no limit of its own).
+MAX_CONTAINER_TIMEOUT_SECONDS = 24 * 3600
 #: How long dispatched schedule items and finished runs are kept (TTL), in seconds.
 SCHEDULE_RETENTION_SECONDS = 2 * 24 * 3600
 RUN_RETENTION_SECONDS = 90 * 24 * 3600
