@@ -6,10 +6,11 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 - ``task_modules``, ``task_layers``: the deployment's own Python tasks and their layers;
 - ``email_sender``: the SES identity notification e-mails come from (default: no e-mail);
 - ``output_buckets``: names of buckets, besides the deployment's own, jobs may write
-  their output to (default: none);
+  their output to (bucket ARNs and s3:// URIs are read as their buckets' names; default: none);
 - ``lambda_targets``, ``queue_targets``, ``topic_targets``, ``event_bus_targets``: ARNs of
   what lambda, sqs, sns and eventbridge targets may reach (default: any in the deployment's
-  own account and region; an empty list: none).
+  own account and region; an empty list: none). Whatever they allow, targets never reach
+  chronoq's own functions, queues or topic.
 """
 
 from __future__ import annotations

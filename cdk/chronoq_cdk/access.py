@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from aws_cdk import ArnFormat, Stack
 from constructs import Construct, Node
 
+S3_URI = "s3://"
+
 
 @dataclass(frozen=True)
 class TargetAccess:
@@ -24,8 +26,13 @@ class TargetAccess:
     #: Event buses an eventbridge target may put events on (context ``event_bus_targets``).
     event_buses: Sequence[str] | None = None
     #: Names of buckets, besides the deployment's own, that jobs may name as their output
-    #: location (context ``output_buckets``).
+    #: location (context ``output_buckets``; bucket ARNs and s3:// URIs are read as the names
+    #: of their buckets).
     output_buckets: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        names = (bucket_name(b) for b in self.output_buckets)
+        object.__setattr__(self, "output_buckets", tuple(dict.fromkeys(n for n in names if n)))
 
     @classmethod
     def from_context(cls, node: Node) -> TargetAccess:
@@ -69,6 +76,17 @@ class TargetAccess:
             )
             for bucket in self.output_buckets
         ]
+
+
+def bucket_name(value: str) -> str:
+    """The name of the bucket ``value`` names: a name, a bucket or object ARN
+    (``arn:aws:s3:::bucket/key``) or an S3 URI (``s3://bucket/key``)."""
+    value = value.strip()
+    if value.startswith("arn:"):
+        value = value.split(":", 5)[-1]
+    elif value.lower().startswith(S3_URI):
+        value = value[len(S3_URI) :]
+    return value.split("/", 1)[0]
 
 
 def context_list(node: Node, key: str) -> list[str] | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
 from constructs import Construct
@@ -95,4 +97,45 @@ class Execution(Construct):
         if functions:
             iam.Grant.add_to_principal(
                 grantee=self.runner, actions=["lambda:InvokeFunction"], resource_arns=functions
+            )
+
+    def deny_own_resources(
+        self,
+        *,
+        functions: Iterable[lambda_.IFunction],
+        queues: Iterable[sqs.IQueue],
+        topics: Iterable[sns.ITopic],
+    ) -> None:
+        """Keep targets away from chronoq itself, whatever their scopes allow (by default
+        anything in the account and region): the runner may invoke none of ``functions``
+        (its lambda targets), the state machine may send to none of ``queues`` nor publish
+        to any of ``topics`` (its sqs and sns targets).
+
+        The state machine still invokes the runner: that right is its own, not the runner's.
+        """
+        function_arns = [
+            arn for f in functions for arn in (f.function_arn, f"{f.function_arn}:*")
+        ]  # the qualified ARNs (versions, aliases) too
+        # A policy of its own, not the runner role's default policy: the runner (like every
+        # function) waits for its role's default policy, and the other functions wait, through
+        # the state machine, for the runner, so naming them there would be a cycle.
+        assert self.runner.role is not None  # python_function gives each function its role
+        iam.Policy(
+            self,
+            "RunnerDenials",
+            roles=[self.runner.role],
+            statements=[
+                iam.PolicyStatement(
+                    effect=iam.Effect.DENY,
+                    actions=["lambda:InvokeFunction"],
+                    resources=function_arns,
+                )
+            ],
+        )
+        for action, arns in (
+            ("sqs:SendMessage", [q.queue_arn for q in queues]),
+            ("sns:Publish", [t.topic_arn for t in topics]),
+        ):
+            self.state_machine.add_to_role_policy(
+                iam.PolicyStatement(effect=iam.Effect.DENY, actions=[action], resources=arns)
             )

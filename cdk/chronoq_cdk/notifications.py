@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from chronoq import resources as r
 from chronoq.models import TERMINAL_STATUSES
 from constructs import Construct
@@ -21,6 +22,8 @@ from .functions import python_function
 from .storage import Storage
 
 SIGNING_SECRET_LENGTH = 64
+#: Construct id of the queue keeping the stream records the notifier failed on.
+DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
 
 
 def finished_runs() -> Mapping[str, Any]:
@@ -75,6 +78,9 @@ class Notifications(Construct):
             environment={**environment, **self.environment},
         )
         storage.jobs.grant(self.function, "dynamodb:GetItem")  # whom to tell, and how
+        # Which channels a retried record already reached (GetItem), and how each one went
+        # (Store.note_notifications: UpdateItem).
+        storage.runs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.topic.grant_publish(self.function)
         self.grant_read_signing_secret(self.function)
         if email_sender:
@@ -84,6 +90,15 @@ class Notifications(Construct):
                 resource_arns=["*"],  # identities are checked by the sender condition instead
                 conditions={"StringEquals": {"ses:FromAddress": email_sender}},
             )
+        # Records still failing once their retries are spent are kept here (as pointers to
+        # their stream position), not lost.
+        self.dead_letter = sqs.Queue(
+            self,
+            DEAD_LETTER_QUEUE_ID,
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
         self.function.add_event_source(
             sources.DynamoEventSource(
                 storage.runs,
@@ -93,6 +108,7 @@ class Notifications(Construct):
                 bisect_batch_on_error=True,
                 report_batch_item_failures=True,
                 filters=[finished_runs()],
+                on_failure=sources.SqsDlq(self.dead_letter),
             )
         )
 

@@ -57,6 +57,8 @@ class ChronoqStack(Stack):
             r.ENV_SHARDS: str(shards),
             r.ENV_TASK_MODULES: task_modules,
             r.ENV_OUTPUT_BUCKET: self.storage.outputs.bucket_name,
+            # The other buckets an output_location may name ("": only the deployment's own).
+            r.ENV_OUTPUT_BUCKETS: ",".join(access.output_buckets),
             r.ENV_CONTAINER_LOG_GROUP: self.containers.log_group.log_group_name,
             r.ENV_CONTAINER_EXECUTION_ROLE_ARN: self.containers.execution_role.role_arn,
             r.ENV_CONTAINER_TASK_ROLE_ARN: self.containers.task_role.role_arn,
@@ -113,6 +115,16 @@ class ChronoqStack(Stack):
             task_layers=task_layers,
             notifications=self.notifications,
             access=access,
+        )
+        # Targets reach whatever their scopes allow, but never chronoq itself.
+        self.execution.deny_own_resources(
+            functions=self.functions.values(),
+            queues=[
+                *self.queues.by_priority.values(),
+                self.queues.dead_letter,
+                self.notifications.dead_letter,
+            ],
+            topics=[self.notifications.topic],
         )
 
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)

@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq.models import ContainerTarget, RetryPolicy
-from chronoq.retry import decide
+from chronoq.retry import decide, summary
 from chronoq.runner import AttemptRequest, CollectRequest, Runner
 from chronoq.settings import Settings
 from pydantic import BaseModel
@@ -24,6 +24,7 @@ class Failure(BaseModel):
     retry: RetryPolicy
     attempt: int
     error: str
+    cause: str = ""
 
 
 class Prepare(BaseModel):
@@ -34,7 +35,8 @@ class Prepare(BaseModel):
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if "decide" in event:
         failure = Failure.model_validate(event["decide"])
-        return asdict(decide(failure.retry, failure.attempt, failure.error))
+        decision = decide(failure.retry, failure.attempt, failure.error)
+        return {**asdict(decision), "summary": summary(failure.error, failure.cause)}
     runner = Runner(Settings.from_env())
     if "prepare_container" in event:
         return runner.prepare_container(Prepare.model_validate(event["prepare_container"]).target)

@@ -73,7 +73,21 @@ def rendered(value: Any) -> str:
 
 
 def grants(statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    """The statements as (action, resource as text, condition as JSON) triples."""
+    """The Allow statements as (action, resource as text, condition as JSON) triples."""
+    return _triples(allowed(statements))
+
+
+def denials(statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """The Deny statements as (action, resource as text, condition as JSON) triples."""
+    return _triples([s for s in statements if s.get("Effect") == "Deny"])
+
+
+def allowed(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The statements that allow (Allow is IAM's default effect)."""
+    return [s for s in statements if s.get("Effect", "Allow") == "Allow"]
+
+
+def _triples(statements: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
     return {
         (action, rendered(resource), json.dumps(s.get("Condition"), sort_keys=True))
         for s in statements

@@ -12,12 +12,14 @@ from chronoq import resources as r
 from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.stack import ChronoqStack
 
-from tests.infra.synthesis import Synthesis, grants
+from tests.infra.synthesis import Synthesis, denials, grants, rendered
 
 SENDER = "jobs@example.com"
 FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:reports"
 QUEUE = "arn:aws:sqs:eu-west-1:123456789012:orders"
 BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/default"
+#: Output buckets as the context may give them: by name, ARN or s3:// URI.
+OUTPUT_BUCKETS = ["team-reports", "arn:aws:s3:::archive/*", "s3://exports/daily/"]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
             queues=[QUEUE],
             topics=[],
             event_buses=[BUS],
-            output_buckets=["team-reports"],
+            output_buckets=OUTPUT_BUCKETS,
         ),
     )
     return Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
@@ -80,18 +82,67 @@ def test_given_output_buckets_when_synthesized_then_the_runner_writes_and_the_ap
 ) -> None:
     stack = configured.stack
     outputs = f"${{{configured.logical_id(stack.storage.outputs)}.Arn}}/*"
-    extra = "arn:${AWS::Partition}:s3:::team-reports/*"
+    extra = [f"arn:${{AWS::Partition}}:s3:::{b}/*" for b in ("team-reports", "archive", "exports")]
     runner = grants(configured.role_statements(stack.execution.runner))
     api = grants(configured.role_statements(stack.api.function))
 
     assert {g for g in runner if g[0].startswith("s3:")} == {
         ("s3:PutObject", outputs, "null"),
-        ("s3:PutObject", extra, "null"),
+        *(("s3:PutObject", arn, "null") for arn in extra),
     }
     assert {g for g in api if g[0].startswith("s3:")} == {
         ("s3:GetObject", outputs, "null"),
-        ("s3:GetObject", extra, "null"),
+        *(("s3:GetObject", arn, "null") for arn in extra),
     }
+
+
+def test_given_output_buckets_as_names_arns_and_uris_when_synthesized_then_the_api_is_told_their_names(
+    configured: Synthesis,
+) -> None:
+    api = configured.stack.api.function
+    variables = configured.resource(api)["Properties"]["Environment"]["Variables"]
+
+    assert variables[r.ENV_OUTPUT_BUCKETS] == "team-reports,archive,exports"
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ({}, ()),
+        ({"output_buckets": ""}, ()),
+        ({"output_buckets": []}, ()),
+        ({"output_buckets": "team-reports"}, ("team-reports",)),
+        (
+            {"output_buckets": "arn:aws:s3:::a, arn:aws-cn:s3:::b/logs/*, s3://c, S3://d/x/y"},
+            ("a", "b", "c", "d"),
+        ),
+        ({"output_buckets": ["a", "s3://a/x", "arn:aws:s3:::a"]}, ("a",)),
+    ],
+)
+def test_given_output_buckets_in_the_context_when_read_then_they_are_bucket_names(
+    context: dict[str, object], expected: tuple[str, ...], tmp_path: Path
+) -> None:
+    app = App(outdir=str(tmp_path), context=context)
+
+    assert TargetAccess.from_context(app.node).output_buckets == expected
+
+
+def test_given_listed_targets_when_synthesized_then_chronoq_itself_stays_out_of_their_reach(
+    configured: Synthesis,
+) -> None:
+    stack = configured.stack
+    runner = denials(configured.role_statements(stack.execution.runner))
+    state_machine = denials(configured.role_statements(stack.execution.state_machine))
+
+    assert {d[1] for d in runner if d[0] == "lambda:InvokeFunction"} >= {
+        rendered(configured.arn(f)) for f in stack.functions.values()
+    }
+    assert {d[1] for d in state_machine if d[0] == "sqs:SendMessage"} >= {
+        rendered(configured.arn(q)) for q in stack.queues.by_priority.values()
+    }
+    assert ("sns:Publish", rendered(configured.ref(stack.notifications.topic)), "null") in (
+        state_machine
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from chronoq import resources as r
 
-from tests.infra.synthesis import Synthesis, grants, rendered
+from tests.infra.synthesis import Synthesis, allowed, denials, grants, rendered
 
 
 def _files(directory: Path) -> set[Path]:
@@ -30,6 +30,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_SHARDS: str(r.DEFAULT_SHARDS),
         r.ENV_TASK_MODULES: "",  # no task modules of its own by default
         r.ENV_OUTPUT_BUCKET: synth.ref(stack.storage.outputs),
+        r.ENV_OUTPUT_BUCKETS: "",  # no other bucket than its own by default
         r.ENV_TOPIC_ARN: synth.ref(stack.notifications.topic),
         r.ENV_SIGNING_SECRET_ARN: synth.ref(stack.notifications.signing_secret),
         r.ENV_EMAIL_SENDER: "",  # no e-mail unless the deployment names a sender
@@ -181,12 +182,14 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             tables[r.RUNS_TABLE.id],  # its stream
             stack.notifications.topic,
             secret,
+            stack.notifications.dead_letter,  # records failing after their retries
         ],
     }
 
     assert set(expected) == {f.name for f in r.FUNCTIONS}
     for name, constructs in expected.items():
-        reached = _logical_ids([s["Resource"] for s in _role_statements(synth, name)])
+        statements = allowed(_role_statements(synth, name))
+        reached = _logical_ids([s["Resource"] for s in statements])
         reached = {ref for ref in reached if not ref.startswith("AWS::")}  # pseudo parameters
         assert reached == {synth.logical_id(c) for c in constructs}, name
 
@@ -242,6 +245,37 @@ def test_given_the_runner_role_when_synthesized_then_it_invokes_lambdas_only_in_
             "null",
         )
     }
+
+
+@pytest.mark.parametrize("function", [f.name for f in r.FUNCTIONS])
+def test_given_the_default_lambda_scope_when_synthesized_then_the_runner_may_not_invoke_chronoq_function(
+    synth: Synthesis, function: str
+) -> None:
+    arn = rendered(synth.arn(synth.stack.functions[function]))
+    denied = denials(_role_statements(synth, r.RUNNER_FUNCTION.name))
+
+    assert ("lambda:InvokeFunction", arn, "null") in denied
+    assert ("lambda:InvokeFunction", f"{arn}:*", "null") in denied  # versions and aliases
+
+
+def test_given_the_runner_role_when_synthesized_then_it_is_denied_nothing_but_invoking_chronoq(
+    synth: Synthesis,
+) -> None:
+    denied = denials(_role_statements(synth, r.RUNNER_FUNCTION.name))
+    functions = synth.stack.functions.values()
+
+    assert denied == {
+        ("lambda:InvokeFunction", resource, "null")
+        for f in functions
+        for resource in (rendered(synth.arn(f)), rendered(synth.arn(f)) + ":*")
+    }
+
+
+@pytest.mark.parametrize("function", [f.name for f in r.FUNCTIONS if f is not r.RUNNER_FUNCTION])
+def test_given_the_other_functions_when_synthesized_then_none_is_denied_anything(
+    synth: Synthesis, function: str
+) -> None:
+    assert not denials(_role_statements(synth, function))
 
 
 def test_given_the_runner_role_when_synthesized_then_it_registers_task_definitions_passing_the_container_roles(

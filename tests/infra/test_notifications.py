@@ -7,7 +7,7 @@ from typing import Any
 
 from chronoq import resources as r
 
-from tests.infra.synthesis import Synthesis, grants
+from tests.infra.synthesis import Synthesis, grants, rendered
 
 FINISHED = ["CANCELLED", "FAILED", "MISSED", "SKIPPED", "SUCCEEDED", "TIMED_OUT"]
 
@@ -37,6 +37,35 @@ def test_given_the_notifier_when_synthesized_then_it_reads_the_runs_stream_in_ba
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
+def test_given_records_failing_after_their_retries_when_synthesized_then_they_go_to_a_dead_letter_queue(
+    synth: Synthesis,
+) -> None:
+    dead_letter = synth.stack.notifications.dead_letter
+    props = synth.resource(dead_letter)["Properties"]
+    granted = grants(synth.role_statements(synth.stack.notifications.function))
+
+    assert _notifier_mapping(synth)["DestinationConfig"] == {
+        "OnFailure": {"Destination": synth.arn(dead_letter)}
+    }
+    assert props["SqsManagedSseEnabled"] is True
+    assert props["MessageRetentionPeriod"] == 14 * 24 * 3600
+    # the notifier's role is what the event source mapping sends the failed records with
+    assert ("sqs:SendMessage", rendered(synth.arn(dead_letter)), "null") in granted
+    assert {g[1] for g in granted if g[0].startswith("sqs:")} == {rendered(synth.arn(dead_letter))}
+
+
+def test_given_the_notifier_when_synthesized_then_a_batch_of_retried_webhooks_fits_its_timeout(
+    synth: Synthesis,
+) -> None:
+    timeout = synth.resource(synth.stack.notifications.function)["Properties"]["Timeout"]
+    backoff = sum(r.WEBHOOK_FIRST_BACKOFF_SECONDS * 2**i for i in range(r.WEBHOOK_ATTEMPTS - 1))
+    one_webhook = r.WEBHOOK_ATTEMPTS * r.WEBHOOK_TIMEOUT_SECONDS + backoff
+
+    assert timeout == r.NOTIFIER_FUNCTION.timeout_seconds
+    assert _notifier_mapping(synth)["BatchSize"] == r.NOTIFIER_BATCH_SIZE
+    assert r.NOTIFIER_BATCH_SIZE * one_webhook <= timeout
+
+
 def test_given_the_notifier_when_synthesized_then_only_runs_that_ended_reach_it(
     synth: Synthesis,
 ) -> None:
@@ -61,7 +90,7 @@ def test_given_the_topic_when_synthesized_then_the_notifier_publishes_only_to_it
     }
 
 
-def test_given_the_notifier_when_synthesized_then_it_reads_jobs_and_the_secret_and_sends_no_email(
+def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries_on_runs_and_sends_no_email(
     synth: Synthesis,
 ) -> None:
     notifications = synth.stack.notifications
@@ -73,6 +102,10 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_and_the_secret_a
     assert {g for g in granted if g[0].startswith("dynamodb:")} == {
         ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),
         ("dynamodb:GetItem", f"${{{jobs}.Arn}}/index/*", "null"),
+        # which channels a retried record already reached, and how each went
+        # (Store.note_notifications)
+        ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),
+        ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
         # the event source mapping reads the runs stream in the function's name
         ("dynamodb:ListStreams", "*", "null"),
         *(

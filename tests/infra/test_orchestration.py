@@ -10,7 +10,7 @@ from chronoq import resources as r
 from chronoq_cdk.containers import SYNC_RULE
 from chronoq_cdk.stack import ChronoqStack
 
-from tests.infra.synthesis import Synthesis, grants, rendered
+from tests.infra.synthesis import Synthesis, denials, grants, rendered
 
 
 def test_given_the_state_machine_when_substituted_then_it_is_the_resources_definition(
@@ -77,6 +77,32 @@ def test_given_the_state_machine_role_when_synthesized_then_it_delivers_messages
             for action in ("events:PutTargets", "events:PutRule", "events:DescribeRule")
         ),
     }
+
+
+def test_given_the_default_target_scopes_when_synthesized_then_the_state_machine_may_not_deliver_to_chronoq(
+    synth: Synthesis,
+) -> None:
+    stack = synth.stack
+    queues = [
+        *stack.queues.by_priority.values(),
+        stack.queues.dead_letter,
+        stack.notifications.dead_letter,
+    ]
+
+    assert denials(synth.role_statements(stack.execution.state_machine)) == {
+        *(("sqs:SendMessage", rendered(synth.arn(q)), "null") for q in queues),
+        ("sns:Publish", rendered(synth.ref(stack.notifications.topic)), "null"),
+    }
+
+
+def test_given_the_denials_when_synthesized_then_the_state_machine_still_invokes_the_runner(
+    synth: Synthesis,
+) -> None:
+    statements = synth.role_statements(synth.stack.execution.state_machine)
+    runner = rendered(synth.arn(synth.stack.execution.runner))
+
+    assert ("lambda:InvokeFunction", runner, "null") in grants(statements)
+    assert not {d for d in denials(statements) if d[0].startswith("lambda:")}
 
 
 def test_given_the_state_machine_role_when_synthesized_then_it_runs_only_chronoq_tasks_in_its_cluster(

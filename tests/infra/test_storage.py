@@ -139,7 +139,11 @@ def test_given_the_stack_when_synthesized_then_queues_match_resources(
 def test_given_the_queues_when_synthesized_then_each_is_encrypted_and_refuses_plain_http(
     synth: Synthesis,
 ) -> None:
-    queues = [*synth.stack.queues.by_priority.values(), synth.stack.queues.dead_letter]
+    queues = [
+        *synth.stack.queues.by_priority.values(),
+        synth.stack.queues.dead_letter,
+        synth.stack.notifications.dead_letter,
+    ]
     policies = synth.of_type("AWS::SQS::QueuePolicy").values()
 
     def refuses_plain_http(statement: dict[str, Any]) -> bool:

@@ -148,3 +148,23 @@ def test_given_the_sample_stream_event_when_the_notifier_gets_it_then_it_publish
         "TargetError: POST https://example.com/hooks/report answered HTTP 503"
     )
     assert document["job_name"] is None  # the job is not (or no longer) stored
+
+
+def test_given_a_stream_batch_delivered_again_when_notified_then_nobody_is_told_twice(
+    harness: Harness, sink: Sink
+) -> None:
+    url = subscribe(harness)
+    job = harness.create_job(python_target("fail"), notify={"on": ["FAILED"], "webhook": sink.url})
+    run = harness.run(job)
+    item = harness.aws.client("dynamodb").get_item(
+        TableName=harness.aws.env[r.ENV_RUNS_TABLE],
+        Key={"job_id": {"S": run.job_id}, "run_id": {"S": run.id}},
+    )["Item"]
+    event = load_event("notifier/run_finished")
+    event["Records"][0]["dynamodb"]["NewImage"] = item
+
+    harness.invoke(r.NOTIFIER_FUNCTION, event)
+    harness.invoke(r.NOTIFIER_FUNCTION, event)  # the event source mapping retries the batch
+
+    assert len(sink.hits) == 1
+    assert len(received(harness, url)) == 1

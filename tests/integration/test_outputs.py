@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from chronoq import resources as r
 from chronoq.models import RunStatus
 
@@ -44,7 +45,7 @@ def test_given_an_output_over_32_kib_when_the_run_succeeds_then_it_is_kept_in_s3
 
     assert run.output is None
     assert run.output_location == (
-        f"s3://chronoq-local-outputs/runs/{job['id']}/{run.id}/output.json"
+        f"s3://chronoq-local-outputs/runs/{job['id']}/{run.id}/output-1.json"
     )
     status, output = get(harness, f"/runs/{run.id}/output")
     assert status == 200
@@ -62,7 +63,7 @@ def test_given_a_jobs_output_location_when_its_output_is_large_then_it_goes_ther
 
     run = harness.run(job)
 
-    key = f"nightly/{job['id']}/{run.id}/output.json"
+    key = f"nightly/{job['id']}/{run.id}/output-1.json"
     assert run.output_location == f"s3://team-results/{key}"
     body = harness.aws.client("s3").get_object(Bucket="team-results", Key=key)["Body"].read()
     assert json.loads(body)["result"]["args"]["big"].startswith("yyy")
@@ -134,3 +135,28 @@ def test_given_someone_elses_run_when_its_output_or_logs_are_asked_for_then_404(
 
     assert get(harness, f"/runs/{run.id}/output", user="bob")[0] == 404
     assert get(harness, f"/runs/{run.id}/logs", user="bob")[0] == 404
+
+
+def test_given_a_bucket_the_deployment_may_not_write_to_when_a_job_names_it_then_422(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(r.ENV_OUTPUT_BUCKETS, "team-results")
+    body = {
+        "name": "t",
+        "schedule": {"type": "rate", "every": "1 hour"},
+        "target": python_target("echo"),
+    }
+
+    refused = harness.api(
+        api_event("create_at_job", body={**body, "output_location": "s3://elsewhere/x"})
+    )
+    accepted = harness.api(
+        api_event("create_at_job", body={**body, "output_location": "s3://team-results/x"})
+    )
+    own = harness.api(
+        api_event("create_at_job", body={**body, "output_location": "s3://chronoq-local-outputs/x"})
+    )
+
+    assert refused[0] == 422
+    assert refused[1]["errors"][0]["field"] == "output_location"
+    assert (accepted[0], own[0]) == (201, 201)

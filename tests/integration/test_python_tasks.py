@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from chronoq import app
 from chronoq import resources as r
 from chronoq.local.lambdas import FunctionError
 from chronoq.models import RunStatus
@@ -116,3 +117,25 @@ def test_given_a_task_that_fails_twice_when_retried_then_it_succeeds_on_the_thir
     assert run.status is RunStatus.SUCCEEDED
     assert [a.outcome for a in run.attempts] == ["RuntimeError", "RuntimeError", "SUCCEEDED"]
     assert json.loads(run.output)["result"] == {"attempt": 3}
+
+
+def test_given_a_task_raising_its_own_permanent_error_when_run_then_it_is_not_retried(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(r.ENV_TASK_MODULES, "tests.example_tasks")
+    job = harness.create_job(
+        {"type": "python", "task": "tests.example_tasks:misconfigured"},
+        retry={"max_attempts": 3, "interval_seconds": 1},
+    )
+
+    run = harness.run(job)
+
+    assert run.status is RunStatus.FAILED
+    assert [a.outcome for a in run.attempts] == ["PermanentError"]
+    assert run.attempts[0].error == ("PermanentError: MissingSetting: REPORT_BUCKET is not set")
+    lines = app.build().run_logs("alice", run.id)
+    assert [line.split("] ", 1)[1] for line in lines if "line of the problem" in line] == [
+        "ERROR first line of the problem",
+        "second line of the problem",
+    ]
+    assert all("[attempt 1]" in line for line in lines)  # every line keeps its prefix

@@ -181,4 +181,16 @@ def test_given_message_targets_when_prepared_then_strings_go_as_they_are_and_the
     container = job.model_copy(
         update={"target": JobSpec.model_validate({**SPEC, "target": CONTAINER}).target}
     )
-    assert execution_input(container, "r", at)["delivery"] == {"heartbeat_seconds": 300}
+    assert execution_input(container, "r", at)["delivery"] == {}
+
+
+def test_given_a_heartbeat_not_shorter_than_the_timeout_when_validated_then_timeout_is_refused() -> (
+    None
+):
+    target = {**CONTAINER, "heartbeat_seconds": 60}
+
+    with pytest.raises(ValidationError) as raised:
+        JobSpec.model_validate({**SPEC, "target": target, "timeout_seconds": 60})
+
+    assert [e["loc"] for e in raised.value.errors()] == [("timeout_seconds",)]
+    assert JobSpec.model_validate({**SPEC, "target": target, "timeout_seconds": 61})

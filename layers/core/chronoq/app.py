@@ -27,6 +27,11 @@ def build(settings: Settings | None = None) -> Chronoq:
         artifacts=Artifacts(
             aws.dynamodb(), aws.client("s3"), settings.runs_table, settings.output_bucket
         ),
+        output_buckets=(
+            None
+            if settings.output_buckets is None
+            else settings.output_buckets | {settings.output_bucket}
+        ),
         shards=settings.shards,
     )
 

@@ -66,13 +66,14 @@ class Artifacts:
         return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
 
     def save_output(
-        self, job_id: str, run_id: str, output: str, output_location: str | None
+        self, job_id: str, run_id: str, attempt: int, output: str, output_location: str | None
     ) -> dict[str, str]:
         """Keep an attempt's output: ``{"output": text, "output_location": ""}`` when small
-        enough for the run record, else the text goes to S3 and ``output`` is empty."""
+        enough for the run record, else the text goes to S3 (one object per attempt, so that
+        an attempt that ends late overwrites nothing) and ``output`` is empty."""
         if len(output.encode()) <= r.INLINE_BYTES:
             return {"output": output, "output_location": ""}
-        location = self._key(output_location, job_id, run_id, "output.json")
+        location = self._key(output_location, job_id, run_id, f"output-{attempt}.json")
         self._put(location, output, "application/json")
         return {"output": "", "output_location": location}
 

@@ -429,6 +429,9 @@ class JobSpec(_Model):
                 f"must be at most {MAX_TIMEOUT_SECONDS} for this target (only container targets"
                 f" may run up to {r.MAX_CONTAINER_TIMEOUT_SECONDS})"
             )
+        heartbeat = target.heartbeat_seconds if isinstance(target, ContainerTarget) else None
+        if heartbeat is not None and heartbeat >= value:
+            raise ValueError(f"must be longer than target.heartbeat_seconds ({heartbeat})")
         return value
 
 

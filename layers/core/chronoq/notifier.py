@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import urllib3
 
@@ -34,16 +35,27 @@ class Notifier:
 
     def run_finished(self, run: Run) -> dict[str, str]:
         """Publish the run's end, deliver it where its job asks; returns, per channel, how
-        the delivery went (also kept on the run as ``notifications``)."""
+        the delivery went. Each outcome is kept on the run (``notifications``) as soon as it
+        is known, and a channel with an outcome is not tried again: a batch retried by the
+        event source mapping sends nothing twice."""
         job = self.store.get_job(run.job_id)
+        kept = self.store.get_run(run.job_id, run.id)
+        done = dict(kept.notifications) if kept else {}
         document = notify.message(run, job)
-        outcomes = {"sns": self._publish(document)}
+        channels: dict[str, Callable[[], str]] = {"sns": lambda: self._publish(document)}
         if job is not None and job.notify is not None and notify.wants(job, run.status):
-            if job.notify.webhook:
-                outcomes["webhook"] = self._post(job.notify.webhook, run, document)
-            if job.notify.email:
-                outcomes["email"] = self._email(job.notify.email, document)
-        self.store.note_notifications(run.job_id, run.id, outcomes)
+            webhook, email = job.notify.webhook, job.notify.email
+            if webhook:
+                channels["webhook"] = lambda: self._post(webhook, run, document)
+            if email:
+                channels["email"] = lambda: self._email(email, document)
+        outcomes = {}
+        for channel, deliver in channels.items():
+            if channel in done:
+                outcomes[channel] = done[channel]
+                continue
+            outcomes[channel] = deliver()
+            self.store.note_notification(run.job_id, run.id, channel, outcomes[channel])
         return outcomes
 
     def _publish(self, document: dict[str, Any]) -> str:
@@ -90,7 +102,10 @@ class Notifier:
             if attempt < r.WEBHOOK_ATTEMPTS:
                 self.sleep(pause)
                 pause *= 2
-        logger.warning("webhook %s failed for run %s: %s", url, run.id, outcome)
+        # (not the whole URL: hook URLs often carry their credential in the path)
+        logger.warning(
+            "webhook to %s failed for run %s: %s", urlsplit(url).hostname, run.id, outcome
+        )
         return f"failed ({outcome}, attempt {attempt})"
 
     def _email(self, address: str, document: dict[str, Any]) -> str:

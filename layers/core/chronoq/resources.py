@@ -73,6 +73,8 @@ ENV_SHARDS = "CHRONOQ_SHARDS"
 ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
 #: The bucket for outputs and logs too large for the run record.
 ENV_OUTPUT_BUCKET = "CHRONOQ_OUTPUT_BUCKET"
+#: Other buckets a job's output_location may name (comma-separated; "*": any).
+ENV_OUTPUT_BUCKETS = "CHRONOQ_OUTPUT_BUCKETS"
 #: The SNS topic every finished run is published to.
 ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
 #: The Secrets Manager secret from which each owner's webhook signing secret is derived.
@@ -192,6 +194,7 @@ API_FUNCTION = Function(
         ENV_STATE_MACHINE_ARN,  # to stop the execution of a cancelled run
         ENV_TASK_MODULES,  # to refuse python targets naming unregistered tasks
         ENV_OUTPUT_BUCKET,  # to read outputs and logs kept in S3
+        ENV_OUTPUT_BUCKETS,  # to refuse an output_location the runner may not write to
         ENV_SIGNING_SECRET_ARN,  # to tell an owner their webhook signing secret
         *ENV_QUEUE_URLS.values(),
     ),
@@ -228,12 +231,12 @@ RUNNER_FUNCTION = Function(
 NOTIFIER_FUNCTION = Function(
     name="notifier",
     memory_mb=256,
-    timeout_seconds=60,
+    timeout_seconds=180,  # a batch whose webhooks all time out and are retried still fits
     env=(ENV_JOBS_TABLE, ENV_TOPIC_ARN, ENV_SIGNING_SECRET_ARN, ENV_EMAIL_SENDER),
     description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
 )
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.
-NOTIFIER_BATCH_SIZE = 10
+NOTIFIER_BATCH_SIZE = 5
 NOTIFIER_MAX_RETRIES = 3
 FUNCTIONS = (
     API_FUNCTION,

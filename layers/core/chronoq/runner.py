@@ -66,6 +66,7 @@ class Runner:
         return self.artifacts.save_output(
             request.job_id,
             request.run_id,
+            request.attempt,
             json.dumps(result, separators=(",", ":")),
             request.output_location,
         )
@@ -88,6 +89,7 @@ class Runner:
                     request.run_id,
                     request.attempt,
                     request.scheduled_at,
+                    request.timeout_seconds,
                     log,
                 )
             }

@@ -13,13 +13,12 @@ from typing import Any
 
 from chronoq import ids, tasks
 from chronoq import resources as r
-from chronoq.artifacts import Artifacts
+from chronoq.artifacts import Artifacts, split_location
 from chronoq.errors import Conflict, InvalidRequest, NotFound
 from chronoq.executor import Executor
 from chronoq.models import (
     AtSchedule,
     Concurrency,
-    ContainerTarget,
     EventBridgeTarget,
     Job,
     JobPatch,
@@ -84,8 +83,6 @@ def delivery(job: Job) -> dict[str, Any]:
         return {"message": message_text(target.message)}
     if isinstance(target, EventBridgeTarget):
         return {"detail": json.dumps(target.detail)}
-    if isinstance(target, ContainerTarget):
-        return {"heartbeat_seconds": target.heartbeat_seconds or job.timeout_seconds}
     return {}
 
 
@@ -117,6 +114,8 @@ class Chronoq:
     queues: Queues | None = None
     executor: Executor | None = None
     artifacts: Artifacts | None = None
+    #: Buckets a job's output_location may name (the runner may write there); None: any.
+    output_buckets: frozenset[str] | None = None
     shards: int = r.DEFAULT_SHARDS
     clock: Clock = utc_now
     sleep: Callable[[float], None] = time.sleep
@@ -125,6 +124,7 @@ class Chronoq:
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         _check_target(spec)
+        self._check_output_location(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         first = self._first_fire(spec, now)
@@ -143,6 +143,18 @@ class Chronoq:
         self.store.put_new_job(job)
         self._schedule([(job, first)], now)
         return job
+
+    def _check_output_location(self, spec: JobSpec) -> None:
+        if spec.output_location is None or self.output_buckets is None:
+            return
+        bucket = split_location(spec.output_location)[0]
+        if bucket not in self.output_buckets:
+            allowed = ", ".join(sorted(self.output_buckets)) or "none"
+            raise InvalidRequest(
+                "output_location",
+                f"bucket {bucket} is not one this deployment may write to"
+                f" (its own bucket is used by default; others allowed: {allowed})",
+            )
 
     @staticmethod
     def _first_fire(spec: JobSpec, now: datetime) -> datetime:
@@ -173,6 +185,7 @@ class Chronoq:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         _check_target(spec)
+        self._check_output_location(spec)
         if "schedule" not in changes:
             updated = Job.model_validate(
                 {

@@ -20,6 +20,8 @@ class Settings(BaseModel):
     state_machine_arn: str = ""
     shards: int = Field(default=r.DEFAULT_SHARDS, ge=1, le=1000)
     output_bucket: str = ""
+    #: Other buckets an output_location may name; None: any.
+    output_buckets: frozenset[str] | None = frozenset()
     topic_arn: str = ""
     signing_secret_arn: str = ""
     email_sender: str = ""
@@ -38,6 +40,7 @@ class Settings(BaseModel):
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN, ""),
             shards=int(env.get(r.ENV_SHARDS, r.DEFAULT_SHARDS)),
             output_bucket=env.get(r.ENV_OUTPUT_BUCKET, ""),
+            output_buckets=_buckets(env.get(r.ENV_OUTPUT_BUCKETS, "")),
             topic_arn=env.get(r.ENV_TOPIC_ARN, ""),
             signing_secret_arn=env.get(r.ENV_SIGNING_SECRET_ARN, ""),
             email_sender=env.get(r.ENV_EMAIL_SENDER, ""),
@@ -45,3 +48,9 @@ class Settings(BaseModel):
             container_execution_role_arn=env.get(r.ENV_CONTAINER_EXECUTION_ROLE_ARN, ""),
             container_task_role_arn=env.get(r.ENV_CONTAINER_TASK_ROLE_ARN, ""),
         )
+
+
+def _buckets(value: str) -> frozenset[str] | None:
+    if value.strip() == "*":
+        return None
+    return frozenset(b.strip() for b in value.split(",") if b.strip())

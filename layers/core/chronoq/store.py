@@ -32,6 +32,10 @@ _deserializer = TypeDeserializer()
 _CHECKPOINT_BUCKET = "checkpoint"
 
 
+#: Prefix of the run attributes noting how each notification went (notified_sns, ...).
+_NOTIFIED = "notified_"
+
+
 def _dump(item: Mapping[str, Any]) -> dict[str, Any]:
     return {k: _serializer.serialize(v) for k, v in item.items() if v is not None}
 
@@ -299,15 +303,16 @@ class Store:
 
     # --- runs -----------------------------------------------------------------------------
 
-    def note_notifications(self, job_id: str, run_id: str, outcomes: dict[str, str]) -> None:
-        """Keep how the notifications of a run's end went (if the run is still kept)."""
+    def note_notification(self, job_id: str, run_id: str, channel: str, outcome: str) -> None:
+        """Keep how one notification of a run's end went (if the run is still kept)."""
         try:
             self._db.update_item(
                 TableName=self._runs,
                 Key=_dump({"job_id": job_id, "run_id": run_id}),
-                UpdateExpression="SET notifications = :n",
+                UpdateExpression="SET #c = :o",
                 ConditionExpression="attribute_exists(run_id)",
-                ExpressionAttributeValues=_dump({":n": outcomes}),
+                ExpressionAttributeNames={"#c": _NOTIFIED + channel},
+                ExpressionAttributeValues=_dump({":o": outcome}),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return
@@ -316,22 +321,16 @@ class Store:
     def _run(item: Mapping[str, Any]) -> Run:
         data = _load(item)
         error = describe_error(data.pop("error", None), data.pop("error_cause", None))
-        attempts = [
-            {
-                **a,
-                "attempt": int(a["attempt"]),
-                "error": describe_error(a["outcome"], a.get("error")),
-            }
-            if a["outcome"] != "SUCCEEDED"
-            else {**a, "attempt": int(a["attempt"])}
-            for a in data.pop("attempts", [])
-        ]
+        attempts = [{**a, "attempt": int(a["attempt"])} for a in data.pop("attempts", [])]
         return Run.model_validate(
             {
                 **data,
                 "id": data["run_id"],
                 "error": error,
                 "attempts": attempts,
+                "notifications": {
+                    k.removeprefix(_NOTIFIED): v for k, v in data.items() if k.startswith(_NOTIFIED)
+                },
                 # the state machine writes "" for "kept elsewhere" / "none"
                 "output": data.get("output") or None,
                 "output_location": data.get("output_location") or None,

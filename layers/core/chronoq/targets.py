@@ -10,6 +10,8 @@ import base64
 import hashlib
 import json
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -94,18 +96,53 @@ def task_logger(run_id: str, log: Log) -> Iterator[logging.Logger]:
         logger.removeHandler(handler)
 
 
+class AttemptTimedOut(TargetError):
+    """The task was still running at the job's timeout_seconds."""
+
+
+@contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Interrupt the block with AttemptTimedOut after ``seconds``, so that a task the state
+    machine gave up on does not run on beside the next attempt. (Only in a process's main
+    thread, where Lambda runs handlers; elsewhere the block runs to its end.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise AttemptTimedOut(f"still running after {seconds} s: stopped")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def run_python(
-    target: PythonTarget, job_id: str, run_id: str, attempt: int, scheduled_at: str, log: Log
+    target: PythonTarget,
+    job_id: str,
+    run_id: str,
+    attempt: int,
+    scheduled_at: str,
+    timeout_seconds: float,
+    log: Log,
 ) -> Any:
     """Call the registered task once; its return value is the attempt's output."""
     function = tasks.lookup(target.task)
     if function is None:
         raise PermanentError(f"{target.task} is not a registered task")
     log(f"calling {target.task}")
-    with task_logger(run_id, log) as logger:
+    with task_logger(run_id, log) as logger, deadline(timeout_seconds):
         context = tasks.RunContext(job_id, run_id, attempt, scheduled_at, logger)
         try:
             result = function(dict(target.args), context)
+        except PermanentError as error:
+            log(f"{target.task} raised {type(error).__name__}: {error}")
+            # the class the state machine knows, whatever the task subclassed it as
+            raise PermanentError(f"{type(error).__name__}: {error}") from error
         except Exception as error:
             log(f"{target.task} raised {type(error).__name__}: {error}")
             raise
@@ -243,6 +280,11 @@ def collect_container(
 
 
 def lines_collector(attempt: int) -> tuple[list[str], Log]:
-    """A list of log lines and the function that adds one."""
+    """A list of log lines and the function that adds a message (one line per line of it,
+    each with the attempt's prefix)."""
     lines: list[str] = []
-    return lines, lambda message: lines.append(log_line(attempt, message))
+
+    def log(message: str) -> None:
+        lines.extend(log_line(attempt, part) for part in message.splitlines() or [""])
+
+    return lines, log

@@ -209,6 +209,7 @@ class LocalAWS:
         bucket = f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
         self.client("s3").create_bucket(Bucket=bucket)
         env[r.ENV_OUTPUT_BUCKET] = bucket
+        env[r.ENV_OUTPUT_BUCKETS] = "*"  # locally any bucket created in the embedded S3
         env[r.ENV_TOPIC_ARN] = self.client("sns").create_topic(
             Name=f"{PREFIX}-{r.TOPIC_ID.lower()}"
         )["TopicArn"]
