@@ -46,6 +46,15 @@ def make_job(
     return job, at
 
 
+def due_run(service: Chronoq, sink: Sink) -> tuple[Any, RunMessage]:
+    """A job whose run is due in two seconds, and the message that asks a worker to start it."""
+    job, at = make_job(service, sink)
+    message = RunMessage(
+        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
+    )
+    return job, message
+
+
 def worker_event(*messages: RunMessage) -> dict[str, Any]:
     event = load_event("worker/sqs_batch")
     template = event["Records"][0]
@@ -93,10 +102,7 @@ def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_on
     harness: Harness, sink: Sink
 ) -> None:
     service = app.build()
-    job, at = make_job(service, sink)
-    message = RunMessage(
-        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
-    )
+    _job, message = due_run(service, sink)
 
     answer = harness.invoke(r.WORKER_FUNCTION, worker_event(message))
 
@@ -112,10 +118,7 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
     harness: Harness, sink: Sink
 ) -> None:
     service = app.build()
-    job, at = make_job(service, sink)
-    message = RunMessage(
-        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
-    )
+    _job, message = due_run(service, sink)
 
     harness.invoke(r.WORKER_FUNCTION, worker_event(message, message))  # twice in one batch
     finished_run(service, message.run_id)
@@ -280,10 +283,8 @@ def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_
     harness: Harness, sink: Sink
 ) -> None:
     service = app.build()
-    job, at = make_job(service, sink, seconds_ahead=2)
-    message = RunMessage(
-        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
-    )
+    job, message = due_run(service, sink)
+    at = message.scheduled_at
 
     harness.invoke(r.WORKER_FUNCTION, worker_event(message))
     run = finished_run(service, message.run_id)
@@ -416,10 +417,7 @@ def test_given_two_workers_getting_the_same_run_at_once_when_they_start_it_then_
     harness: Harness, sink: Sink
 ) -> None:
     service = app.build()
-    job, at = make_job(service, sink)
-    message = RunMessage(
-        job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
-    )
+    _job, message = due_run(service, sink)
     barrier = threading.Barrier(2)
 
     def worker() -> Any:
