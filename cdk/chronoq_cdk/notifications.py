@@ -26,16 +26,27 @@ SIGNING_SECRET_LENGTH = 64
 DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
 
 
-def finished_runs() -> Mapping[str, Any]:
-    """The stream filter: a run written, or changed, with a status it ends in."""
-    return lambda_.FilterCriteria.filter(
-        {
-            "eventName": lambda_.FilterRule.or_("INSERT", "MODIFY"),
-            "dynamodb": {
-                "NewImage": {"status": {"S": lambda_.FilterRule.or_(*sorted(TERMINAL_STATUSES))}}
-            },
-        }
-    )
+def finished_runs() -> list[Mapping[str, Any]]:
+    """The stream filters: a run written with a status it ends in, or changed into one
+    (later changes of an ended run, such as the notes of its notifications, stay out)."""
+    ended = sorted(TERMINAL_STATUSES)
+    return [
+        lambda_.FilterCriteria.filter(
+            {
+                "eventName": lambda_.FilterRule.is_equal("INSERT"),
+                "dynamodb": {"NewImage": {"status": {"S": lambda_.FilterRule.or_(*ended)}}},
+            }
+        ),
+        lambda_.FilterCriteria.filter(
+            {
+                "eventName": lambda_.FilterRule.is_equal("MODIFY"),
+                "dynamodb": {
+                    "NewImage": {"status": {"S": lambda_.FilterRule.or_(*ended)}},
+                    "OldImage": {"status": {"S": [{"anything-but": ended}]}},
+                },
+            }
+        ),
+    ]
 
 
 class Notifications(Construct):
@@ -79,7 +90,7 @@ class Notifications(Construct):
         )
         storage.jobs.grant(self.function, "dynamodb:GetItem")  # whom to tell, and how
         # Which channels a retried record already reached (GetItem), and how each one went
-        # (Store.note_notifications: UpdateItem).
+        # (Store.note_notification: UpdateItem).
         storage.runs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.topic.grant_publish(self.function)
         self.grant_read_signing_secret(self.function)
@@ -107,7 +118,7 @@ class Notifications(Construct):
                 retry_attempts=r.NOTIFIER_MAX_RETRIES,
                 bisect_batch_on_error=True,
                 report_batch_item_failures=True,
-                filters=[finished_runs()],
+                filters=finished_runs(),
                 on_failure=sources.SqsDlq(self.dead_letter),
             )
         )

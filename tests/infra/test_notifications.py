@@ -69,12 +69,16 @@ def test_given_the_notifier_when_synthesized_then_a_batch_of_retried_webhooks_fi
 def test_given_the_notifier_when_synthesized_then_only_runs_that_ended_reach_it(
     synth: Synthesis,
 ) -> None:
-    (only,) = _notifier_mapping(synth)["FilterCriteria"]["Filters"]
-    pattern = json.loads(only["Pattern"])
+    inserted, modified = (
+        json.loads(f["Pattern"]) for f in _notifier_mapping(synth)["FilterCriteria"]["Filters"]
+    )
 
-    assert sorted(pattern["eventName"]) == ["INSERT", "MODIFY"]
-    assert sorted(pattern["dynamodb"]["NewImage"]["status"]["S"]) == FINISHED
-    assert set(pattern) == {"eventName", "dynamodb"}
+    assert inserted["eventName"] == ["INSERT"]
+    assert sorted(inserted["dynamodb"]["NewImage"]["status"]["S"]) == FINISHED
+    assert modified["eventName"] == ["MODIFY"]
+    assert sorted(modified["dynamodb"]["NewImage"]["status"]["S"]) == FINISHED
+    (anything_but,) = modified["dynamodb"]["OldImage"]["status"]["S"]
+    assert sorted(anything_but["anything-but"]) == FINISHED
 
 
 def test_given_the_topic_when_synthesized_then_the_notifier_publishes_only_to_it(
@@ -103,7 +107,7 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries
         ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),
         ("dynamodb:GetItem", f"${{{jobs}.Arn}}/index/*", "null"),
         # which channels a retried record already reached, and how each went
-        # (Store.note_notifications)
+        # (Store.note_notification)
         ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),
         ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
         # the event source mapping reads the runs stream in the function's name

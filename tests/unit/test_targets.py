@@ -3,7 +3,9 @@ from __future__ import annotations
 import signal
 
 import pytest
-from chronoq.models import PythonTarget
+from chronoq.errors import PermanentError
+from chronoq.local.drivers import stream_filter
+from chronoq.models import TERMINAL_STATUSES, PythonTarget
 from chronoq.targets import AttemptTimedOut, lines_collector, run_python
 
 
@@ -36,3 +38,57 @@ def test_given_a_multi_line_message_when_logged_then_every_line_has_the_attempts
     log("one\ntwo")
 
     assert [line.split(" ", 1)[1] for line in lines] == ["[attempt 2] one", "[attempt 2] two"]
+
+
+def test_given_an_outer_timer_when_a_task_runs_then_the_timer_is_given_back() -> None:
+    _, log = lines_collector(1)
+    signal.setitimer(signal.ITIMER_REAL, 50)
+    try:
+        run_python(sleep_target(0.01), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    assert 49 < remaining <= 50
+
+
+def test_given_a_task_raising_permanent_error_when_run_then_its_message_is_kept_as_it_is() -> None:
+    _, log = lines_collector(1)
+    target = PythonTarget(
+        type="python",
+        task="chronoq.tasks:fail",
+        args={"message": "no such account", "permanent": True},
+    )
+
+    with pytest.raises(PermanentError) as raised:
+        run_python(target, "job", "run", 1, "2030-01-01T00:00:00Z", 5, log)
+
+    assert str(raised.value) == "no such account"
+
+
+def image(status: str) -> dict[str, dict[str, str]]:
+    return {"status": {"S": status}}
+
+
+@pytest.mark.parametrize(
+    ("event", "old", "new", "kept"),
+    [
+        ("INSERT", None, "MISSED", True),
+        ("INSERT", None, "SCHEDULED", False),
+        ("MODIFY", "RUNNING", "FAILED", True),
+        ("MODIFY", "FAILED", "FAILED", False),  # a note on an ended run
+        ("MODIFY", "QUEUED", "RUNNING", False),
+        ("REMOVE", "SUCCEEDED", None, False),
+    ],
+)
+def test_given_stream_records_when_filtered_then_only_runs_that_just_ended_pass(
+    event: str, old: str | None, new: str | None, kept: bool
+) -> None:
+    change: dict[str, object] = {}
+    if old:
+        change["OldImage"] = image(old)
+    if new:
+        change["NewImage"] = image(new)
+    keep = stream_filter(frozenset(s.value for s in TERMINAL_STATUSES))
+
+    assert keep({"eventName": event, "dynamodb": change}) is kept

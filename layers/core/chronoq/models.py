@@ -332,7 +332,9 @@ class ContainerTarget(_Model):
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory: int = Field(default=512, ge=512, le=30720)
     environment: dict[str, str] = Field(default_factory=dict, max_length=50)
-    heartbeat_seconds: int | None = Field(default=None, ge=10, le=r.MAX_CONTAINER_TIMEOUT_SECONDS)
+    #: The clock starts at RunTask: the first heartbeat must come this soon after the task
+    #: was asked for, image pull and start-up included.
+    heartbeat_seconds: int | None = Field(default=None, ge=60, le=r.MAX_CONTAINER_TIMEOUT_SECONDS)
 
     @field_validator("environment")
     @classmethod

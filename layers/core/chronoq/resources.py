@@ -232,7 +232,13 @@ NOTIFIER_FUNCTION = Function(
     name="notifier",
     memory_mb=256,
     timeout_seconds=180,  # a batch whose webhooks all time out and are retried still fits
-    env=(ENV_JOBS_TABLE, ENV_TOPIC_ARN, ENV_SIGNING_SECRET_ARN, ENV_EMAIL_SENDER),
+    env=(
+        ENV_JOBS_TABLE,
+        ENV_RUNS_TABLE,  # which notifications a retried record already sent
+        ENV_TOPIC_ARN,
+        ENV_SIGNING_SECRET_ARN,
+        ENV_EMAIL_SENDER,
+    ),
     description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
 )
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.

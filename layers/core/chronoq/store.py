@@ -321,7 +321,18 @@ class Store:
     def _run(item: Mapping[str, Any]) -> Run:
         data = _load(item)
         error = describe_error(data.pop("error", None), data.pop("error_cause", None))
-        attempts = [{**a, "attempt": int(a["attempt"])} for a in data.pop("attempts", [])]
+        attempts = [
+            {
+                **a,
+                "attempt": int(a["attempt"]),
+                "error": (
+                    describe_error(a["outcome"], a["error"])
+                    if str(a.get("error", "")).startswith("{")
+                    else a.get("error")
+                ),
+            }
+            for a in data.pop("attempts", [])
+        ]
         return Run.model_validate(
             {
                 **data,

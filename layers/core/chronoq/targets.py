@@ -104,7 +104,8 @@ class AttemptTimedOut(TargetError):
 def deadline(seconds: float) -> Iterator[None]:
     """Interrupt the block with AttemptTimedOut after ``seconds``, so that a task the state
     machine gave up on does not run on beside the next attempt. (Only in a process's main
-    thread, where Lambda runs handlers; elsewhere the block runs to its end.)"""
+    thread, where Lambda runs handlers; elsewhere, as in chronoq local, the block runs to
+    its end.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -113,12 +114,15 @@ def deadline(seconds: float) -> Iterator[None]:
         raise AttemptTimedOut(f"still running after {seconds} s: stopped")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:  # someone else's timer was running: give it back what it has left
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, outer - (time.monotonic() - started)))
 
 
 def run_python(
@@ -141,6 +145,8 @@ def run_python(
             result = function(dict(target.args), context)
         except PermanentError as error:
             log(f"{target.task} raised {type(error).__name__}: {error}")
+            if type(error) is PermanentError:
+                raise
             # the class the state machine knows, whatever the task subclassed it as
             raise PermanentError(f"{type(error).__name__}: {error}") from error
         except Exception as error:

@@ -140,11 +140,16 @@ class QueuePoller(threading.Thread):
 
 
 def stream_filter(statuses: frozenset[str]) -> Callable[[dict[str, Any]], bool]:
-    """The event source mapping's filter: records whose new image has one of ``statuses``."""
+    """The event source mapping's filters: records that bring a status in ``statuses``
+    (written with one, or changed from another status into one)."""
 
     def keep(record: dict[str, Any]) -> bool:
-        image = record.get("dynamodb", {}).get("NewImage") or {}
-        return image.get("status", {}).get("S") in statuses
+        change = record.get("dynamodb", {})
+        new = (change.get("NewImage") or {}).get("status", {}).get("S")
+        old = (change.get("OldImage") or {}).get("status", {}).get("S")
+        if record.get("eventName") == "INSERT":
+            return new in statuses
+        return record.get("eventName") == "MODIFY" and new in statuses and old not in statuses
 
     return keep
 

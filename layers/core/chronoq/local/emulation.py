@@ -279,8 +279,14 @@ def _pass_ecs_parameters_as_the_api_names_them() -> None:
     original_eval_sync = ecs.StateTaskServiceEcs._eval_sync
 
     def _eval_sync(self: Any, env: Any, sync_resolver: Any, **kwargs: Any) -> Any:
-        """As Step Functions does, stop the task when the execution is stopped."""
-        outcome = original_eval_sync(self, env=env, sync_resolver=sync_resolver, **kwargs)
+        """As Step Functions does, stop the task when the execution is stopped or the wait
+        for it fails (a missed heartbeat, say)."""
+        try:
+            outcome = original_eval_sync(self, env=env, sync_resolver=sync_resolver, **kwargs)
+        except Exception:
+            if hasattr(sync_resolver, "stop"):
+                sync_resolver.stop()
+            raise
         if not env.is_running() and hasattr(sync_resolver, "stop"):
             sync_resolver.stop()
         return outcome
