@@ -32,11 +32,6 @@ def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) 
     )
 
 
-def run_it(harness: Harness, job: dict[str, Any]) -> Any:
-    """Run the job now and wait for the run to end."""
-    return harness.run(job)
-
-
 @pytest.mark.parametrize(
     "task", ["os:system", "subprocess:run", "chronoq.tasks:lookup", "builtins:eval"]
 )
@@ -54,17 +49,17 @@ def test_given_a_task_that_is_not_registered_when_a_job_names_it_then_422_names_
 def test_given_the_echo_task_when_run_then_its_return_value_is_the_output(harness: Harness) -> None:
     _, job = python_job(harness, "chronoq.tasks:echo", {"greeting": "hello"})
 
-    run = run_it(harness, job)
+    run = harness.run(job)
 
     assert run.status is RunStatus.SUCCEEDED
-    output = json.loads(run.output)["result"]
+    output = json.loads(run.output or "")["result"]
     assert output == {"args": {"greeting": "hello"}, "job_id": job["id"], "run_id": run.id}
 
 
 def test_given_a_failing_task_when_run_then_the_run_fails_with_its_error(harness: Harness) -> None:
     _, job = python_job(harness, "chronoq.tasks:fail", {"message": "disk full"})
 
-    run = run_it(harness, job)
+    run = harness.run(job)
 
     assert run.status is RunStatus.FAILED
     assert run.error == "RuntimeError: disk full"
@@ -73,7 +68,7 @@ def test_given_a_failing_task_when_run_then_the_run_fails_with_its_error(harness
 def test_given_a_task_that_overruns_when_run_then_it_is_timed_out(harness: Harness) -> None:
     _, job = python_job(harness, "chronoq.tasks:sleep", {"seconds": 5}, timeout_seconds=1)
 
-    run = run_it(harness, job)
+    run = harness.run(job)
 
     assert run.status is RunStatus.TIMED_OUT
 
@@ -85,9 +80,9 @@ def test_given_a_deployments_own_task_module_when_configured_then_its_tasks_run(
     status, job = python_job(harness, "tests.example_tasks:double", {"n": 21})
     assert status == 201
 
-    run = run_it(harness, job)
+    run = harness.run(job)
 
-    assert json.loads(run.output)["result"] == {"doubled": 42, "attempt": 1}
+    assert json.loads(run.output or "")["result"] == {"doubled": 42, "attempt": 1}
 
 
 def test_given_an_unregistered_task_when_the_runner_is_asked_directly_then_it_refuses(
@@ -112,11 +107,11 @@ def test_given_a_task_that_fails_twice_when_retried_then_it_succeeds_on_the_thir
         retry={"max_attempts": 3, "interval_seconds": 1, "jitter": False},
     )
 
-    run = run_it(harness, job)
+    run = harness.run(job)
 
     assert run.status is RunStatus.SUCCEEDED
     assert [a.outcome for a in run.attempts] == ["RuntimeError", "RuntimeError", "SUCCEEDED"]
-    assert json.loads(run.output)["result"] == {"attempt": 3}
+    assert json.loads(run.output or "")["result"] == {"attempt": 3}
 
 
 def test_given_a_task_raising_its_own_permanent_error_when_run_then_it_is_not_retried(

@@ -8,9 +8,8 @@ of all attempts together); larger ones are S3 objects under the job's ``output_l
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from chronoq import resources as r
 from chronoq.models import Run, format_instant
@@ -142,10 +141,6 @@ class Artifacts:
             ConsistentRead=True,
         ).get("Item", {})
         lines: list[str] = [v["S"] for v in item.get("logs", {}).get("L", [])]
-        for location in _strings(item.get("log_objects", {}).get("L", [])):
-            lines.extend(self._get(location).splitlines())
+        for location in item.get("log_objects", {}).get("L", []):
+            lines.extend(self._get(location["S"]).splitlines())
         return sorted(lines, key=_attempt_of)  # stable: each attempt's lines keep their order
-
-
-def _strings(values: Iterable[dict[str, Any]]) -> list[str]:
-    return [v["S"] for v in values]

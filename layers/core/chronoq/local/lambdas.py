@@ -83,29 +83,11 @@ class LambdaRuntime:
         self, name: str, handler: str, package: bytes, timeout_seconds: int, event: Any
     ) -> tuple[Any, bool, str]:
         """Invoke a function deployed as a zip package: (answer, errored, log)."""
-        function = Function(
-            name=name,
-            memory_mb=128,
-            timeout_seconds=timeout_seconds,
-            env=(),
-            handler=handler,
-        )
-        source = _unpack(package)
-        module_name = f"_chronoq_package_{next(_ids)}"
-        path = source / f"{handler.rsplit('.', 1)[0].replace('.', '/')}.py"
+        path = _unpack(package) / f"{handler.rsplit('.', 1)[0].replace('.', '/')}.py"
         with _captured() as log:
             try:
-                spec = importlib.util.spec_from_file_location(module_name, path)
-                assert spec is not None
-                assert spec.loader is not None
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                context = LambdaContext(
-                    function_name=name,
-                    memory_limit_in_mb=function.memory_mb,
-                    timeout_seconds=timeout_seconds,
-                    invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
-                )
+                module = _import(f"_chronoq_package_{next(_ids)}", path)
+                context = self._context(name, 128, timeout_seconds)
                 answer = getattr(module, handler.rsplit(".", 1)[1])(event, context)
                 return json.loads(json.dumps(answer)), False, log.getvalue()
             except Exception as error:
@@ -115,14 +97,15 @@ class LambdaRuntime:
 
     def _load(self, name: str) -> ModuleType:
         function = self._functions[name]
-        module_name = f"_chronoq_lambda_{function.name}_{next(_ids)}"
-        spec = importlib.util.spec_from_file_location(module_name, function.handler_file)
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module  # as an import would: pydantic resolves names there
-        spec.loader.exec_module(module)
-        return module
+        return _import(f"_chronoq_lambda_{function.name}_{next(_ids)}", function.handler_file)
+
+    def _context(self, name: str, memory_mb: int, timeout_seconds: int) -> LambdaContext:
+        return LambdaContext(
+            function_name=name,
+            memory_limit_in_mb=memory_mb,
+            timeout_seconds=timeout_seconds,
+            invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
+        )
 
     def invoke(self, name: str, event: Any) -> Any:
         """Invoke function ``name`` with ``event``; raises FunctionError if the handler did."""
@@ -132,12 +115,7 @@ class LambdaRuntime:
             container = idle.pop() if idle else None
         if container is None:
             container = self._load(name)
-        context = LambdaContext(
-            function_name=name,
-            memory_limit_in_mb=function.memory_mb,
-            timeout_seconds=function.timeout_seconds,
-            invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
-        )
+        context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
@@ -156,6 +134,17 @@ class LambdaRuntime:
         finally:
             with self._lock:
                 self._idle[name].append(container)
+
+
+def _import(module_name: str, path: Path) -> ModuleType:
+    """A fresh module from ``path`` (a new "container" of a function)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # as an import would: pydantic resolves names there
+    spec.loader.exec_module(module)
+    return module
 
 
 @functools.cache
