@@ -22,8 +22,8 @@ run: $(STAMP) ## start chronoq local on http://$(HOST):$(PORT)
 test: $(STAMP) ## the whole suite: unit, integration, infra, e2e
 	$(BIN)/pytest
 
-test-fast: $(STAMP) ## everything but the CDK synthesis and the end-to-end tests
-	$(BIN)/pytest tests/unit tests/integration
+test-fast: $(STAMP) ## unit, contract and integration tests (no CDK synthesis, no end-to-end)
+	$(BIN)/pytest tests/unit tests/contract tests/integration
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

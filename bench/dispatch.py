@@ -24,14 +24,6 @@ PRICES = {  # us-east-1 list prices per request-unit
 }
 
 
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=500)
@@ -44,15 +36,18 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
-    from chronoq import app
+    from chronoq import compose
+    from chronoq.domain.jobs import JobSpec
+    from chronoq.fakes import FakeClock
     from chronoq.local.aws import LocalAWS
-    from chronoq.models import JobSpec
+    from chronoq.settings import ApiSettings, DispatcherSettings
     from moto.core.botocore_stubber import BotocoreStubber
 
     aws = LocalAWS(shards=args.shards).start()
-    service = app.build()
-    clock = Clock(datetime(2030, 1, 1, 11, 58, 30, tzinfo=UTC))
-    service.clock = clock
+    clock = FakeClock(datetime(2030, 1, 1, 11, 58, 30, tzinfo=UTC))
+    jobs = compose.api(aws.settings(ApiSettings)).jobs
+    dispatcher = compose.dispatcher(aws.settings(DispatcherSettings))
+    jobs.clock = jobs.index.clock = dispatcher.clock = dispatcher.index.clock = clock
     spec = JobSpec.model_validate(
         {
             "name": "bench",
@@ -62,7 +57,7 @@ def main() -> None:
     )
     started = time.perf_counter()
     for _ in range(args.jobs):
-        service.create_job("bench", spec)
+        jobs.create_job("bench", spec)
     print(f"created {args.jobs} jobs due at 12:00 in {time.perf_counter() - started:.1f} s")
 
     calls: Counter[str] = Counter()
@@ -84,7 +79,7 @@ def main() -> None:
     BotocoreStubber.process_request = counting  # type: ignore[method-assign]
     clock.now = datetime(2030, 1, 1, 11, 59, 5, tzinfo=UTC)  # the tick that dispatches 12:00
     t0 = time.perf_counter()
-    report = service.dispatch()
+    report = dispatcher.dispatch()
     elapsed = time.perf_counter() - t0
     BotocoreStubber.process_request = original  # type: ignore[method-assign]
     aws.stop()

@@ -1,8 +1,9 @@
 """Containers: where container targets run on Fargate, and the rights to run them.
 
 The runner registers one task definition per image, size and environment (family
-``chronoq-<hash>``, see chronoq.targets) with the two roles made here; the state machine runs
-it with ``ecs:runTask.sync`` in the cluster, on the public subnets, with the security group.
+``chronoq-<hash>``, see chronoq.execution.targets) with the two roles made here; the state
+machine runs it with ``ecs:runTask.sync`` in the cluster, on the public subnets, with the security
+group.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from .functions import ARCHITECTURE, RUNTIME
 PACKAGE_DIR = Path(r.__file__).resolve().parent
 LAYER_DIR = PACKAGE_DIR.parent
 REQUIREMENTS = LAYER_DIR / "requirements.txt"
-#: Subpackages that only serve the local runtime and the command line.
-LOCAL_ONLY = ("local", "cli")
+#: Subpackages that only serve the local runtime, the command line and the tests.
+LOCAL_ONLY = ("local", "cli", "fakes")
 #: Left out of the asset's source hash: changing them does not rebuild the layer.
 NOT_SHIPPED = ["*.egg-info", "__pycache__", "*.pyc", *(f"chronoq/{p}" for p in LOCAL_ONLY)]
 #: Wheels for the Lambda runtime, whatever the machine that synthesizes.

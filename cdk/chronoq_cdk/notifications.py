@@ -15,7 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from chronoq import resources as r
-from chronoq.models import TERMINAL_STATUSES
+from chronoq.domain.runs import TERMINAL_STATUSES
 from constructs import Construct
 
 from .functions import python_function

@@ -9,17 +9,19 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq import app as chronoq_app
-from chronoq.errors import Conflict, InvalidRequest, NotFound
-from chronoq.models import JobPatch, JobSpec, Schedule
-from chronoq.notify import signing_secret
+from chronoq import compose
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.jobs import JobPatch, JobSpec
+from chronoq.domain.notifications import signing_secret
+from chronoq.domain.schedules import Schedule, preview
+from chronoq.domain.time import utc_now
 from chronoq.resources import SIGNATURE_HEADER
-from chronoq.schedules import preview
-from chronoq.service import utc_now
+from chronoq.settings import ApiSettings, load
 from pydantic import BaseModel, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
 app = APIGatewayHttpResolver(enable_validation=True)
+service = compose.api(load(ApiSettings))
 
 
 class Unauthorized(Exception):
@@ -41,51 +43,51 @@ def _owner() -> str:
 
 @app.post("/jobs")
 def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str, Any]]:
-    job = chronoq_app.build().create_job(_owner(), spec)
+    job = service.jobs.create_job(_owner(), spec)
     return Response(201, "application/json", view(job))
 
 
 @app.get("/jobs")
 def list_jobs() -> dict[str, Any]:
-    jobs = chronoq_app.build().list_jobs(_owner())
+    jobs = service.jobs.list_jobs(_owner())
     return {"jobs": [view(j) for j in jobs]}
 
 
 @app.get("/jobs/<job_id>")
 def get_job(job_id: str) -> dict[str, Any]:
-    return view(chronoq_app.build().get_job(_owner(), job_id))
+    return view(service.jobs.get_job(_owner(), job_id))
 
 
 @app.patch("/jobs/<job_id>")
 def update_job(job_id: str, patch: Annotated[JobPatch, Body(embed=False)]) -> dict[str, Any]:
-    return view(chronoq_app.build().update_job(_owner(), job_id, patch))
+    return view(service.jobs.update_job(_owner(), job_id, patch))
 
 
 @app.delete("/jobs/<job_id>")
 def delete_job(job_id: str) -> Response[str]:
-    chronoq_app.build().delete_job(_owner(), job_id)
+    service.jobs.delete_job(_owner(), job_id)
     return Response(204, "application/json", "")
 
 
 @app.post("/jobs/<job_id>/pause")
 def pause_job(job_id: str) -> dict[str, Any]:
-    return view(chronoq_app.build().pause_job(_owner(), job_id))
+    return view(service.jobs.pause_job(_owner(), job_id))
 
 
 @app.post("/jobs/<job_id>/resume")
 def resume_job(job_id: str) -> dict[str, Any]:
-    return view(chronoq_app.build().resume_job(_owner(), job_id))
+    return view(service.jobs.resume_job(_owner(), job_id))
 
 
 @app.post("/jobs/<job_id>/trigger")
 def trigger_job(job_id: str) -> Response[dict[str, Any]]:
-    run = chronoq_app.build().trigger_job(_owner(), job_id)
+    run = service.jobs.trigger_job(_owner(), job_id)
     return Response(202, "application/json", view(run))
 
 
 @app.post("/runs/<run_id>/cancel")
 def cancel_run(run_id: str) -> dict[str, Any]:
-    return view(chronoq_app.build().cancel_run(_owner(), run_id))
+    return view(service.runs.cancel_run(_owner(), run_id))
 
 
 class PreviewRequest(BaseModel):
@@ -101,29 +103,29 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
 
 @app.get("/jobs/<job_id>/runs")
 def list_runs(job_id: str, limit: Annotated[int, Query(ge=1, le=100)] = 50) -> dict[str, Any]:
-    runs = chronoq_app.build().list_runs(_owner(), job_id, limit)
+    runs = service.runs.list_runs(_owner(), job_id, limit)
     return {"runs": [view(r) for r in runs]}
 
 
 @app.get("/runs/<run_id>")
 def get_run(run_id: str) -> dict[str, Any]:
-    return view(chronoq_app.build().get_run(_owner(), run_id))
+    return view(service.runs.get_run(_owner(), run_id))
 
 
 @app.get("/runs/<run_id>/output")
 def get_run_output(run_id: str) -> Response[str]:
-    return Response(200, "application/json", chronoq_app.build().run_output(_owner(), run_id))
+    return Response(200, "application/json", service.runs.run_output(_owner(), run_id))
 
 
 @app.get("/runs/<run_id>/logs")
 def get_run_logs(run_id: str) -> dict[str, Any]:
-    return {"run_id": run_id, "lines": chronoq_app.build().run_logs(_owner(), run_id)}
+    return {"run_id": run_id, "lines": service.runs.run_logs(_owner(), run_id)}
 
 
 @app.get("/notifications/secret")
 def get_signing_secret() -> dict[str, Any]:
     owner = _owner()
-    secret = signing_secret(chronoq_app.master_secret(), owner)
+    secret = signing_secret(service.master_secret(), owner)
     return {"owner": owner, "header": SIGNATURE_HEADER, "secret": secret}
 
 

@@ -16,12 +16,14 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq import app
-from chronoq.notify import has_just_finished
-from chronoq.store import Store
+from chronoq import compose
+from chronoq.aws.codecs import run_from_item
+from chronoq.domain.notifications import has_just_finished
+from chronoq.settings import NotifierSettings, load
 
 logger = Logger(service="chronoq-notifier")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+notifier = compose.notifier(load(NotifierSettings))
 
 
 def _status(image: dict[str, Any] | None) -> str | None:
@@ -34,8 +36,8 @@ def notify(record: DynamoDBRecord) -> None:
     new, old = change.get("NewImage"), change.get("OldImage")
     if not new or not has_just_finished(_status(old), _status(new)):
         return
-    run = Store.run_from_item(new)
-    outcomes = app.notifier().run_finished(run)
+    run = run_from_item(new)
+    outcomes = notifier.run_finished(run)
     logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
 
 

@@ -18,16 +18,18 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq import app
-from chronoq.models import RunMessage
+from chronoq import compose
+from chronoq.domain.runs import RunMessage
+from chronoq.settings import WorkerSettings, load
 
 logger = Logger(service="chronoq-worker")
 processor = BatchProcessor(event_type=EventType.SQS)
+starter = compose.worker(load(WorkerSettings))
 
 
 def start(record: SQSRecord) -> str:
     message = RunMessage.model_validate_json(record.body)
-    outcome = app.build().start_run(message)
+    outcome = starter.start_run(message)
     logger.info("run", extra={"run_id": message.run_id, "outcome": outcome})
     return outcome
 

@@ -7,7 +7,7 @@ import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
-from chronoq.notify import verify
+from chronoq.domain.notifications import verify
 
 from tests.e2e.conftest import CHRONOQ, Local, wait_for_runs
 from tests.e2e.scenarios import parse

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq_cdk.layer import LOCAL_ONLY
 
 from tests.infra.synthesis import Synthesis, allowed, denials, grants, rendered
 
@@ -134,14 +135,16 @@ def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_depe
     props = synth.resource(synth.stack.layer)["Properties"]
     python = synth.assets[props["Content"]["S3Key"]] / "python"
     package = Path(r.__file__).parent
-    wanted = {f for f in _files(package) if f.parts[0] not in ("local", "cli")}
+    wanted = {f for f in _files(package) if f.parts[0] not in LOCAL_ONLY}
 
     assert props["CompatibleRuntimes"] == [r.LAMBDA_RUNTIME]
     assert props["CompatibleArchitectures"] == ["x86_64"]
-    assert (python / "chronoq" / "service.py").is_file()
+    assert (python / "chronoq" / "compose.py").is_file()
+    assert (python / "chronoq" / "execution" / "statemachine" / "run.asl.json").is_file()
     assert (python / "croniter").is_dir()
-    assert not (python / "chronoq" / "local").exists()
-    assert not (python / "chronoq" / "cli").exists()
+    assert LOCAL_ONLY == ("local", "cli", "fakes")
+    for local_only in LOCAL_ONLY:
+        assert not (python / "chronoq" / local_only).exists()
     assert _files(python / "chronoq") == wanted
     assert list((python / "pydantic_core").glob("*.cpython-312-x86_64-linux-gnu.so"))
 

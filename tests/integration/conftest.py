@@ -3,18 +3,25 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app, ids
+from chronoq import compose
 from chronoq import resources as r
+from chronoq.aws import clients
+from chronoq.domain import ids
+from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
+from chronoq.domain.time import utc_now
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import StreamPoller, stream_filter
-from chronoq.models import TERMINAL_STATUSES, Run, RunMessage, RunStatus
+from chronoq.settings import ApiSettings, WorkerSettings
+from chronoq.usecases.ports import Clock
 
-from tests.support import Sink, api_event, http_sink, load_event, wait_for
+from tests.builders import Wiring, message_for, worker_event
+from tests.support import Sink, api_event, http_sink, wait_for
 
 
 class Harness:
@@ -32,6 +39,48 @@ class Harness:
             stream_filter(frozenset(s.value for s in TERMINAL_STATUSES)),
             r.NOTIFIER_BATCH_SIZE,
             r.NOTIFIER_MAX_RETRIES,
+        )
+
+        self._sqs_calls = self.record("sqs", "SendMessageBatch")
+
+    def record(self, service: str, operation: str) -> list[dict[str, Any]]:
+        """The parameters of every ``operation`` call chronoq's ``service`` client makes from
+        now on (a botocore hook on the client every function shares in this process)."""
+        calls: list[dict[str, Any]] = []
+
+        def keep(params: dict[str, Any], **_: Any) -> None:
+            calls.append(dict(params))
+
+        clients.client(service).meta.events.register(
+            f"provide-client-params.{service}.{operation}", keep
+        )
+        return calls
+
+    def bodies(self, priority: str = "normal") -> list[dict[str, Any]]:
+        """Every message chronoq sent to a priority's queue, in order (delayed ones too)."""
+        url = self.aws.queue_urls[priority]
+        return [
+            json.loads(entry["MessageBody"])
+            for call in self._sqs_calls
+            if call["QueueUrl"] == url
+            for entry in call["Entries"]
+        ]
+
+    def wiring(self, clock: Clock = utc_now) -> Wiring:
+        """Every use case over the AWS adapters of this deployment (as the api, dispatcher
+        and worker functions build them), with ``clock``."""
+        api = compose.api(self.aws.settings(ApiSettings))
+        worker = compose.worker(self.aws.settings(WorkerSettings))
+        return Wiring(
+            store=api.jobs.store,
+            queues=api.jobs.index.queues,
+            executor=worker.executor,
+            artifacts=api.runs.artifacts,
+            clock=clock,
+            sleep=time.sleep,
+            shards=api.jobs.index.shards,
+            output_buckets=api.jobs.output_buckets,
+            tasks=_AnyRegisteredTask(),
         )
 
     def notify(self) -> None:
@@ -64,20 +113,13 @@ class Harness:
 
     def deliver(self, run_id: str) -> None:
         """Hand a run's message to the worker, as the queue poller would."""
-        run = app.build().store.get_run(ids.job_id_of_run(run_id), run_id)
+        run = self.wiring().store.get_run(ids.job_id_of_run(run_id), run_id)
         assert run is not None
-        event = load_event("worker/sqs_batch")
-        event["Records"][0]["body"] = RunMessage(
-            job_id=run.job_id,
-            run_id=run_id,
-            scheduled_at=run.scheduled_at,
-            queued_at=datetime.now(UTC),
-        ).model_dump_json()
-        self.invoke(r.WORKER_FUNCTION, event)
+        self.invoke(r.WORKER_FUNCTION, worker_event(message_for(run)))
 
     def run(self, job: dict[str, Any], timeout: float = 20) -> Run:
         """Trigger a run of the job, deliver it to the worker and wait for it to end."""
-        service = app.build()
+        service = self.wiring().runs
         status, triggered = self.api(
             api_event(
                 "get_job", user=job["owner"], path=f"/jobs/{job['id']}/trigger", method="POST"
@@ -101,6 +143,15 @@ class Harness:
         url = self.aws.queue_urls[priority]
         answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
         return list(answer.get("Messages", []))
+
+
+class _AnyRegisteredTask(set[str]):
+    """The task check the api uses: registered in chronoq.tasks."""
+
+    def __contains__(self, name: object) -> bool:
+        from chronoq import tasks
+
+        return isinstance(name, str) and tasks.lookup(name) is not None
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chronoq import ids
+from chronoq.domain import ids
 
 from tests.integration.conftest import Harness
 from tests.support import api_event

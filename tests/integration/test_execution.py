@@ -11,18 +11,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app, ids
 from chronoq import resources as r
+from chronoq.domain import ids
+from chronoq.domain.jobs import JobSpec
+from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.lambdas import FunctionError
-from chronoq.models import JobSpec, RunMessage, RunStatus
-from chronoq.service import Chronoq, execution_input
 
+from tests.builders import Wiring, message_for, worker_event
 from tests.integration.conftest import Harness
 from tests.support import Sink, load_event, wait_for
 
 
 def make_job(
-    service: Chronoq,
+    service: Wiring,
     sink: Sink,
     *,
     seconds_ahead: int = 2,
@@ -31,7 +32,7 @@ def make_job(
     retry: dict[str, Any] | None = None,
 ) -> tuple[Any, datetime]:
     at = (datetime.now(UTC) + timedelta(seconds=seconds_ahead)).replace(microsecond=0)
-    job = service.create_job(
+    job = service.jobs.create_job(
         "alice",
         JobSpec.model_validate(
             {
@@ -46,23 +47,13 @@ def make_job(
     return job, at
 
 
-def due_run(service: Chronoq, sink: Sink) -> tuple[Any, RunMessage]:
+def due_run(service: Wiring, sink: Sink) -> tuple[Any, RunMessage]:
     """A job whose run is due in two seconds, and the message that asks a worker to start it."""
     job, at = make_job(service, sink)
     message = RunMessage(
         job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
     )
     return job, message
-
-
-def worker_event(*messages: RunMessage) -> dict[str, Any]:
-    event = load_event("worker/sqs_batch")
-    template = event["Records"][0]
-    event["Records"] = [
-        {**template, "messageId": f"m{i}", "body": m.model_dump_json()}
-        for i, m in enumerate(messages)
-    ]
-    return event
 
 
 def executions(harness: Harness) -> list[dict[str, Any]]:
@@ -83,9 +74,9 @@ def execution_status(harness: Harness, run_id: str) -> str:
     return result
 
 
-def finished_run(service: Chronoq, run_id: str, timeout: float = 20) -> Any:
+def finished_run(service: Wiring, run_id: str, timeout: float = 20) -> Any:
     def done() -> Any:
-        run = service.get_run("alice", run_id)
+        run = service.runs.get_run("alice", run_id)
         return (
             run
             if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
@@ -101,14 +92,17 @@ def finished_run(service: Chronoq, run_id: str, timeout: float = 20) -> Any:
 def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_one_execution_named_by_the_run(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     _job, message = due_run(service, sink)
 
     answer = harness.invoke(r.WORKER_FUNCTION, worker_event(message))
 
     assert answer == {"batchItemFailures": []}
     assert [e["name"] for e in executions(harness)] == [message.run_id]
-    assert service.get_run("alice", message.run_id).status in (RunStatus.QUEUED, RunStatus.RUNNING)
+    assert service.runs.get_run("alice", message.run_id).status in (
+        RunStatus.QUEUED,
+        RunStatus.RUNNING,
+    )
     run = finished_run(service, message.run_id)
     assert run.status is RunStatus.SUCCEEDED
     assert len(sink.hits) == 1
@@ -117,7 +111,7 @@ def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_on
 def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_executes_once(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     _job, message = due_run(service, sink)
 
     harness.invoke(r.WORKER_FUNCTION, worker_event(message, message))  # twice in one batch
@@ -132,7 +126,7 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
 def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_then_the_run_still_starts(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     job, at = make_job(service, sink)
     run_id = ids.run_id(job.id, at)
     run = service.store.get_run(job.id, run_id)
@@ -151,25 +145,10 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     assert len(sink.hits) == 1
 
 
-def test_given_a_message_for_a_deleted_job_when_the_worker_gets_it_then_nothing_starts(
-    harness: Harness,
-) -> None:
-    at = datetime.now(UTC)
-    message = RunMessage(
-        job_id="job_00000000000000ff",
-        run_id=ids.run_id("job_00000000000000ff", at),
-        scheduled_at=at,
-        queued_at=at,
-    )
-
-    assert harness.invoke(r.WORKER_FUNCTION, worker_event(message)) == {"batchItemFailures": []}
-    assert executions(harness) == []
-
-
 def test_given_a_malformed_record_when_the_worker_gets_a_batch_then_only_that_record_fails(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     job, at = make_job(service, sink)
     good = RunMessage(
         job_id=job.id, run_id=ids.run_id(job.id, at), scheduled_at=at, queued_at=datetime.now(UTC)
@@ -265,24 +244,18 @@ def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fa
 # --- the state machine ----------------------------------------------------------------------
 
 
-def start(harness: Harness, service: Chronoq, job: Any, at: datetime) -> str:
-    """Start the run's execution the way the worker does, after claiming the run."""
-    run_id = ids.run_id(job.id, at)
-    run = service.store.get_run(job.id, run_id)
+def start(harness: Harness, service: Wiring, job: Any, at: datetime) -> str:
+    """Start the run's execution: the worker's use case, given the run's message."""
+    run = service.store.get_run(job.id, ids.run_id(job.id, at))
     assert run is not None
-    assert service.store.claim_run(job, run, datetime.now(UTC), exclusive=False) == "claimed"
-    harness.aws.client("stepfunctions").start_execution(
-        stateMachineArn=harness.aws.state_machine_arn,
-        name=run_id,
-        input=json.dumps(execution_input(job, run_id, at)),
-    )
-    return run_id
+    assert service.starter.start_run(message_for(run)) == "started"
+    return run.id
 
 
 def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_its_second_and_succeeds(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     job, message = due_run(service, sink)
     at = message.scheduled_at
 
@@ -297,13 +270,13 @@ def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_
     assert json.loads(run.output or "") == {"status_code": 200, "body": '{"ok": true}'}
     assert at <= sink.hits[0].at < at + timedelta(seconds=1)
     assert execution_status(harness, run.id) == "SUCCEEDED"
-    assert service.get_job("alice", job.id).active_runs == frozenset()
+    assert service.jobs.get_job("alice", job.id).active_runs == frozenset()
 
 
 def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_error(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.status = 503
     job, at = make_job(service, sink, seconds_ahead=1)
 
@@ -319,7 +292,7 @@ def test_given_a_failing_target_when_executed_then_the_run_is_failed_with_the_er
 def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_and_timed_out(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.delay = 10
     job, at = make_job(service, sink, seconds_ahead=1, timeout=1)
 
@@ -339,7 +312,7 @@ def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_a
 def test_given_a_target_that_fails_twice_when_retried_with_backoff_then_the_third_attempt_succeeds(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.statuses = [500, 503]
     policy = {"max_attempts": 3, "interval_seconds": 1, "backoff_rate": 2.0, "jitter": False}
     job, at = make_job(service, sink, seconds_ahead=1, retry=policy)
@@ -365,7 +338,7 @@ def test_given_a_target_that_fails_twice_when_retried_with_backoff_then_the_thir
 def test_given_a_target_that_keeps_failing_when_attempts_run_out_then_the_run_fails(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.status = 500
     job, at = make_job(
         service, sink, seconds_ahead=1, retry={"max_attempts": 2, "interval_seconds": 1}
@@ -382,7 +355,7 @@ def test_given_a_target_that_keeps_failing_when_attempts_run_out_then_the_run_fa
 def test_given_a_client_error_when_the_target_answers_then_the_run_fails_at_once(
     harness: Harness, sink: Sink, status: int
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.status = status
     job, at = make_job(
         service, sink, seconds_ahead=1, retry={"max_attempts": 5, "interval_seconds": 1}
@@ -400,7 +373,7 @@ def test_given_a_client_error_when_the_target_answers_then_the_run_fails_at_once
 def test_given_attempts_that_time_out_when_retried_then_each_is_killed_and_the_run_times_out(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     sink.delay = 10
     job, at = make_job(
         service, sink, seconds_ahead=1, timeout=1, retry={"max_attempts": 2, "interval_seconds": 1}
@@ -416,7 +389,7 @@ def test_given_attempts_that_time_out_when_retried_then_each_is_killed_and_the_r
 def test_given_two_workers_getting_the_same_run_at_once_when_they_start_it_then_it_executes_once(
     harness: Harness, sink: Sink
 ) -> None:
-    service = app.build()
+    service = harness.wiring()
     _job, message = due_run(service, sink)
     barrier = threading.Barrier(2)
 

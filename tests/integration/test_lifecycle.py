@@ -8,54 +8,35 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app, ids
 from chronoq import resources as r
-from chronoq.models import JobPatch, JobSpec, JobState, RunMessage, RunStatus
-from chronoq.service import Chronoq
+from chronoq.domain import ids
+from chronoq.domain.jobs import JobPatch, JobSpec, JobState
+from chronoq.domain.runs import RunMessage, RunStatus
+from chronoq.fakes import FakeClock
 
+from tests.builders import Wiring, job_spec, worker_event
 from tests.integration.conftest import Harness
-from tests.support import Sink, api_event, load_event, wait_for
-
-
-class Clock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
+from tests.support import Sink, api_event, wait_for
 
 
 def spec(sink: Sink, schedule: dict[str, Any], **extra: Any) -> JobSpec:
-    return JobSpec.model_validate(
-        {
-            "name": "t",
-            "schedule": schedule,
-            "target": {"type": "http", "url": sink.url + "/hook"},
-            **extra,
-        }
-    )
+    return job_spec(schedule, {"type": "http", "url": sink.url + "/hook"}, **extra)
 
 
 def deliver(harness: Harness, *runs: tuple[str, str, datetime]) -> dict[str, Any]:
     """Hand the worker one SQS batch with a message per (job id, run id, scheduled_at)."""
-    event = load_event("worker/sqs_batch")
-    template = event["Records"][0]
-    event["Records"] = [
-        {
-            **template,
-            "messageId": f"m{i}",
-            "body": RunMessage(
-                job_id=j, run_id=run, scheduled_at=at, queued_at=datetime.now(UTC)
-            ).model_dump_json(),
-        }
-        for i, (j, run, at) in enumerate(runs)
-    ]
+    event = worker_event(
+        *(
+            RunMessage(job_id=j, run_id=run, scheduled_at=at, queued_at=datetime.now(UTC))
+            for j, run, at in runs
+        )
+    )
     answer: dict[str, Any] = harness.invoke(r.WORKER_FUNCTION, event)
     return answer
 
 
-def status_of(service: Chronoq, run_id: str) -> RunStatus:
-    return service.get_run("alice", run_id).status
+def status_of(service: Wiring, run_id: str) -> RunStatus:
+    return service.runs.get_run("alice", run_id).status
 
 
 def executions(harness: Harness) -> dict[str, str]:
@@ -65,35 +46,11 @@ def executions(harness: Harness) -> dict[str, str]:
 
 
 @pytest.fixture
-def service(harness: Harness) -> Chronoq:
-    return app.build()
+def service(harness: Harness) -> Wiring:
+    return harness.wiring()
 
 
 # --- PATCH ----------------------------------------------------------------------------------
-
-
-def test_given_a_cron_job_when_its_schedule_is_changed_then_the_pending_run_is_replaced(
-    service: Chronoq, sink: Sink
-) -> None:
-    job = service.create_job("alice", spec(sink, {"type": "cron", "expression": "0 0 1 1 *"}))
-    old_run = ids.run_id(job.id, job.next_run_at)  # type: ignore[arg-type]
-
-    changed = service.update_job(
-        "alice",
-        job.id,
-        JobPatch.model_validate(
-            {"schedule": {"type": "cron", "expression": "0 12 * * *"}, "version": 1}
-        ),
-    )
-
-    assert changed.version == 2
-    assert changed.next_run_at is not None
-    assert changed.next_run_at.hour == 12
-    runs = service.list_runs("alice", job.id)
-    assert [(x.id, x.status) for x in runs] == [
-        (ids.run_id(job.id, changed.next_run_at), RunStatus.SCHEDULED)
-    ]
-    assert old_run not in [x.id for x in runs]
 
 
 def test_given_a_stale_version_when_patching_then_409_and_nothing_changes(
@@ -131,11 +88,11 @@ def test_given_a_bad_field_when_patching_then_422_names_it(harness: Harness) -> 
 
 
 def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
-    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
-    service.update_job(
+    job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    service.jobs.update_job(
         "alice",
         job.id,
         JobPatch.model_validate({"target": {"type": "http", "url": sink.url + "/new"}}),
@@ -152,42 +109,25 @@ def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
 
 
 def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_start(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
-    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
 
-    paused = service.pause_job("alice", job.id)
+    paused = service.jobs.pause_job("alice", job.id)
     answer = deliver(harness, (job.id, ids.run_id(job.id, at), at))
 
     assert (paused.state, paused.next_run_at) == (JobState.PAUSED, None)
     assert answer == {"batchItemFailures": []}
     assert executions(harness) == {}
-    assert service.list_runs("alice", job.id) == []
-
-
-def test_given_a_paused_cron_job_when_resumed_then_the_next_run_is_the_next_future_fire_time(
-    harness: Harness, sink: Sink
-) -> None:
-    clock = Clock(datetime(2026, 11, 25, 21, 47, 30, tzinfo=UTC))
-    service = app.build()
-    service.clock = clock
-    job = service.create_job("alice", spec(sink, {"type": "cron", "expression": "*/5 * * * *"}))
-    service.pause_job("alice", job.id)
-
-    clock.now = datetime(2026, 11, 25, 22, 31, 0, tzinfo=UTC)  # eight fire times went by
-    resumed = service.resume_job("alice", job.id)
-
-    assert resumed.state is JobState.ACTIVE
-    assert resumed.next_run_at == datetime(2026, 11, 25, 22, 35, tzinfo=UTC)
-    assert [x.scheduled_at for x in service.list_runs("alice", job.id)] == [resumed.next_run_at]
+    assert service.runs.list_runs("alice", job.id) == []
 
 
 def test_given_a_completed_job_when_paused_then_409(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     _, job = harness.api(api_event("create_at_job"))
-    service.store.advance_job(service.get_job("alice", job["id"]), None, datetime.now(UTC))
+    service.store.advance_job(service.jobs.get_job("alice", job["id"]), None, datetime.now(UTC))
     event = api_event("get_job", path=f"/jobs/{job['id']}/pause")
     event["requestContext"]["http"]["method"] = "POST"
 
@@ -195,7 +135,7 @@ def test_given_a_completed_job_when_paused_then_409(
 
 
 def test_given_a_deleted_job_when_its_run_arrives_then_nothing_starts_and_the_job_is_gone(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     _, job = harness.api(api_event("create_at_job"))
     event = api_event("get_job", path=f"/jobs/{job['id']}")
@@ -225,7 +165,7 @@ def test_given_a_paused_job_when_triggered_then_one_run_starts_now(
         event = api_event("get_job", path=f"/jobs/{job['id']}/{action}")
         event["requestContext"]["http"]["method"] = "POST"
         status, body = harness.api(event)
-    service = app.build()
+    service = harness.wiring()
 
     assert status == 202
     assert body["trigger"] == "manual"
@@ -241,12 +181,12 @@ def test_given_a_paused_job_when_triggered_then_one_run_starts_now(
 
 
 def running_job(
-    harness: Harness, service: Chronoq, sink: Sink, concurrency: str
+    harness: Harness, service: Wiring, sink: Sink, concurrency: str
 ) -> tuple[Any, str, str, datetime]:
     """A job whose first run is executing (the sink holds it) and whose second run is due."""
     sink.delay = 30
     now = datetime.now(UTC).replace(microsecond=0)
-    job = service.create_job(
+    job = service.jobs.create_job(
         "alice",
         spec(
             sink,
@@ -261,34 +201,19 @@ def running_job(
     first = ids.run_id(job.id, now + timedelta(seconds=1))
     deliver(harness, (job.id, first, now + timedelta(seconds=1)))
     wait_for(lambda: status_of(service, first) is RunStatus.RUNNING and sink.hits)
-    second_at = now + timedelta(seconds=2)
-    second = ids.manual_run_id(job.id, second_at)
-    from chronoq.models import Run, Trigger
-
-    service.store.create_run(
-        Run(
-            id=second,
-            job_id=job.id,
-            owner="alice",
-            status=RunStatus.SCHEDULED,
-            priority=job.priority,
-            trigger=Trigger.MANUAL,
-            scheduled_at=second_at,
-            generation=job.generation,
-        ),
-        now,
-    )
-    return job, first, second, second_at
+    second = service.jobs.trigger_job("alice", job.id)  # a run due while the first runs
+    second_at = second.scheduled_at
+    return job, first, second.id, second_at
 
 
 def test_given_forbid_when_a_run_is_due_while_one_is_active_then_it_is_skipped(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     job, first, second, at = running_job(harness, service, sink, "forbid")
 
     deliver(harness, (job.id, second, at))
 
-    skipped = service.get_run("alice", second)
+    skipped = service.runs.get_run("alice", second)
     assert skipped.status is RunStatus.SKIPPED
     assert skipped.reason is not None
     assert first in skipped.reason
@@ -297,14 +222,14 @@ def test_given_forbid_when_a_run_is_due_while_one_is_active_then_it_is_skipped(
 
 
 def test_given_replace_when_a_run_is_due_while_one_is_active_then_the_old_one_is_cancelled_and_the_new_one_runs(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     job, first, second, at = running_job(harness, service, sink, "replace")
     sink.delay = 0
 
     deliver(harness, (job.id, second, at))
 
-    cancelled = service.get_run("alice", first)
+    cancelled = service.runs.get_run("alice", first)
     assert cancelled.status is RunStatus.CANCELLED
     assert cancelled.reason is not None
     assert second in cancelled.reason
@@ -313,20 +238,20 @@ def test_given_replace_when_a_run_is_due_while_one_is_active_then_the_old_one_is
     wait_for(lambda: executions(harness)[first] != "RUNNING")
     assert executions(harness)[first] in ("ABORTED", "SUCCEEDED")
     assert status_of(service, first) is RunStatus.CANCELLED
-    assert service.get_job("alice", job.id).active_runs == frozenset()
+    assert service.jobs.get_job("alice", job.id).active_runs == frozenset()
 
 
 def test_given_allow_when_runs_overlap_then_both_run_and_the_job_lists_them_as_active(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     job, first, second, at = running_job(harness, service, sink, "allow")
 
     deliver(harness, (job.id, second, at))
 
     wait_for(lambda: status_of(service, second) is RunStatus.RUNNING)
-    assert service.get_job("alice", job.id).active_runs == {first, second}
+    assert service.jobs.get_job("alice", job.id).active_runs == {first, second}
     sink.closed.set()  # let both finish
-    wait_for(lambda: service.get_job("alice", job.id).active_runs == frozenset(), timeout=30)
+    wait_for(lambda: service.jobs.get_job("alice", job.id).active_runs == frozenset(), timeout=30)
     assert {status_of(service, first), status_of(service, second)} == {RunStatus.SUCCEEDED}
 
 
@@ -336,21 +261,21 @@ def test_given_allow_when_runs_overlap_then_both_run_and_the_job_lists_them_as_a
 def test_given_a_run_past_its_start_deadline_when_it_arrives_then_it_is_missed_not_started(
     harness: Harness, sink: Sink
 ) -> None:
-    clock = Clock(datetime.now(UTC))
-    service = app.build()
+    clock = FakeClock(datetime.now(UTC))
+    service = harness.wiring()
     service.clock = clock
     at = (clock.now + timedelta(seconds=5)).replace(microsecond=0)
-    job = service.create_job(
+    job = service.jobs.create_job(
         "alice", spec(sink, {"type": "at", "at": at.isoformat()}, start_deadline_seconds=60)
     )
     run_id = ids.run_id(job.id, at)
 
     clock.now = at + timedelta(seconds=61)
-    outcome = service.start_run(
+    outcome = service.starter.start_run(
         RunMessage(job_id=job.id, run_id=run_id, scheduled_at=at, queued_at=at)
     )
 
-    missed = service.get_run("alice", run_id)
+    missed = service.runs.get_run("alice", run_id)
     assert outcome == "missed"
     assert missed.status is RunStatus.MISSED
     assert missed.reason == "could not start within start_deadline_seconds (60 s)"
@@ -367,24 +292,24 @@ def cancel(harness: Harness, run_id: str, user: str = "alice") -> tuple[int, Any
 
 
 def test_given_a_running_run_when_cancelled_then_its_execution_stops_and_it_is_cancelled(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     job, first, _, _ = running_job(harness, service, sink, "allow")
 
     status, run = cancel(harness, first)
 
     assert (status, run["status"], run["reason"]) == (200, "CANCELLED", "cancelled by alice")
-    assert service.get_job("alice", job.id).active_runs == frozenset()
+    assert service.jobs.get_job("alice", job.id).active_runs == frozenset()
     sink.closed.set()
     wait_for(lambda: executions(harness)[first] != "RUNNING")
     assert status_of(service, first) is RunStatus.CANCELLED
 
 
 def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
-    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
 
     assert cancel(harness, run_id)[1]["status"] == "CANCELLED"
@@ -395,10 +320,10 @@ def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(
 
 
 def test_given_a_finished_run_or_someone_elses_when_cancelled_then_409_or_404(
-    harness: Harness, service: Chronoq, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
-    job = service.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
+    job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
     deliver(harness, (job.id, run_id, at))
     wait_for(lambda: status_of(service, run_id) is RunStatus.SUCCEEDED)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 from chronoq import resources as r
-from chronoq.models import RunStatus
+from chronoq.domain.runs import RunStatus
 
 from tests.integration.conftest import Harness
 from tests.support import api_event
@@ -138,9 +137,9 @@ def test_given_someone_elses_run_when_its_output_or_logs_are_asked_for_then_404(
 
 
 def test_given_a_bucket_the_deployment_may_not_write_to_when_a_job_names_it_then_422(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
+    harness: Harness,
 ) -> None:
-    monkeypatch.setenv(r.ENV_OUTPUT_BUCKETS, "team-results")
+    harness.aws.configure(r.ENV_OUTPUT_BUCKETS, "team-results")
     body = {
         "name": "t",
         "schedule": {"type": "rate", "every": "1 hour"},

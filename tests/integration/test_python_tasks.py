@@ -7,10 +7,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import app
 from chronoq import resources as r
+from chronoq.domain.runs import RunStatus
 from chronoq.local.lambdas import FunctionError
-from chronoq.models import RunStatus
 
 from tests.integration.conftest import Harness
 from tests.support import api_event, load_event
@@ -76,7 +75,7 @@ def test_given_a_task_that_overruns_when_run_then_it_is_timed_out(harness: Harne
 def test_given_a_deployments_own_task_module_when_configured_then_its_tasks_run(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(r.ENV_TASK_MODULES, "tests.example_tasks")
+    harness.aws.configure(r.ENV_TASK_MODULES, "tests.example_tasks")
     status, job = python_job(harness, "tests.example_tasks:double", {"n": 21})
     assert status == 201
 
@@ -117,7 +116,7 @@ def test_given_a_task_that_fails_twice_when_retried_then_it_succeeds_on_the_thir
 def test_given_a_task_raising_its_own_permanent_error_when_run_then_it_is_not_retried(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(r.ENV_TASK_MODULES, "tests.example_tasks")
+    harness.aws.configure(r.ENV_TASK_MODULES, "tests.example_tasks")
     job = harness.create_job(
         {"type": "python", "task": "tests.example_tasks:misconfigured"},
         retry={"max_attempts": 3, "interval_seconds": 1},
@@ -128,7 +127,7 @@ def test_given_a_task_raising_its_own_permanent_error_when_run_then_it_is_not_re
     assert run.status is RunStatus.FAILED
     assert [a.outcome for a in run.attempts] == ["PermanentError"]
     assert run.attempts[0].error == ("PermanentError: MissingSetting: REPORT_BUCKET is not set")
-    lines = app.build().run_logs("alice", run.id)
+    lines = harness.wiring().runs.run_logs("alice", run.id)
     assert [line.split("] ", 1)[1] for line in lines if "line of the problem" in line] == [
         "ERROR first line of the problem",
         "second line of the problem",

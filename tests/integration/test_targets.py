@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chronoq import app
-from chronoq.models import RunStatus
+from chronoq.domain.runs import RunStatus
 
 from tests.integration.conftest import Harness
 from tests.support import api_event, wait_for
@@ -42,8 +41,8 @@ def create_function(harness: Harness, name: str = "reports") -> str:
     return arn
 
 
-def logs_of(run_id: str) -> list[str]:
-    return app.build().run_logs("alice", run_id)
+def logs_of(harness: Harness, run_id: str) -> list[str]:
+    return harness.wiring().runs.run_logs("alice", run_id)
 
 
 def queue(harness: Harness, name: str) -> tuple[str, str]:
@@ -81,7 +80,7 @@ def test_given_a_lambda_target_when_run_then_the_function_gets_the_run_context_a
         "scheduled_at": run.scheduled_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "attempt": 1,
     }
-    assert any("| handling" in line for line in logs_of(run.id))  # the function's own log
+    assert any("| handling" in line for line in logs_of(harness, run.id))  # the function's own log
 
 
 def test_given_a_function_that_raises_when_run_then_each_attempt_fails_with_its_error(
@@ -220,7 +219,7 @@ def test_given_a_container_target_when_run_then_its_command_runs_and_its_output_
 
     assert run.status is RunStatus.SUCCEEDED
     assert json.loads(run.output or "")["exit_code"] == 0
-    assert any(f"| run {run.id} attempt 1 blue" in line for line in logs_of(run.id))
+    assert any(f"| run {run.id} attempt 1 blue" in line for line in logs_of(harness, run.id))
 
 
 def test_given_a_container_that_exits_non_zero_when_run_then_the_attempt_fails_with_the_code(
@@ -234,7 +233,7 @@ def test_given_a_container_that_exits_non_zero_when_run_then_the_attempt_fails_w
 
     assert run.status is RunStatus.FAILED
     assert "exited with code 3" in (run.error or "")
-    assert any("| broken" in line for line in logs_of(run.id))
+    assert any("| broken" in line for line in logs_of(harness, run.id))
 
 
 def _running(marker: str) -> bool:
@@ -304,7 +303,7 @@ def test_given_a_running_container_when_its_run_is_cancelled_then_the_task_is_st
     job = harness.create_job(
         {"type": "container", "image": "alpine", "command": ["sh", "-c", marker]}
     )
-    service = app.build()
+    service = harness.wiring()
     status, triggered = harness.api(
         api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
     )
@@ -320,4 +319,4 @@ def test_given_a_running_container_when_its_run_is_cancelled_then_the_task_is_st
     assert status == 200
     assert cancelled["status"] == "CANCELLED"
     assert wait_for(lambda: not _running(marker), timeout=10)
-    assert service.get_run("alice", run_id).status is RunStatus.CANCELLED
+    assert service.runs.get_run("alice", run_id).status is RunStatus.CANCELLED

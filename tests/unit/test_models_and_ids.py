@@ -4,18 +4,12 @@ import json
 from datetime import UTC, datetime
 
 import pytest
-from chronoq import ids
-from chronoq.models import (
-    HttpTarget,
-    Job,
-    JobSpec,
-    JobState,
-    Priority,
-    describe_error,
-    format_instant,
-)
-from chronoq.queue import delay_seconds
-from chronoq.service import execution_input
+from chronoq.aws.queues import delay_seconds
+from chronoq.domain import ids
+from chronoq.domain.jobs import Job, JobSpec, JobState, Priority
+from chronoq.domain.targets import HttpTarget
+from chronoq.domain.time import format_instant
+from chronoq.execution.contract import ExecutionInput, describe_error
 from pydantic import ValidationError
 
 SPEC = {
@@ -123,13 +117,17 @@ def test_given_a_job_when_building_the_execution_input_then_it_is_the_same_every
         }
     )
     run = ids.run_id(job.id, now)
-    assert execution_input(job, run, now) == execution_input(job, run, now)
     assert (
-        execution_input(job, run, now)["scheduled_at"]
+        ExecutionInput.of(job, run, now).document() == ExecutionInput.of(job, run, now).document()
+    )
+    assert (
+        ExecutionInput.of(job, run, now).document()["scheduled_at"]
         == format_instant(now)
         == "2026-11-25T21:48:00Z"
     )
-    assert execution_input(job, run, now)["target"]["url"] == "https://example.com/hook"
+    assert (
+        ExecutionInput.of(job, run, now).document()["target"]["url"] == "https://example.com/hook"
+    )
 
 
 CONTAINER = {"type": "container", "image": "alpine", "command": ["true"]}
@@ -175,13 +173,13 @@ def test_given_message_targets_when_prepared_then_strings_go_as_they_are_and_the
     )
     at = datetime(2030, 1, 1, 8, tzinfo=UTC)
 
-    assert execution_input(job, "r", at)["delivery"] == {"message": "hi"}
+    assert ExecutionInput.of(job, "r", at).document()["delivery"] == {"message": "hi"}
     as_json = job.model_copy(update={"target": job.target.model_copy(update={"message": {"a": 1}})})
-    assert execution_input(as_json, "r", at)["delivery"] == {"message": '{"a": 1}'}
+    assert ExecutionInput.of(as_json, "r", at).document()["delivery"] == {"message": '{"a": 1}'}
     container = job.model_copy(
         update={"target": JobSpec.model_validate({**SPEC, "target": CONTAINER}).target}
     )
-    assert execution_input(container, "r", at)["delivery"] == {}
+    assert ExecutionInput.of(container, "r", at).document()["delivery"] == {}
 
 
 def test_given_a_heartbeat_not_shorter_than_the_timeout_when_validated_then_timeout_is_refused() -> (

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from chronoq.notify import has_just_finished, sign, signing_secret, verify
+from chronoq.domain.notifications import has_just_finished, sign, signing_secret, verify
 
 BODY = b'{"run_id":"r1","status":"FAILED"}'
 

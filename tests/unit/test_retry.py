@@ -3,8 +3,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from chronoq.models import RetryPolicy
-from chronoq.retry import backoff, decide
+from chronoq.domain.jobs import RetryPolicy
+from chronoq.domain.retry import backoff, decide
 
 
 def test_given_a_policy_when_attempts_fail_then_waits_grow_by_the_backoff_rate_up_to_the_maximum() -> (

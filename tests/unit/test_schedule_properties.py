@@ -1,6 +1,6 @@
 """Property tests: chronoq's cron fire times against an independent reference.
 
-The reference below uses neither croniter nor anything from ``chronoq.schedules``. It parses the
+The reference below uses neither croniter nor anything from ``chronoq.domain.schedules``. It parses the
 five cron fields into sets of allowed values and walks UTC time one minute at a time, reading
 the local wall clock of the schedule's zone, which makes the documented semantics direct:
 
@@ -22,8 +22,7 @@ from datetime import UTC, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from chronoq.models import CronSchedule
-from chronoq.schedules import fire_times
+from chronoq.domain.schedules import CronSchedule, fire_times
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

@@ -4,8 +4,16 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from chronoq.models import AtSchedule, CronSchedule, RateSchedule, Schedule, anchored
-from chronoq.schedules import fire_times, next_fire, preview
+from chronoq.domain.schedules import (
+    AtSchedule,
+    CronSchedule,
+    RateSchedule,
+    Schedule,
+    anchored,
+    fire_times,
+    next_fire,
+    preview,
+)
 from pydantic import TypeAdapter, ValidationError
 
 schedule = TypeAdapter(Schedule).validate_python

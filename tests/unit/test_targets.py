@@ -3,10 +3,11 @@ from __future__ import annotations
 import signal
 
 import pytest
-from chronoq.errors import PermanentError
+from chronoq.domain.errors import PermanentError
+from chronoq.domain.runs import TERMINAL_STATUSES
+from chronoq.domain.targets import PythonTarget
+from chronoq.execution.targets import AttemptTimedOut, lines_collector, run_python
 from chronoq.local.drivers import stream_filter
-from chronoq.models import TERMINAL_STATUSES, PythonTarget
-from chronoq.targets import AttemptTimedOut, lines_collector, run_python
 
 
 def sleep_target(seconds: float) -> PythonTarget:
@@ -17,7 +18,7 @@ def test_given_a_task_still_running_at_its_timeout_when_run_then_it_is_interrupt
     lines, log = lines_collector(1)
 
     with pytest.raises(AttemptTimedOut):
-        run_python(sleep_target(30), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
+        run_python(sleep_target(30), (), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
 
     assert any("raised AttemptTimedOut" in line for line in lines)
 
@@ -25,7 +26,7 @@ def test_given_a_task_still_running_at_its_timeout_when_run_then_it_is_interrupt
 def test_given_a_task_that_ends_in_time_when_run_then_no_alarm_is_left_behind() -> None:
     _, log = lines_collector(1)
 
-    result = run_python(sleep_target(0.01), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
+    result = run_python(sleep_target(0.01), (), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
 
     assert result == {"slept": 0.01}
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
@@ -44,7 +45,7 @@ def test_given_an_outer_timer_when_a_task_runs_then_the_timer_is_given_back() ->
     _, log = lines_collector(1)
     signal.setitimer(signal.ITIMER_REAL, 50)
     try:
-        run_python(sleep_target(0.01), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
+        run_python(sleep_target(0.01), (), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
         remaining, _ = signal.getitimer(signal.ITIMER_REAL)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -61,7 +62,7 @@ def test_given_a_task_raising_permanent_error_when_run_then_its_message_is_kept_
     )
 
     with pytest.raises(PermanentError) as raised:
-        run_python(target, "job", "run", 1, "2030-01-01T00:00:00Z", 5, log)
+        run_python(target, (), "job", "run", 1, "2030-01-01T00:00:00Z", 5, log)
 
     assert str(raised.value) == "no such account"
 

@@ -8,8 +8,18 @@ performs I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from importlib import resources as _pkg_resources
 from pathlib import Path
+
+
+class Priority(StrEnum):
+    """A run's priority; one SQS queue each, highest first."""
+
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
+
 
 # --- Deployment defaults ------------------------------------------------------------------
 
@@ -65,7 +75,7 @@ ENV_JOBS_TABLE = "CHRONOQ_JOBS_TABLE"
 ENV_SCHEDULE_TABLE = "CHRONOQ_SCHEDULE_TABLE"
 ENV_RUNS_TABLE = "CHRONOQ_RUNS_TABLE"
 #: Run priorities, highest first; one SQS queue each.
-PRIORITIES = ("high", "normal", "low")
+PRIORITIES = tuple(p.value for p in Priority)
 ENV_QUEUE_URLS = {p: f"CHRONOQ_QUEUE_URL_{p.upper()}" for p in PRIORITIES}
 ENV_STATE_MACHINE_ARN = "CHRONOQ_STATE_MACHINE_ARN"
 ENV_SHARDS = "CHRONOQ_SHARDS"
@@ -256,7 +266,7 @@ LAMBDA_RUNTIME = "python3.12"
 # --- State machine ------------------------------------------------------------------------
 
 STATE_MACHINE_ID = "RunStateMachine"
-STATE_MACHINE_FILE = "statemachine/run.asl.json"
+STATE_MACHINE_FILE = "execution/statemachine/run.asl.json"
 #: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
 ASL_RUNS_TABLE = "RunsTable"
 ASL_JOBS_TABLE = "JobsTable"

@@ -1,56 +1,167 @@
-"""Typed settings of the Lambda functions, read from the environment when asked for."""
+"""Each function's settings: exactly the environment variables its definition in
+chronoq.resources gives it, required ones checked once, at cold start, with a clear error.
+
+Read from the environment of the process, or, in chronoq local, from the environment of the
+function being run (see ``environment``)."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chronoq import resources as r
 
+_environment: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "chronoq_environment", default=None
+)
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
-    jobs_table: str = ""
-    schedule_table: str = ""
-    runs_table: str = ""
-    queue_urls: dict[str, str] = Field(default_factory=dict)
-    state_machine_arn: str = ""
-    shards: int = Field(default=r.DEFAULT_SHARDS, ge=1, le=1000)
-    output_bucket: str = ""
-    #: Other buckets an output_location may name; None: any.
-    output_buckets: frozenset[str] | None = frozenset()
-    topic_arn: str = ""
-    signing_secret_arn: str = ""
-    email_sender: str = ""
-    container_log_group: str = ""
-    container_execution_role_arn: str = ""
-    container_task_role_arn: str = ""
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Functions' settings read ``values`` instead of the process environment meanwhile (in
+    this thread): how chronoq local gives each function exactly its own environment."""
+    token = _environment.set(values)
+    try:
+        yield
+    finally:
+        _environment.reset(token)
+
+
+class SettingsError(Exception):
+    """A function was deployed without a variable it needs, or with a wrong value."""
+
+
+_Required = Field(min_length=1)
+
+
+def _names(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(m.strip() for m in value.split(",") if m.strip())
+    return value
+
+
+def _buckets(value: Any) -> Any:
+    if isinstance(value, str):
+        if value.strip() == "*":
+            return None
+        return frozenset(b.strip() for b in value.split(",") if b.strip())
+    return value
+
+
+class FunctionSettings(BaseModel):
+    """The settings of one function, read from the variables of ``FUNCTION.env``."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    FUNCTION: ClassVar[r.Function]
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        return cls(
-            jobs_table=env.get(r.ENV_JOBS_TABLE, ""),
-            schedule_table=env.get(r.ENV_SCHEDULE_TABLE, ""),
-            runs_table=env.get(r.ENV_RUNS_TABLE, ""),
-            queue_urls={p: env[name] for p, name in r.ENV_QUEUE_URLS.items() if name in env},
-            state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN, ""),
-            shards=int(env.get(r.ENV_SHARDS, r.DEFAULT_SHARDS)),
-            output_bucket=env.get(r.ENV_OUTPUT_BUCKET, ""),
-            output_buckets=_buckets(env.get(r.ENV_OUTPUT_BUCKETS, "")),
-            topic_arn=env.get(r.ENV_TOPIC_ARN, ""),
-            signing_secret_arn=env.get(r.ENV_SIGNING_SECRET_ARN, ""),
-            email_sender=env.get(r.ENV_EMAIL_SENDER, ""),
-            container_log_group=env.get(r.ENV_CONTAINER_LOG_GROUP, ""),
-            container_execution_role_arn=env.get(r.ENV_CONTAINER_EXECUTION_ROLE_ARN, ""),
-            container_task_role_arn=env.get(r.ENV_CONTAINER_TASK_ROLE_ARN, ""),
-        )
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Any:
+        env = environ if environ is not None else (_environment.get() or os.environ)
+        values = {name: env[name] for name in cls.FUNCTION.env if name in env}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{e['loc'][0]}: {'missing' if e['type'] == 'missing' else e['msg']}"
+                for e in error.errors()
+            )
+            raise SettingsError(f"function {cls.FUNCTION.name}: {problems}") from None
 
 
-def _buckets(value: str) -> frozenset[str] | None:
-    if value.strip() == "*":
-        return None
-    return frozenset(b.strip() for b in value.split(",") if b.strip())
+S = TypeVar("S", bound=FunctionSettings)
+
+
+def load(settings: type[S], environ: Mapping[str, str] | None = None) -> S:
+    """``settings`` read from ``environ`` (default: this function's environment)."""
+    loaded: S = settings.from_env(environ)
+    return loaded
+
+
+class _Queues(BaseModel):
+    queue_url_high: str = Field(alias=r.ENV_QUEUE_URLS["high"], min_length=1)
+    queue_url_normal: str = Field(alias=r.ENV_QUEUE_URLS["normal"], min_length=1)
+    queue_url_low: str = Field(alias=r.ENV_QUEUE_URLS["low"], min_length=1)
+
+    @property
+    def queue_urls(self) -> dict[str, str]:
+        return {
+            "high": self.queue_url_high,
+            "normal": self.queue_url_normal,
+            "low": self.queue_url_low,
+        }
+
+
+class ApiSettings(FunctionSettings, _Queues):
+    FUNCTION = r.API_FUNCTION
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    schedule_table: str = Field(alias=r.ENV_SCHEDULE_TABLE, min_length=1)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    shards: int = Field(alias=r.ENV_SHARDS, ge=1, le=1000)
+    state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
+    task_modules: tuple[str, ...] = Field(default=(), alias=r.ENV_TASK_MODULES)
+    output_bucket: str = Field(alias=r.ENV_OUTPUT_BUCKET, min_length=1)
+    #: Other buckets an output_location may name; None: any.
+    output_buckets: frozenset[str] | None = Field(default=frozenset(), alias=r.ENV_OUTPUT_BUCKETS)
+    signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
+
+    _task_modules = field_validator("task_modules", mode="before")(_names)
+    _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
+
+
+class DispatcherSettings(FunctionSettings, _Queues):
+    FUNCTION = r.DISPATCHER_FUNCTION
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    schedule_table: str = Field(alias=r.ENV_SCHEDULE_TABLE, min_length=1)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    shards: int = Field(alias=r.ENV_SHARDS, ge=1, le=1000)
+
+
+class WorkerSettings(FunctionSettings):
+    FUNCTION = r.WORKER_FUNCTION
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
+
+
+class RunnerSettings(FunctionSettings):
+    FUNCTION = r.RUNNER_FUNCTION
+
+    task_modules: tuple[str, ...] = Field(default=(), alias=r.ENV_TASK_MODULES)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    output_bucket: str = Field(alias=r.ENV_OUTPUT_BUCKET, min_length=1)
+    container_log_group: str = Field(alias=r.ENV_CONTAINER_LOG_GROUP, min_length=1)
+    container_execution_role_arn: str = Field(
+        alias=r.ENV_CONTAINER_EXECUTION_ROLE_ARN, min_length=1
+    )
+    container_task_role_arn: str = Field(alias=r.ENV_CONTAINER_TASK_ROLE_ARN, min_length=1)
+
+    _task_modules = field_validator("task_modules", mode="before")(_names)
+
+
+class NotifierSettings(FunctionSettings):
+    FUNCTION = r.NOTIFIER_FUNCTION
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    topic_arn: str = Field(alias=r.ENV_TOPIC_ARN, min_length=1)
+    signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
+    #: The SES identity e-mails come from ("": no e-mail).
+    email_sender: str = Field(default="", alias=r.ENV_EMAIL_SENDER)
+
+
+#: Every function's settings class.
+SETTINGS: tuple[type[FunctionSettings], ...] = (
+    ApiSettings,
+    DispatcherSettings,
+    WorkerSettings,
+    RunnerSettings,
+    NotifierSettings,
+)

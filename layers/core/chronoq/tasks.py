@@ -3,7 +3,7 @@
 Only registered tasks run: a target naming anything else (``os:system``, say) is refused
 when the job is created, and again by the runner. Register a function with ``@task``; a
 deployment lists the modules holding its tasks in ``CHRONOQ_TASK_MODULES`` (comma-separated),
-which the api and the runner import on first use.
+which the api and the runner import on first use (their settings carry the list).
 
 A task is called as ``function(args, context)``: ``args`` is the target's JSON ``args``,
 ``context`` a RunContext. What it returns (anything JSON can hold) is the run's output.
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from chronoq.errors import PermanentError
-from chronoq.resources import ENV_TASK_MODULES
+from chronoq.domain.errors import PermanentError
 
 __all__ = ["PermanentError", "RunContext", "lookup", "task"]
 
@@ -48,11 +46,10 @@ def task(function: Task) -> Task:
     return function
 
 
-def lookup(name: str) -> Task | None:
-    """The registered task called ``name`` (after importing the deployment's task modules)."""
-    for module in filter(
-        None, (m.strip() for m in os.environ.get(ENV_TASK_MODULES, "").split(","))
-    ):
+def lookup(name: str, modules: Iterable[str] = ()) -> Task | None:
+    """The registered task called ``name``, after importing ``modules`` (the deployment's
+    task modules)."""
+    for module in modules:
         importlib.import_module(module)
     return _registry.get(name)
 

@@ -23,9 +23,8 @@ def _local(args: argparse.Namespace) -> int:
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", args.log_level)
-    if args.task_modules:
-        os.environ[r.ENV_TASK_MODULES] = args.task_modules
     system = LocalSystem(
+        task_modules=args.task_modules or "",
         host=args.host,
         port=args.port,
         data_dir=args.data_dir,
@@ -56,8 +55,7 @@ def _preview(args: argparse.Namespace) -> int:
 
     from pydantic import TypeAdapter, ValidationError
 
-    from chronoq.models import Schedule
-    from chronoq.schedules import preview
+    from chronoq.domain.schedules import Schedule, preview
 
     if args.json:
         document = json.loads(args.json)

@@ -13,17 +13,19 @@ from typing import Any
 
 import boto3
 
-from chronoq import aws as chronoq_aws
 from chronoq import resources as r
+from chronoq.aws import clients as chronoq_aws
 from chronoq.local.emulation import (
     LOCAL_SECURITY_GROUP,
     LOCAL_SUBNET,
+    check_moto,
     parse_each_definition_once,
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
     serialize_service_calls,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
+from chronoq.settings import S, load
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -39,6 +41,9 @@ class LocalAWS:
     """Starts moto in this process and creates the deployment's resources in it."""
 
     shards: int = r.DEFAULT_SHARDS
+    #: The deployment's own task modules (comma-separated), as ``-c task_modules=`` in CDK.
+    task_modules: str = ""
+    #: Every variable of the deployment; each function sees only those its definition names.
     env: dict[str, str] = field(default_factory=dict)
     queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arn: str = ""
@@ -51,6 +56,7 @@ class LocalAWS:
     def start(self) -> LocalAWS:
         from moto import mock_aws
 
+        check_moto()
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
         os.environ["AWS_DEFAULT_REGION"] = REGION
         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
@@ -78,8 +84,30 @@ class LocalAWS:
         )
         install_into_moto(self.runtime)
         self._create()
-        os.environ.update(self.env)
+        self._give_functions_their_environment()
         return self
+
+    def _give_functions_their_environment(self) -> None:
+        assert self.runtime is not None
+        self.runtime.environments.update(
+            {function_name(f): self.environment(f) for f in r.FUNCTIONS}
+        )
+
+    def configure(self, name: str, value: str) -> None:
+        """Change a deployment variable, as a redeployment would: functions that have it
+        read the new value from their next cold start on."""
+        assert self.runtime is not None
+        self.env[name] = value
+        self._give_functions_their_environment()
+        self.runtime.retire_containers()
+
+    def environment(self, function: r.Function) -> dict[str, str]:
+        """Exactly the variables ``function``'s definition gives it (as CDK does)."""
+        return {name: self.env[name] for name in function.env if name in self.env}
+
+    def settings(self, settings: type[S]) -> S:
+        """A function's settings, as that function reads them here."""
+        return load(settings, self.environment(settings.FUNCTION))
 
     def stop(self) -> None:
         if self._mock is not None:
@@ -99,6 +127,8 @@ class LocalAWS:
 
     def _create(self) -> None:
         env: dict[str, str] = {r.ENV_SHARDS: str(self.shards)}
+        if self.task_modules:
+            env[r.ENV_TASK_MODULES] = self.task_modules
         ddb = self.client("dynamodb")
         for table in r.TABLES:
             name = f"{PREFIX}-{table.id.lower()}"

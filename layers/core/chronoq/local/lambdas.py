@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from chronoq.resources import Function
+from chronoq.settings import environment
 
 logger = logging.getLogger(__name__)
 _ids = itertools.count(1)
@@ -71,10 +72,18 @@ class FunctionError(Exception):
 class LambdaRuntime:
     def __init__(self, functions: dict[str, Function], region: str, account: str) -> None:
         self._functions = functions  # deployed name -> definition
+        #: Each function's environment variables (deployed name -> variables).
+        self.environments: dict[str, dict[str, str]] = {name: {} for name in functions}
         self._idle: dict[str, list[ModuleType]] = {name: [] for name in functions}
         self._lock = threading.Lock()
         self._region = region
         self._account = account
+
+    def retire_containers(self) -> None:
+        """Forget every idle container: the next invocations start cold."""
+        with self._lock:
+            for idle in self._idle.values():
+                idle.clear()
 
     def names(self) -> list[str]:
         return list(self._functions)
@@ -97,7 +106,8 @@ class LambdaRuntime:
 
     def _load(self, name: str) -> ModuleType:
         function = self._functions[name]
-        return _import(f"_chronoq_lambda_{function.name}_{next(_ids)}", function.handler_file)
+        with environment(self.environments[name]):
+            return _import(f"_chronoq_lambda_{function.name}_{next(_ids)}", function.handler_file)
 
     def _context(self, name: str, memory_mb: int, timeout_seconds: int) -> LambdaContext:
         return LambdaContext(
@@ -119,9 +129,9 @@ class LambdaRuntime:
         attr = function.handler.rsplit(".", 1)[1]
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            return json.loads(
-                json.dumps(getattr(container, attr)(json.loads(json.dumps(event)), context))
-            )
+            with environment(self.environments[name]):
+                answer = getattr(container, attr)(json.loads(json.dumps(event)), context)
+            return json.loads(json.dumps(answer))
         except Exception as error:
             raise FunctionError(
                 {

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.domain.runs import TERMINAL_STATUSES
 from chronoq.local import tokens
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker, stream_filter
 from chronoq.local.gateway import serve
-from chronoq.models import TERMINAL_STATUSES
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +24,8 @@ class LocalSystem:
     port: int = 8080
     data_dir: Path = Path(".chronoq")
     shards: int = r.DEFAULT_SHARDS
+    #: The deployment's own task modules (comma-separated).
+    task_modules: str = ""
     tick_seconds: float = 1.0
     #: Concurrent worker invocations (AWS: the event source mappings scale them).
     pollers: int = 4
@@ -38,7 +40,7 @@ class LocalSystem:
         return self.aws.runtime.invoke(function_name(function), event)
 
     def start(self) -> LocalSystem:
-        self.aws = LocalAWS(shards=self.shards).start()
+        self.aws = LocalAWS(shards=self.shards, task_modules=self.task_modules).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
             lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt

@@ -1,7 +1,7 @@
 """What a run does: one attempt of a job's target (the runner's part of it).
 
 sqs, sns and eventbridge targets need no code here: the state machine delivers them itself.
-Each function records what it did in ``log`` (a list of lines, see chronoq.artifacts).
+Each function records what it did in ``log`` (a list of lines, see chronoq.domain.runs.log_line).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import urllib3
 
 from chronoq import resources as r
 from chronoq import tasks
-from chronoq.artifacts import log_line
-from chronoq.errors import PermanentError, TargetError
-from chronoq.models import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
+from chronoq.domain.errors import PermanentError, TargetError
+from chronoq.domain.runs import log_line
+from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -127,6 +127,7 @@ def deadline(seconds: float) -> Iterator[None]:
 
 def run_python(
     target: PythonTarget,
+    modules: tuple[str, ...],
     job_id: str,
     run_id: str,
     attempt: int,
@@ -135,7 +136,7 @@ def run_python(
     log: Log,
 ) -> Any:
     """Call the registered task once; its return value is the attempt's output."""
-    function = tasks.lookup(target.task)
+    function = tasks.lookup(target.task, modules)
     if function is None:
         raise PermanentError(f"{target.task} is not a registered task")
     log(f"calling {target.task}")

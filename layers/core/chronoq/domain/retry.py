@@ -5,10 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from chronoq.models import RetryPolicy, describe_error
-
-#: The longest error description kept per attempt (a run keeps up to 20 attempts).
-MAX_SUMMARY_CHARS = 1000
+from chronoq.domain.jobs import RetryPolicy
 
 #: Errors that trying again cannot fix: a task's PermanentError, an HTTP 4xx other than
 #: 408 (timeout) and 429 (too many requests), a target the runner refuses.
@@ -42,9 +39,3 @@ def decide(
     if policy.jitter:  # "full jitter": anywhere between half and all of the wait
         wait = (rng or random.Random()).uniform(wait / 2, wait)  # noqa: S311 - not a secret
     return Decision(True, max(1, round(wait)), f"retrying after attempt {attempt}")
-
-
-def summary(error: str, cause: str) -> str:
-    """One bounded line for a failed attempt, from Step Functions' error name and cause."""
-    text = describe_error(error, cause) or error
-    return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 1] + "…"

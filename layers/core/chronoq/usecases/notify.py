@@ -12,10 +12,10 @@ from urllib.parse import urlsplit
 
 import urllib3
 
-from chronoq import notify
 from chronoq import resources as r
-from chronoq.models import Run
-from chronoq.store import Store
+from chronoq.domain import notifications as notify
+from chronoq.domain.runs import Run
+from chronoq.usecases.ports import JobRunStore
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ _http = urllib3.PoolManager(retries=False)
 
 @dataclass
 class Notifier:
-    store: Store
+    store: JobRunStore
     sns: Any
     ses: Any
     topic_arn: str

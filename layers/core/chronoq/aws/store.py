@@ -4,44 +4,24 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-
-from chronoq import ids
 from chronoq import resources as r
-from chronoq.models import (
-    Job,
-    JobSpec,
-    JobState,
-    Occurrence,
-    Run,
-    RunStatus,
-    describe_error,
-    format_instant,
-)
-from chronoq.settings import Settings
+from chronoq.aws import codecs
+from chronoq.aws.codecs import dump as _dump
+from chronoq.aws.codecs import load as _load
+from chronoq.domain import ids
+from chronoq.domain.jobs import Job, JobState
+from chronoq.domain.runs import Occurrence, Run, RunStatus
+from chronoq.domain.time import format_instant
+from chronoq.usecases.ports import Claim
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 _CHECKPOINT_BUCKET = "checkpoint"
-
-
-#: Prefix of the run attributes noting how each notification went (notified_sns, ...).
-_NOTIFIED = "notified_"
-
-
-def _dump(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _serializer.serialize(v) for k, v in item.items() if v is not None}
-
-
-def _load(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _deserializer.deserialize(v) for k, v in item.items()}
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -49,49 +29,24 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[start : start + size]
 
 
-class Store:
-    def __init__(self, client: DynamoDBClient, settings: Settings) -> None:
+class DynamoStore:
+    """The jobs, schedule and runs tables (any of them may be left unnamed by a function
+    that does not use it)."""
+
+    def __init__(
+        self, client: DynamoDBClient, jobs_table: str, runs_table: str, schedule_table: str = ""
+    ) -> None:
         self._db = client
-        self._jobs = settings.jobs_table
-        self._schedule = settings.schedule_table
-        self._runs = settings.runs_table
+        self._jobs = jobs_table
+        self._schedule = schedule_table
+        self._runs = runs_table
 
     # --- jobs -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _job_item(job: Job) -> dict[str, Any]:
-        return {
-            "job_id": job.id,
-            "owner": job.owner,
-            "state": job.state.value,
-            "next_run_at": format_instant(job.next_run_at) if job.next_run_at else None,
-            "version": job.version,
-            "created_at": format_instant(job.created_at),
-            "updated_at": format_instant(job.updated_at),
-            "spec": job.spec().model_dump_json(),
-            "generation": job.generation,
-            "active_runs": set(job.active_runs) or None,
-        }
-
-    @staticmethod
-    def _job(item: Mapping[str, Any]) -> Job:
-        data = _load(item)
-        spec = JobSpec.model_validate_json(data.pop("spec"))
-        return Job.model_validate(
-            {
-                **spec.model_dump(),
-                **data,
-                "id": data["job_id"],
-                "version": int(data["version"]),
-                "generation": int(data.get("generation", 1)),
-                "active_runs": frozenset(data.get("active_runs", ())),
-            }
-        )
 
     def put_new_job(self, job: Job) -> None:
         self._db.put_item(
             TableName=self._jobs,
-            Item=_dump(self._job_item(job)),
+            Item=_dump(codecs.job_item(job)),
             ConditionExpression="attribute_not_exists(job_id)",
         )
 
@@ -99,7 +54,7 @@ class Store:
         item = self._db.get_item(
             TableName=self._jobs, Key=_dump({"job_id": job_id}), ConsistentRead=True
         ).get("Item")
-        return self._job(item) if item else None
+        return codecs.job_from_item(item) if item else None
 
     def list_jobs(self, owner: str) -> list[Job]:
         pages = self._db.get_paginator("query").paginate(
@@ -109,7 +64,7 @@ class Store:
             ExpressionAttributeNames={"#o": "owner"},
             ExpressionAttributeValues=_dump({":o": owner}),
         )
-        return [self._job(item) for page in pages for item in page["Items"]]
+        return [codecs.job_from_item(item) for page in pages for item in page["Items"]]
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
         """Many jobs by id, 100 per request (missing ones are absent from the answer)."""
@@ -121,7 +76,7 @@ class Store:
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):
-                    job = self._job(item)
+                    job = codecs.job_from_item(item)
                     found[job.id] = job
                 request = dict(answer.get("UnprocessedKeys") or {})
                 if request:
@@ -131,7 +86,7 @@ class Store:
     def save_job(self, job: Job, expected_version: int) -> bool:
         """Write a changed job (spec, state, schedule position, version) unless its version
         is no longer ``expected_version``. Run bookkeeping (``active_runs``) is untouched."""
-        item = self._job_item(job)
+        item = codecs.job_item(job)
         try:
             self._db.update_item(
                 TableName=self._jobs,
@@ -205,25 +160,11 @@ class Store:
     def put_occurrences(
         self, occurrences: Iterable[Occurrence], shards: int, now: datetime
     ) -> None:
-        expires = int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS
+        # One batch may not name the same key twice: each occurrence once.
+        unique = {(o.run_id, o.scheduled_at): o for o in occurrences}
         items = [
-            {
-                "PutRequest": {
-                    "Item": _dump(
-                        {
-                            "bucket": ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards)),
-                            "due": f"{format_instant(o.scheduled_at)}#{o.run_id}",
-                            "job_id": o.job_id,
-                            "run_id": o.run_id,
-                            "scheduled_at": format_instant(o.scheduled_at),
-                            "priority": o.priority.value,
-                            "generation": o.generation,
-                            "expires_at": expires,
-                        }
-                    )
-                }
-            }
-            for o in occurrences
+            {"PutRequest": {"Item": _dump(codecs.occurrence_item(o, shards, now))}}
+            for o in unique.values()
         ]
         for chunk in _chunks(items, 25):
             request: dict[str, Any] = {self._schedule: chunk}
@@ -242,7 +183,7 @@ class Store:
             ExpressionAttributeNames={"#b": "bucket"},
             ExpressionAttributeValues=_dump({":b": ids.bucket(minute, shard)}),
         )
-        return [Occurrence.model_validate(_load(i)) for page in pages for i in page["Items"]]
+        return [codecs.occurrence_from_item(i) for page in pages for i in page["Items"]]
 
     # Each shard's checkpoint item holds two minutes: ``opened``, the last minute whose
     # dispatch has begun, and ``minute``, the last one dispatched completely. The dispatcher
@@ -308,61 +249,18 @@ class Store:
         try:
             self._db.update_item(
                 TableName=self._runs,
-                Key=_dump({"job_id": job_id, "run_id": run_id}),
+                Key=codecs.run_key(job_id, run_id),
                 UpdateExpression="SET #c = :o",
                 ConditionExpression="attribute_exists(run_id)",
-                ExpressionAttributeNames={"#c": _NOTIFIED + channel},
+                ExpressionAttributeNames={"#c": codecs.NOTIFIED + channel},
                 ExpressionAttributeValues=_dump({":o": outcome}),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return
 
-    @staticmethod
-    def _run(item: Mapping[str, Any]) -> Run:
-        data = _load(item)
-        error = describe_error(data.pop("error", None), data.pop("error_cause", None))
-        attempts = [
-            {
-                **a,
-                "attempt": int(a["attempt"]),
-                "error": (
-                    describe_error(a["outcome"], a["error"])
-                    if str(a.get("error", "")).startswith("{")
-                    else a.get("error")
-                ),
-            }
-            for a in data.pop("attempts", [])
-        ]
-        return Run.model_validate(
-            {
-                **data,
-                "id": data["run_id"],
-                "error": error,
-                "attempts": attempts,
-                "notifications": {
-                    k.removeprefix(_NOTIFIED): v for k, v in data.items() if k.startswith(_NOTIFIED)
-                },
-                # the state machine writes "" for "kept elsewhere" / "none"
-                "output": data.get("output") or None,
-                "output_location": data.get("output_location") or None,
-            }
-        )
-
-    run_from_item = _run  # a run from its item as DynamoDB (or its stream) shows it
-
     def create_run(self, run: Run, now: datetime) -> bool:
         """Record a new run; False when a run with its id exists (left untouched)."""
-        item = {
-            "job_id": run.job_id,
-            "run_id": run.id,
-            "owner": run.owner,
-            "status": run.status.value,
-            "priority": run.priority.value,
-            "trigger": run.trigger.value,
-            "generation": run.generation,
-            "scheduled_at": format_instant(run.scheduled_at),
-            "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
-        }
+        item = codecs.new_run_item(run, now)
         try:
             self._db.put_item(
                 TableName=self._runs,
@@ -373,7 +271,7 @@ class Store:
             return False
         return True
 
-    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> str:
+    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
         """Take a run for execution: enter it in the job's active runs, then mark it QUEUED.
 
         Answers ``claimed``; ``taken`` when the run is running or over (a duplicate
@@ -397,7 +295,9 @@ class Store:
                 UpdateExpression="ADD active_runs :ids",
                 ConditionExpression=condition,
                 ExpressionAttributeValues=_dump(values),
-                ReturnValues="UPDATED_OLD",
+                # (not UPDATED_OLD: an ADD of a member already there updates nothing, and
+                # whether that is returned is not documented; ALL_OLD costs no more)
+                ReturnValues="ALL_OLD",
             ).get("Attributes", {})
         except self._db.exceptions.ConditionalCheckFailedException:
             return "job_changed"
@@ -405,7 +305,7 @@ class Store:
         try:
             self._db.update_item(
                 TableName=self._runs,
-                Key=_dump({"job_id": run.job_id, "run_id": run.id}),
+                Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression="SET #s = :queued, queued_at = if_not_exists(queued_at, :q)",
                 ConditionExpression="#s IN (:scheduled, :queued)",
                 ExpressionAttributeNames={"#s": "status"},
@@ -437,7 +337,7 @@ class Store:
         try:
             self._db.update_item(
                 TableName=self._runs,
-                Key=_dump({"job_id": run.job_id, "run_id": run.id}),
+                Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression="SET #s = :status, finished_at = :now, reason = :reason",
                 ConditionExpression=f"#s IN ({', '.join(allowed)})",
                 ExpressionAttributeNames={"#s": "status"},
@@ -470,7 +370,7 @@ class Store:
         try:
             self._db.delete_item(
                 TableName=self._runs,
-                Key=_dump({"job_id": job_id, "run_id": run_id}),
+                Key=codecs.run_key(job_id, run_id),
                 ConditionExpression="#s = :scheduled",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_dump({":scheduled": RunStatus.SCHEDULED.value}),
@@ -482,10 +382,10 @@ class Store:
     def get_run(self, job_id: str, run_id: str) -> Run | None:
         item = self._db.get_item(
             TableName=self._runs,
-            Key=_dump({"job_id": job_id, "run_id": run_id}),
+            Key=codecs.run_key(job_id, run_id),
             ConsistentRead=True,
         ).get("Item")
-        return self._run(item) if item else None
+        return codecs.run_from_item(item) if item else None
 
     def list_runs(self, job_id: str, limit: int) -> list[Run]:
         """The newest ``limit`` runs of a job, newest first."""
@@ -496,4 +396,4 @@ class Store:
             ScanIndexForward=False,
             Limit=limit,
         )
-        return [self._run(item) for item in answer["Items"]]
+        return [codecs.run_from_item(item) for item in answer["Items"]]

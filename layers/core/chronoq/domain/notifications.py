@@ -13,7 +13,9 @@ import hmac
 import json
 from typing import Any
 
-from chronoq.models import TERMINAL_STATUSES, Job, Run, RunStatus, format_instant
+from chronoq.domain.jobs import Job
+from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
+from chronoq.domain.time import format_instant
 
 #: Signatures older than this are refused by ``verify`` (replay protection).
 DEFAULT_TOLERANCE_SECONDS = 300
@@ -64,7 +66,7 @@ def has_just_finished(old_status: str | None, new_status: str | None) -> bool:
 
 def wants(job: Job | None, status: RunStatus) -> bool:
     """Did the job's owner ask to hear of runs ending so?"""
-    return bool(job and job.notify and status.value in job.notify.on)
+    return bool(job and job.notify and status in job.notify.on)
 
 
 def message(run: Run, job: Job | None) -> dict[str, Any]:

@@ -9,7 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from chronoq import resources as r
-from chronoq.models import Priority, RunMessage
+from chronoq.domain.runs import RunMessage
+from chronoq.resources import Priority
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -29,7 +30,7 @@ def delay_seconds(scheduled_at: datetime, now: datetime, priority: Priority) -> 
     return max(0, min(r.MAX_DELAY_SECONDS, seconds))
 
 
-class Queues:
+class SqsQueues:
     def __init__(self, client: SQSClient, urls: Mapping[str, str]) -> None:
         self._sqs = client
         self._urls = urls

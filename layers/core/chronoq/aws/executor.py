@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from chronoq.execution.contract import ExecutionInput
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 
-class Executor:
+class StepFunctionsExecutor:
     def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
         self._sfn = client
         self._arn = state_machine_arn
 
-    def start(self, run_id: str, execution_input: dict[str, Any]) -> bool:
+    def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
         """Start the execution named ``run_id``. Starting it again with the same input is a
         no-op (Step Functions answers with the same execution); False when an execution of
         that name already exists with other input."""
@@ -23,7 +25,7 @@ class Executor:
             self._sfn.start_execution(
                 stateMachineArn=self._arn,
                 name=run_id,
-                input=json.dumps(execution_input, sort_keys=True),
+                input=json.dumps(execution_input.document(), sort_keys=True),
             )
         except self._sfn.exceptions.ExecutionAlreadyExists:
             return False

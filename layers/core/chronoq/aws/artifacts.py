@@ -7,37 +7,19 @@ of all attempts together); larger ones are S3 objects under the job's ``output_l
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from chronoq import resources as r
-from chronoq.models import Run, format_instant
+from chronoq.aws import codecs
+from chronoq.domain.runs import Run, attempt_of_line
+from chronoq.domain.targets import split_location
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-_ATTEMPT = re.compile(r"\[attempt (\d+)\]")
 
-
-def log_line(attempt: int, message: str, at: datetime | None = None) -> str:
-    """One log line as kept: instant, attempt, message."""
-    return f"{format_instant(at or datetime.now(UTC))} [attempt {attempt}] {message}"
-
-
-def _attempt_of(line: str) -> int:
-    match = _ATTEMPT.search(line)
-    return int(match.group(1)) if match else 0
-
-
-def split_location(location: str) -> tuple[str, str]:
-    """``s3://bucket/some/key`` -> (bucket, "some/key")."""
-    bucket, _, key = location.removeprefix("s3://").partition("/")
-    return bucket, key
-
-
-class Artifacts:
+class S3Artifacts:
     def __init__(
         self, dynamodb: DynamoDBClient, s3: S3Client, runs_table: str, bucket: str
     ) -> None:
@@ -89,7 +71,7 @@ class Artifacts:
         if not lines:
             return
         size = sum(len(line.encode()) + 1 for line in lines)
-        keys = {"job_id": {"S": job_id}, "run_id": {"S": run_id}}
+        keys = codecs.run_key(job_id, run_id)
         if size <= r.INLINE_BYTES:
             try:
                 self._db.update_item(
@@ -99,12 +81,14 @@ class Artifacts:
                     "ADD log_bytes :size",
                     ConditionExpression="attribute_exists(run_id) AND "
                     "(attribute_not_exists(log_bytes) OR log_bytes <= :room)",
-                    ExpressionAttributeValues={
-                        ":none": {"L": []},
-                        ":lines": {"L": [{"S": line} for line in lines]},
-                        ":size": {"N": str(size)},
-                        ":room": {"N": str(r.INLINE_BYTES - size)},
-                    },
+                    ExpressionAttributeValues=codecs.dump(
+                        {
+                            ":none": [],
+                            ":lines": lines,
+                            ":size": size,
+                            ":room": r.INLINE_BYTES - size,
+                        }
+                    ),
                 )
                 return
             except self._db.exceptions.ConditionalCheckFailedException:
@@ -118,10 +102,7 @@ class Artifacts:
                 UpdateExpression="SET log_objects = list_append(if_not_exists(log_objects, :none), "
                 ":location)",
                 ConditionExpression="attribute_exists(run_id)",
-                ExpressionAttributeValues={
-                    ":none": {"L": []},
-                    ":location": {"L": [{"S": location}]},
-                },
+                ExpressionAttributeValues=codecs.dump({":none": [], ":location": [location]}),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return
@@ -136,11 +117,12 @@ class Artifacts:
         """Every log line of the run, attempt by attempt."""
         item = self._db.get_item(
             TableName=self._runs,
-            Key={"job_id": {"S": job_id}, "run_id": {"S": run_id}},
+            Key=codecs.run_key(job_id, run_id),
             ProjectionExpression="logs, log_objects",
             ConsistentRead=True,
         ).get("Item", {})
-        lines: list[str] = [v["S"] for v in item.get("logs", {}).get("L", [])]
-        for location in item.get("log_objects", {}).get("L", []):
-            lines.extend(self._get(location["S"]).splitlines())
-        return sorted(lines, key=_attempt_of)  # stable: each attempt's lines keep their order
+        kept = codecs.load(item)
+        lines: list[str] = list(kept.get("logs", []))
+        for location in kept.get("log_objects", []):
+            lines.extend(self._get(location).splitlines())
+        return sorted(lines, key=attempt_of_line)  # stable: each attempt's lines keep their order

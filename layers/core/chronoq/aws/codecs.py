@@ -1,0 +1,182 @@
+"""One codec per stored record: how a job, a schedule item and a run look in DynamoDB. Every
+Python writer goes through these; the run state machine writes run items too, and
+tests/unit/test_codecs.py holds its writes to ``RUN_ATTRIBUTES``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from chronoq import resources as r
+from chronoq.domain import ids
+from chronoq.domain.jobs import Job, JobSpec
+from chronoq.domain.runs import Occurrence, Run
+from chronoq.domain.time import format_instant
+from chronoq.execution.contract import describe_error
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def dump(item: Mapping[str, Any]) -> dict[str, Any]:
+    """Python values to DynamoDB's typed values (None values left out)."""
+    return {k: _serializer.serialize(v) for k, v in item.items() if v is not None}
+
+
+def load(item: Mapping[str, Any]) -> dict[str, Any]:
+    """DynamoDB's typed values to Python values."""
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+def instant(value: datetime | None) -> str | None:
+    return format_instant(value) if value is not None else None
+
+
+# --- jobs -------------------------------------------------------------------------------------
+
+
+def job_item(job: Job) -> dict[str, Any]:
+    """A job's attributes (Python values; ``dump`` them to write)."""
+    return {
+        "job_id": job.id,
+        "owner": job.owner,
+        "state": job.state.value,
+        "next_run_at": instant(job.next_run_at),
+        "version": job.version,
+        "created_at": format_instant(job.created_at),
+        "updated_at": format_instant(job.updated_at),
+        "spec": job.spec().model_dump_json(),
+        "generation": job.generation,
+        "active_runs": set(job.active_runs) or None,
+    }
+
+
+def job_from_item(item: Mapping[str, Any]) -> Job:
+    data = load(item)
+    spec = JobSpec.model_validate_json(data.pop("spec"))
+    return Job.model_validate(
+        {
+            **spec.model_dump(),
+            **data,
+            "id": data["job_id"],
+            "version": int(data["version"]),
+            "generation": int(data.get("generation", 1)),
+            "active_runs": frozenset(data.get("active_runs", ())),
+        }
+    )
+
+
+# --- schedule items ---------------------------------------------------------------------------
+
+
+def occurrence_item(o: Occurrence, shards: int, now: datetime) -> dict[str, Any]:
+    """The time index's item of an occurrence: partition = minute bucket + shard, sort = due
+    time + run id; it expires some time after it was due."""
+    return {
+        "bucket": ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards)),
+        "due": f"{format_instant(o.scheduled_at)}#{o.run_id}",
+        "job_id": o.job_id,
+        "run_id": o.run_id,
+        "scheduled_at": format_instant(o.scheduled_at),
+        "priority": o.priority.value,
+        "generation": o.generation,
+        "expires_at": int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
+    }
+
+
+def occurrence_from_item(item: Mapping[str, Any]) -> Occurrence:
+    return Occurrence.model_validate(load(item))
+
+
+# --- runs -------------------------------------------------------------------------------------
+
+#: Every attribute a run item may hold, and its DynamoDB type. ``notified_<channel>`` notes
+#: how each notification went; ``logs``/``log_bytes``/``log_objects`` hold its log lines.
+RUN_ATTRIBUTES: dict[str, str] = {
+    "job_id": "S",
+    "run_id": "S",
+    "owner": "S",
+    "status": "S",
+    "priority": "S",
+    "trigger": "S",
+    "generation": "N",
+    "scheduled_at": "S",
+    "expires_at": "N",
+    "queued_at": "S",
+    "started_at": "S",
+    "finished_at": "S",
+    "output": "S",
+    "output_location": "S",
+    "error": "S",
+    "error_cause": "S",
+    "reason": "S",
+    "attempts": "L",
+    "logs": "L",
+    "log_bytes": "N",
+    "log_objects": "L",
+}
+#: The attributes of each element of ``attempts`` (a map).
+ATTEMPT_ATTRIBUTES: dict[str, str] = {
+    "attempt": "N",
+    "started_at": "S",
+    "finished_at": "S",
+    "outcome": "S",
+    "error": "S",
+}
+#: Prefix of the attributes noting how each notification went (notified_sns, ...).
+NOTIFIED = "notified_"
+RUN_KEY = ("job_id", "run_id")
+
+
+def run_key(job_id: str, run_id: str) -> dict[str, Any]:
+    return dump({"job_id": job_id, "run_id": run_id})
+
+
+def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
+    """The item of a run just created (not yet queued)."""
+    return {
+        "job_id": run.job_id,
+        "run_id": run.id,
+        "owner": run.owner,
+        "status": run.status.value,
+        "priority": run.priority.value,
+        "trigger": run.trigger.value,
+        "generation": run.generation,
+        "scheduled_at": format_instant(run.scheduled_at),
+        "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
+    }
+
+
+def run_from_item(item: Mapping[str, Any]) -> Run:
+    """A run from its item as DynamoDB (or its stream) shows it, whoever wrote it."""
+    data = load(item)
+    error = describe_error(data.pop("error", None), data.pop("error_cause", None))
+    attempts = [
+        {
+            **a,
+            "attempt": int(a["attempt"]),
+            "error": (
+                describe_error(a["outcome"], a["error"])
+                if str(a.get("error", "")).startswith("{")
+                else a.get("error")
+            ),
+        }
+        for a in data.pop("attempts", [])
+    ]
+    return Run.model_validate(
+        {
+            **data,
+            "id": data["run_id"],
+            "error": error,
+            "attempts": attempts,
+            "notifications": {
+                k.removeprefix(NOTIFIED): v for k, v in data.items() if k.startswith(NOTIFIED)
+            },
+            # the state machine writes "" for "kept elsewhere" / "none"
+            "output": data.get("output") or None,
+            "output_location": data.get("output_location") or None,
+        }
+    )

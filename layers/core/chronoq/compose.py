@@ -1,0 +1,133 @@
+"""The composition root: each function's use cases, built once per cold start from its
+settings and AWS clients. Nothing else in chronoq builds a client or reads the environment."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+
+from chronoq import tasks
+from chronoq.aws import clients
+from chronoq.aws.artifacts import S3Artifacts
+from chronoq.aws.executor import StepFunctionsExecutor
+from chronoq.aws.queues import SqsQueues
+from chronoq.aws.store import DynamoStore
+from chronoq.domain.time import utc_now
+from chronoq.settings import (
+    ApiSettings,
+    DispatcherSettings,
+    NotifierSettings,
+    RunnerSettings,
+    WorkerSettings,
+)
+from chronoq.usecases.attempts import ContainerSettings, Runner
+from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.jobs import JobOperations
+from chronoq.usecases.notify import Notifier
+from chronoq.usecases.runs import RunOperations
+from chronoq.usecases.start import RunStarter
+from chronoq.usecases.timeindex import TimeIndex
+
+
+@dataclass
+class Api:
+    """What the api function serves."""
+
+    jobs: JobOperations
+    runs: RunOperations
+    #: The deployment's master secret, which each owner's webhook signing secret derives
+    #: from (read on first use).
+    master_secret: Callable[[], str]
+
+
+def secret_value(arn: str) -> str:
+    return str(clients.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+
+
+def api(settings: ApiSettings) -> Api:
+    store = DynamoStore(
+        clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
+    )
+    index = TimeIndex(
+        store, SqsQueues(clients.sqs(), settings.queue_urls), settings.shards, utc_now
+    )
+    executor = StepFunctionsExecutor(clients.stepfunctions(), settings.state_machine_arn)
+    artifacts = S3Artifacts(
+        clients.dynamodb(), clients.client("s3"), settings.runs_table, settings.output_bucket
+    )
+    output_buckets = (
+        None
+        if settings.output_buckets is None
+        else settings.output_buckets | {settings.output_bucket}
+    )
+    modules = settings.task_modules
+    return Api(
+        jobs=JobOperations(
+            store=store,
+            index=index,
+            clock=utc_now,
+            output_buckets=output_buckets,
+            is_task=lambda name: tasks.lookup(name, modules) is not None,
+        ),
+        runs=RunOperations(
+            store=store,
+            artifacts=artifacts,
+            canceller=Canceller(store, executor, utc_now),
+            clock=utc_now,
+        ),
+        master_secret=cache(lambda: secret_value(settings.signing_secret_arn)),
+    )
+
+
+def dispatcher(settings: DispatcherSettings) -> Dispatcher:
+    store = DynamoStore(
+        clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
+    )
+    queues = SqsQueues(clients.sqs(), settings.queue_urls)
+    return Dispatcher(
+        store, TimeIndex(store, queues, settings.shards, utc_now), settings.shards, utc_now
+    )
+
+
+def worker(settings: WorkerSettings) -> RunStarter:
+    store = DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table)
+    executor = StepFunctionsExecutor(clients.stepfunctions(), settings.state_machine_arn)
+    return RunStarter(
+        store=store,
+        executor=executor,
+        canceller=Canceller(store, executor, utc_now),
+        clock=utc_now,
+        sleep=time.sleep,
+    )
+
+
+def runner(settings: RunnerSettings) -> Runner:
+    return Runner(
+        artifacts=S3Artifacts(
+            clients.dynamodb(), clients.client("s3"), settings.runs_table, settings.output_bucket
+        ),
+        lambda_client=clients.lambda_invoker,
+        ecs_client=lambda: clients.client("ecs"),
+        logs_client=lambda: clients.client("logs"),
+        containers=ContainerSettings(
+            log_group=settings.container_log_group,
+            execution_role_arn=settings.container_execution_role_arn,
+            task_role_arn=settings.container_task_role_arn,
+        ),
+        task_modules=settings.task_modules,
+    )
+
+
+def notifier(settings: NotifierSettings) -> Notifier:
+    arn = settings.signing_secret_arn
+    return Notifier(
+        store=DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table),
+        sns=clients.client("sns"),
+        ses=clients.client("ses"),
+        topic_arn=settings.topic_arn,
+        email_sender=settings.email_sender,
+        master_secret=cache(lambda: secret_value(arn)),
+    )

@@ -1,0 +1,189 @@
+"""Jobs: what a user asks for (JobSpec), what chronoq keeps (Job), and the rules of a job's
+runs: which occurrences still belong to it, when one is too late to start."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
+
+from chronoq import resources as r
+from chronoq.domain.base import Model
+from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
+from chronoq.domain.schedules import Schedule
+from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
+from chronoq.resources import Priority
+
+__all__ = [
+    "Concurrency",
+    "Job",
+    "JobPatch",
+    "JobSpec",
+    "JobState",
+    "Notify",
+    "Priority",
+    "RetryPolicy",
+]
+
+
+class JobState(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+
+
+class Concurrency(StrEnum):
+    """What happens when a run is due while an earlier run of the same job is active."""
+
+    ALLOW = "allow"  # both run
+    FORBID = "forbid"  # the new run is SKIPPED
+    REPLACE = "replace"  # the active run is CANCELLED, then the new one starts
+
+
+def _terminal(status: RunStatus) -> RunStatus:
+    if status not in TERMINAL_STATUSES:
+        raise ValueError(f"must be a final status: {', '.join(sorted(TERMINAL_STATUSES))}")
+    return status
+
+
+#: A status a run ends in.
+FinalStatus = Annotated[RunStatus, AfterValidator(_terminal)]
+
+
+def _default_notify_on() -> list[RunStatus]:
+    return [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.MISSED]
+
+
+class RetryPolicy(Model):
+    """How a failed attempt is retried: up to ``max_attempts`` attempts in all, waiting
+    ``interval_seconds`` after the first failure, ``backoff_rate`` times longer after each
+    next one, at most ``max_interval_seconds``; with ``jitter`` each wait is drawn between
+    half and all of that, so that many failing runs do not retry in step."""
+
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    interval_seconds: int = Field(default=10, ge=1, le=3600)
+    backoff_rate: float = Field(default=2.0, ge=1.0, le=10.0)
+    max_interval_seconds: int = Field(default=300, ge=1, le=3600)
+    jitter: bool = True
+
+
+class Notify(Model):
+    """Whom to tell when a run ends with one of the statuses in ``on``."""
+
+    on: list[FinalStatus] = Field(default_factory=_default_notify_on, min_length=1)
+    webhook: str | None = Field(default=None, max_length=2048)
+    email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+    _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
+
+
+# --- Jobs ---------------------------------------------------------------------------------
+
+
+class JobSpec(Model):
+    """What a user asks for: the body of ``POST /jobs``."""
+
+    name: str = Field(min_length=1, max_length=200)
+    schedule: Schedule
+    target: Target
+    priority: Priority = Priority.NORMAL
+    timeout_seconds: int = Field(
+        default=r.DEFAULT_TIMEOUT_SECONDS, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS
+    )
+    concurrency: Concurrency = Concurrency.ALLOW
+    start_deadline_seconds: int = Field(
+        default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
+    )
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    notify: Notify | None = None
+    #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
+    #: (default: the deployment's bucket).
+    output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
+
+    @field_validator("timeout_seconds")
+    @classmethod
+    def _within_the_targets_limit(cls, value: int, info: ValidationInfo) -> int:
+        target = info.data.get("target")
+        if value > r.MAX_TIMEOUT_SECONDS and not isinstance(target, ContainerTarget):
+            raise ValueError(
+                f"must be at most {r.MAX_TIMEOUT_SECONDS} for this target (only container targets"
+                f" may run up to {r.MAX_CONTAINER_TIMEOUT_SECONDS})"
+            )
+        heartbeat = target.heartbeat_seconds if isinstance(target, ContainerTarget) else None
+        if heartbeat is not None and heartbeat >= value:
+            raise ValueError(f"must be longer than target.heartbeat_seconds ({heartbeat})")
+        return value
+
+
+class Job(JobSpec):
+    """A stored job: the spec plus what chronoq keeps about it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    owner: str
+    state: JobState
+    next_run_at: datetime | None = None
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    #: Runs claimed and not yet finished.
+    active_runs: frozenset[str] = frozenset()
+    #: Bumped whenever the sequence of scheduled occurrences is replaced (a schedule change,
+    #: pause, resume): occurrences planned under an older generation never start.
+    generation: int = 1
+
+    def spec(self) -> JobSpec:
+        return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
+
+    def is_late(self, scheduled_at: datetime, now: datetime) -> bool:
+        """Past the job's start deadline: a run due at ``scheduled_at`` must not start."""
+        return now - scheduled_at > timedelta(seconds=self.start_deadline_seconds)
+
+    def is_current(self, run: Run | Occurrence) -> bool:
+        """Does this scheduled occurrence still belong to the job's schedule? (Manual runs
+        always do.)"""
+        if isinstance(run, Run) and run.trigger is Trigger.MANUAL:
+            return True
+        return self.state is not JobState.PAUSED and run.generation == self.generation
+
+    def missed_reason(self) -> str:
+        return f"could not start within start_deadline_seconds ({self.start_deadline_seconds} s)"
+
+
+class PatchBase(Model):
+    """The body of ``PATCH /jobs/{id}``: any fields of a JobSpec to change, and optionally the
+    version the change was made against (409 if the job has moved on since)."""
+
+    version: int | None = None
+
+    def changes(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True, exclude={"version"})
+
+
+def _optional(field: FieldInfo) -> tuple[Any, FieldInfo]:
+    """The same field, optional: its constraints kept, its default None."""
+    optional = FieldInfo.merge_field_infos(field, default=None)
+    optional.default_factory = None
+    return field.annotation | None, optional  # type: ignore[operator]
+
+
+if TYPE_CHECKING:
+    JobPatch = PatchBase
+else:
+    JobPatch = create_model(
+        "JobPatch",
+        __base__=PatchBase,
+        __doc__=PatchBase.__doc__,
+        **{name: _optional(field) for name, field in JobSpec.model_fields.items()},
+    )

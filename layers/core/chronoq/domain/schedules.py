@@ -1,0 +1,244 @@
+"""Schedules: when a job fires. The models (``at``, ``cron``, ``rate``) and pure functions over
+them.
+
+Cron expressions are matched on local wall-clock time in the schedule's time zone, then mapped
+to instants the way users expect across daylight-saving changes:
+
+- a local time that does not exist (skipped by spring-forward) fires once, at the first valid
+  instant after the gap (the moment the clocks jump);
+- a local time that exists twice (repeated by fall-back) fires once, at its first occurrence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
+
+from chronoq import resources as r
+from chronoq.domain.base import Model
+from chronoq.domain.time import format_instant, utc_second
+
+
+class AtSchedule(Model):
+    """Once, at an instant. Fractions of a second are rounded up to the next whole second."""
+
+    type: Literal["at"]
+    at: AwareDatetime
+
+    @field_validator("at")
+    @classmethod
+    def _to_utc_second(cls, value: datetime) -> datetime:
+        return utc_second(value)
+
+
+class _Recurring(Model):
+    """Optional bounds of a recurring schedule: it fires at or after ``start_at`` and at or
+    before ``end_at``."""
+
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+
+    @field_validator("start_at")
+    @classmethod
+    def _start_to_utc_second(cls, value: datetime | None) -> datetime | None:
+        return utc_second(value) if value else None
+
+    @field_validator("end_at")
+    @classmethod
+    def _end_after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
+        if value is None:
+            return None
+        value = value.astimezone(UTC)
+        start = info.data.get("start_at")
+        if start is not None and value <= start:
+            raise ValueError("must be after start_at")
+        return value
+
+
+_SINGLE_VALUE_RANGE = re.compile(r"^(\w+)-\1(?:/\d+)?$", re.IGNORECASE)
+
+
+class CronSchedule(_Recurring):
+    """Recurring by a five-field cron expression evaluated in an IANA time zone."""
+
+    type: Literal["cron"]
+    expression: str
+    timezone: str = "UTC"
+
+    @field_validator("expression")
+    @classmethod
+    def _valid_expression(cls, value: str) -> str:
+        value = " ".join(value.split())
+        if len(value.split(" ")) != 5:
+            raise ValueError("must have five fields: minute hour day-of-month month day-of-week")
+        # croniter reads a range whose ends are equal ("5-5") as the whole field; cron
+        # means the single value.
+        value = " ".join(
+            ",".join(_SINGLE_VALUE_RANGE.sub(r"\1", term) for term in field.split(","))
+            for field in value.split(" ")
+        )
+        if not croniter.is_valid(value):
+            raise ValueError(f"is not a valid cron expression: {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"is not a known IANA time zone: {value!r}") from None
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+_RATE = re.compile(r"^(\d+)\s+(minute|minutes|hour|hours|day|days)$")
+_UNIT = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+class RateSchedule(_Recurring):
+    """Recurring every fixed interval: ``"every": "5 minutes"`` (minutes, hours or days; at
+    least one minute). It fires at ``start_at`` and every interval after; without a
+    ``start_at``, the first run is one interval after the job is created."""
+
+    type: Literal["rate"]
+    every: str
+
+    @field_validator("every")
+    @classmethod
+    def _valid_every(cls, value: str) -> str:
+        value = " ".join(value.lower().split())
+        match = _RATE.match(value)
+        if not match:
+            raise ValueError('must be "<n> minutes", "<n> hours" or "<n> days" (at least 1 minute)')
+        count, unit = int(match[1]), match[2].rstrip("s")
+        if count < 1:
+            raise ValueError("must be at least 1 minute")
+        if count * _UNIT[unit] > r.MAX_RATE_SECONDS:
+            raise ValueError("must be at most 365 days")
+        return f"{count} {unit}{'s' if count != 1 else ''}"
+
+    @property
+    def period(self) -> timedelta:
+        count, unit = self.every.split(" ")
+        return timedelta(seconds=int(count) * _UNIT[unit.rstrip("s")])
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo("UTC")
+
+
+#: Any schedule, told apart by ``type``.
+Schedule = Annotated[AtSchedule | CronSchedule | RateSchedule, Field(discriminator="type")]
+#: The same, as a plain union (for isinstance checks and signatures).
+AnySchedule = AtSchedule | CronSchedule | RateSchedule
+
+
+def anchored(schedule: AnySchedule, now: datetime) -> AnySchedule:
+    """The schedule as stored: a rate without a ``start_at`` starts one interval from now."""
+    if isinstance(schedule, RateSchedule) and schedule.start_at is None:
+        return schedule.model_copy(update={"start_at": utc_second(now + schedule.period)})
+    return schedule
+
+
+# --- Fire times ---------------------------------------------------------------------------
+
+# Longer than any UTC offset change, so that scanning local times from here never misses one.
+_LOOKBACK = timedelta(hours=3)
+_SECOND = timedelta(seconds=1)
+
+
+def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
+    """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC; None
+    when it fires no more."""
+    after = after.astimezone(UTC)
+    if isinstance(schedule, AtSchedule):
+        return schedule.at if schedule.at > after else None
+    if schedule.start_at is not None and after < schedule.start_at:
+        after = schedule.start_at - _SECOND  # instants are whole seconds: start_at is in reach
+    found = (
+        _next_rate(schedule, after)
+        if isinstance(schedule, RateSchedule)
+        else _next_cron(schedule, after)
+    )
+    if schedule.end_at is not None and found > schedule.end_at:
+        return None
+    return found
+
+
+def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
+    anchor = schedule.start_at or utc_second(after + schedule.period)
+    if after < anchor:
+        return anchor
+    periods = (after - anchor) // schedule.period + 1
+    return anchor + periods * schedule.period
+
+
+def _next_cron(schedule: CronSchedule, after: datetime) -> datetime:
+    for instant in _cron_instants(schedule, after - _LOOKBACK):
+        if instant > after:
+            return instant
+    raise AssertionError("unreachable: croniter iterates without end")
+
+
+def fire_times(schedule: AnySchedule, after: datetime, count: int) -> list[datetime]:
+    """The next ``count`` fire instants strictly after ``after``."""
+    result: list[datetime] = []
+    current: datetime | None = after
+    while current is not None and len(result) < count:
+        current = next_fire(schedule, current)
+        if current is not None:
+            result.append(current)
+    return result
+
+
+def _cron_instants(schedule: CronSchedule, start: datetime) -> Iterator[datetime]:
+    """Instants of the cron expression from ``start`` on, non-decreasing."""
+    zone = schedule.zone
+    local_start = start.astimezone(zone).replace(tzinfo=None)
+    walker = croniter(schedule.expression, local_start)
+    while True:
+        local: datetime = walker.get_next(datetime)
+        yield to_instant(local, zone)
+
+
+def to_instant(local: datetime, zone: ZoneInfo) -> datetime:
+    """The UTC instant of naive wall-clock time ``local`` in ``zone``.
+
+    Repeated times resolve to their first occurrence; skipped times to the end of the gap.
+    """
+    first = local.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    if first.astimezone(zone).replace(tzinfo=None) == local:
+        return first
+    # ``local`` falls in a gap: the clocks jumped between the instant that fold=1 maps to
+    # (before the jump) and the one that fold=0 maps to (after it). Find the jump.
+    low = int(local.replace(tzinfo=zone, fold=1).astimezone(UTC).timestamp())
+    high = int(first.timestamp())
+    offset_after = first.astimezone(zone).utcoffset()
+    while high - low > 1:
+        middle = (low + high) // 2
+        if datetime.fromtimestamp(middle, zone).utcoffset() == offset_after:
+            high = middle
+        else:
+            low = middle
+    return datetime.fromtimestamp(high, UTC)
+
+
+def preview(schedule: AnySchedule, now: datetime, count: int) -> list[dict[str, str]]:
+    """The next ``count`` fire instants after ``now``, in UTC and in the schedule's zone (a
+    rate without ``start_at`` is taken as created now)."""
+    schedule = anchored(schedule, now)
+    zone = schedule.zone if isinstance(schedule, CronSchedule) else ZoneInfo("UTC")
+    return [
+        {"utc": format_instant(t), "local": t.astimezone(zone).isoformat()}
+        for t in fire_times(schedule, now, count)
+    ]

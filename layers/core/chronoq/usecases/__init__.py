@@ -1,0 +1,1 @@
+"""What each function does, over the adapters it is given (see chronoq.usecases.ports)."""

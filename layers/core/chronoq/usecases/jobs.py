@@ -1,0 +1,186 @@
+"""The API's job operations: create, read, list, change, pause, resume, delete, trigger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from chronoq.domain import ids
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
+from chronoq.domain.runs import Occurrence, Run, Trigger
+from chronoq.domain.schedules import AtSchedule, anchored, next_fire
+from chronoq.domain.targets import PythonTarget, split_location
+from chronoq.domain.time import utc_second
+from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.timeindex import TimeIndex, new_run
+
+#: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
+TaskCheck = Callable[[str], bool]
+
+
+@dataclass
+class JobOperations:
+    store: Store
+    index: TimeIndex
+    clock: Clock
+    #: Buckets a job's output_location may name (the runner may write there); None: any.
+    output_buckets: frozenset[str] | None
+    is_task: TaskCheck
+
+    def create_job(self, owner: str, spec: JobSpec) -> Job:
+        self._check(spec)
+        now = self.clock()
+        spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
+        first = _first_fire(spec, now)
+        job = Job.model_validate(
+            {
+                **spec.model_dump(),
+                "id": ids.new_job_id(),
+                "owner": owner,
+                "state": JobState.ACTIVE,
+                "next_run_at": first,
+                "version": 1,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
+        self.store.put_new_job(job)
+        self.index.schedule([(job, first)], now)
+        return job
+
+    def get_job(self, owner: str, job_id: str) -> Job:
+        job = self.store.get_job(job_id)
+        if job is None or job.owner != owner:
+            raise NotFound(f"job {job_id} not found")
+        return job
+
+    def list_jobs(self, owner: str) -> list[Job]:
+        return sorted(self.store.list_jobs(owner), key=lambda j: (j.created_at, j.id))
+
+    def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
+        """Change a job. A new schedule replaces the pending occurrence by the new
+        schedule's next fire time (a run already claimed still runs); other changes apply
+        to every run that has not started yet."""
+        job = self.get_job(owner, job_id)
+        if patch.version is not None and patch.version != job.version:
+            raise Conflict(f"job {job_id} is at version {job.version}, not {patch.version}")
+        now = self.clock()
+        changes = patch.changes()
+        spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
+        self._check(spec)
+        if "schedule" not in changes:
+            updated = Job.model_validate(
+                {
+                    **job.model_dump(),
+                    **spec.model_dump(),
+                    "version": job.version + 1,
+                    "updated_at": now,
+                }
+            )
+            return self._save(job, updated)
+        spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
+        state = JobState.PAUSED if job.state is JobState.PAUSED else JobState.ACTIVE
+        first = _first_fire(spec, now) if state is JobState.ACTIVE else None
+        updated = _next_generation(job, now, **spec.model_dump(), state=state, next_run_at=first)
+        return self._replace_occurrences(job, updated, now)
+
+    def pause_job(self, owner: str, job_id: str) -> Job:
+        """No scheduled run of a paused job starts; its pending occurrence is dropped."""
+        job = self.get_job(owner, job_id)
+        if job.state is JobState.PAUSED:
+            return job
+        if job.state is JobState.COMPLETED:
+            raise Conflict(f"job {job_id} is COMPLETED: it has no runs left to pause")
+        now = self.clock()
+        paused = _next_generation(job, now, state=JobState.PAUSED, next_run_at=None)
+        return self._replace_occurrences(job, paused, now)
+
+    def resume_job(self, owner: str, job_id: str) -> Job:
+        """Schedule the next future fire time; occurrences missed while paused never run."""
+        job = self.get_job(owner, job_id)
+        if job.state is not JobState.PAUSED:
+            return job
+        now = self.clock()
+        following = next_fire(job.schedule, now)
+        state = JobState.ACTIVE if following else JobState.COMPLETED
+        resumed = _next_generation(job, now, state=state, next_run_at=following)
+        return self._replace_occurrences(job, resumed, now)
+
+    def delete_job(self, owner: str, job_id: str) -> None:
+        """No further run starts; a run already executing finishes."""
+        job = self.get_job(owner, job_id)
+        if not self.store.delete_job(job.id):
+            raise NotFound(f"job {job_id} not found")
+        if job.next_run_at is not None:
+            self.store.delete_pending_run(job.id, ids.run_id(job.id, job.next_run_at))
+
+    def trigger_job(self, owner: str, job_id: str) -> Run:
+        """One run now, outside the schedule (also for a paused or completed job)."""
+        job = self.get_job(owner, job_id)
+        now = self.clock()
+        at = utc_second(now)
+        run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
+        self.store.create_run(run, now)
+        self.index.enqueue([Occurrence.of(run)], now)
+        return run
+
+    def _check(self, spec: JobSpec) -> None:
+        """What the models cannot know: registered tasks, writable buckets."""
+        if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
+            raise InvalidRequest("target.task", f"{spec.target.task} is not a registered task")
+        if spec.output_location is None or self.output_buckets is None:
+            return
+        bucket = split_location(spec.output_location)[0]
+        if bucket not in self.output_buckets:
+            allowed = ", ".join(sorted(self.output_buckets)) or "none"
+            raise InvalidRequest(
+                "output_location",
+                f"bucket {bucket} is not one this deployment may write to"
+                f" (its own bucket is used by default; others allowed: {allowed})",
+            )
+
+    def _save(self, old: Job, new: Job) -> Job:
+        if not self.store.save_job(new, expected_version=old.version):
+            raise Conflict(f"job {old.id} was changed meanwhile; read it again and retry")
+        return new
+
+    def _replace_occurrences(self, old: Job, new: Job, now: datetime) -> Job:
+        """Save ``new`` (a new generation) and move the time index over to it: the new
+        pending occurrence is written first, so that a crash never leaves an active job
+        without one; the old one is forgotten afterwards (if it was already dispatched,
+        the worker drops it as belonging to an older generation)."""
+        pending = [(new, new.next_run_at)] if new.next_run_at else []
+        written = self.index.write(pending, now)
+        if not self.store.save_job(new, expected_version=old.version):
+            for o in written:
+                self.store.delete_pending_run(o.job_id, o.run_id)
+            raise Conflict(f"job {old.id} was changed meanwhile; read it again and retry")
+        if old.next_run_at is not None and old.next_run_at != new.next_run_at:
+            self.store.delete_pending_run(old.id, ids.run_id(old.id, old.next_run_at))
+        self.index.send_if_dispatched(written, now)
+        return new
+
+
+def _first_fire(spec: JobSpec, now: datetime) -> datetime:
+    first = next_fire(spec.schedule, now)
+    if first is None:
+        if isinstance(spec.schedule, AtSchedule):
+            raise InvalidRequest("schedule.at", "must be in the future")
+        raise InvalidRequest("schedule.end_at", "leaves no future fire time")
+    return first
+
+
+def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
+    """``job`` changed so that its planned occurrences no longer hold."""
+    return Job.model_validate(
+        {
+            **job.model_dump(),
+            **changes,
+            "version": job.version + 1,
+            "generation": job.generation + 1,
+            "updated_at": now,
+        }
+    )

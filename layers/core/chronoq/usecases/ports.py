@@ -1,0 +1,158 @@
+"""The adapters the use cases are given, as small protocols: one implementation on AWS
+(chronoq.aws), one in memory (chronoq.fakes), held to the same contract by
+tests/contract."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Literal, Protocol
+
+from chronoq.domain.jobs import Job
+from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus
+from chronoq.execution.contract import ExecutionInput
+from chronoq.resources import Priority
+
+#: What time it is (UTC, milliseconds).
+Clock = Callable[[], datetime]
+#: Wait this many seconds.
+Sleep = Callable[[float], None]
+
+#: How claiming a run went: ``claimed``; ``taken`` (running or over: a duplicate delivery);
+#: ``job_changed`` (the job is no longer as read: read it again and decide afresh).
+Claim = Literal["claimed", "taken", "job_changed"]
+
+
+class JobStore(Protocol):
+    """The jobs table."""
+
+    def put_new_job(self, job: Job) -> None: ...
+
+    def get_job(self, job_id: str) -> Job | None: ...
+
+    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]: ...
+
+    def list_jobs(self, owner: str) -> list[Job]: ...
+
+    def save_job(self, job: Job, expected_version: int) -> bool:
+        """Write a changed job unless its version is no longer ``expected_version``; its run
+        bookkeeping (``active_runs``) is left as stored."""
+        ...
+
+    def delete_job(self, job_id: str) -> bool: ...
+
+    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
+        """Move ``job`` on to its next occurrence (COMPLETED when None), unless it moved on or
+        changed generation meanwhile."""
+        ...
+
+    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
+        """Enter the run in the job's active runs and mark it QUEUED (see the DynamoDB
+        adapter for the rules)."""
+        ...
+
+    def release_run(self, job_id: str, run_id: str) -> None:
+        """Take a run off its job's active runs."""
+        ...
+
+
+class RunStore(Protocol):
+    """The runs table (history)."""
+
+    def create_run(self, run: Run, now: datetime) -> bool:
+        """Record a new run; False when one with its id exists (left untouched)."""
+        ...
+
+    def get_run(self, job_id: str, run_id: str) -> Run | None: ...
+
+    def list_runs(self, job_id: str, limit: int) -> list[Run]:
+        """The newest ``limit`` runs, newest first."""
+        ...
+
+    def end_run(
+        self,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        reason: str,
+        only_from: Iterable[RunStatus],
+    ) -> bool:
+        """Give a run that will not (or no longer) execute its final status, if it is still in
+        one of ``only_from``."""
+        ...
+
+    def delete_pending_run(self, job_id: str, run_id: str) -> bool:
+        """Forget a run that is still only SCHEDULED."""
+        ...
+
+    def note_notification(self, job_id: str, run_id: str, channel: str, outcome: str) -> None:
+        """Keep how one notification of a run's end went (if the run is still kept)."""
+        ...
+
+
+class ScheduleStore(Protocol):
+    """The time index: occurrences by minute bucket and shard, and each shard's checkpoint."""
+
+    def put_occurrences(
+        self, occurrences: Iterable[Occurrence], shards: int, now: datetime
+    ) -> None: ...
+
+    def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
+        """Every occurrence due in ``minute`` on ``shard``, by due time."""
+        ...
+
+    def checkpoints(self, shards: int) -> dict[int, datetime | None]:
+        """The last minute dispatched completely on each shard (None: never)."""
+        ...
+
+    def opened_through(self, shard: int) -> datetime | None:
+        """The last minute whose dispatch has begun on ``shard``."""
+        ...
+
+    def open_minute(self, shard: int, minute: datetime) -> None: ...
+
+    def close_minute(self, shard: int, minute: datetime) -> None: ...
+
+
+class JobRunStore(JobStore, RunStore, Protocol):
+    """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
+
+
+class Store(JobStore, RunStore, ScheduleStore, Protocol):
+    """All three tables (what the API and the dispatcher use)."""
+
+
+class Queues(Protocol):
+    def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
+        """Send every message to its priority's queue, delayed until shortly before it is
+        due. Returns how many were sent."""
+        ...
+
+
+class Executor(Protocol):
+    def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
+        """Start the execution named ``run_id``; again with the same input is a no-op; False
+        when an execution of that name exists with other input."""
+        ...
+
+    def stop(self, run_id: str, reason: str) -> None:
+        """Stop the run's execution; no-op if it is not running."""
+        ...
+
+
+class Artifacts(Protocol):
+    """Outputs and log lines of runs: in the run record when small, else in S3."""
+
+    def save_output(
+        self, job_id: str, run_id: str, attempt: int, output: str, output_location: str | None
+    ) -> dict[str, str]:
+        """Keep an attempt's output; answers ``{"output": ..., "output_location": ...}``."""
+        ...
+
+    def append_logs(
+        self, job_id: str, run_id: str, attempt: int, lines: list[str], output_location: str | None
+    ) -> None: ...
+
+    def read_output(self, run: Run) -> str | None: ...
+
+    def read_logs(self, job_id: str, run_id: str) -> list[str]: ...

@@ -1,0 +1,68 @@
+"""The API's run operations: history, one run, its output and logs, cancelling it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chronoq.domain import ids
+from chronoq.domain.errors import Conflict, NotFound
+from chronoq.domain.runs import Run, RunStatus
+from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.ports import Artifacts, Clock, Store
+
+
+@dataclass
+class RunOperations:
+    store: Store
+    artifacts: Artifacts
+    canceller: Canceller
+    clock: Clock
+
+    def _job_of(self, owner: str, job_id: str) -> None:
+        job = self.store.get_job(job_id)
+        if job is None or job.owner != owner:
+            raise NotFound(f"job {job_id} not found")
+
+    def list_runs(self, owner: str, job_id: str, limit: int = 50) -> list[Run]:
+        self._job_of(owner, job_id)
+        return self.store.list_runs(job_id, limit)
+
+    def get_run(self, owner: str, run_id: str) -> Run:
+        try:
+            job_id = ids.job_id_of_run(run_id)
+        except ValueError:
+            raise NotFound(f"run {run_id} not found") from None
+        run = self.store.get_run(job_id, run_id)
+        if run is None or run.owner != owner:
+            raise NotFound(f"run {run_id} not found")
+        return run
+
+    def run_output(self, owner: str, run_id: str) -> str:
+        """The output of a succeeded run (JSON text), wherever it is kept."""
+        run = self.get_run(owner, run_id)
+        output = self.artifacts.read_output(run)
+        if output is None:
+            raise NotFound(f"run {run_id} has no output (status {run.status.value})")
+        return output
+
+    def run_logs(self, owner: str, run_id: str) -> list[str]:
+        """Every log line of a run, attempt by attempt."""
+        run = self.get_run(owner, run_id)
+        return self.artifacts.read_logs(run.job_id, run.id)
+
+    def cancel_run(self, owner: str, run_id: str) -> Run:
+        """Cancel a run: a scheduled one never starts, a queued or running one is stopped
+        (its execution, and with it the attempt) and recorded CANCELLED."""
+        run = self.get_run(owner, run_id)
+        reason = f"cancelled by {owner}"
+        if run.status is RunStatus.SCHEDULED and self.store.end_run(
+            run, RunStatus.CANCELLED, self.clock(), reason, [RunStatus.SCHEDULED]
+        ):
+            return self.get_run(owner, run_id)
+        if run.status in (RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING):
+            self.canceller.cancel(run.job_id, run.id, reason)
+            cancelled = self.get_run(owner, run_id)
+            if cancelled.status is RunStatus.CANCELLED:
+                return cancelled
+            run = cancelled
+        raise Conflict(f"run {run_id} is already {run.status.value}")

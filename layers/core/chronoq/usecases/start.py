@@ -1,0 +1,88 @@
+"""The worker: start one queued run at its second, once, unless it must not start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from chronoq import resources as r
+from chronoq.domain.errors import Conflict
+from chronoq.domain.jobs import Concurrency, Job
+from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.execution.contract import ExecutionInput
+from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.ports import Clock, Executor, JobRunStore, Sleep
+
+#: How often the worker re-reads a job that changed under it before giving the run back.
+CLAIM_ATTEMPTS = 3
+
+#: What became of a message.
+Outcome = Literal["started", "duplicate", "gone", "superseded", "missed", "skipped", "taken"]
+
+
+@dataclass
+class RunStarter:
+    store: JobRunStore
+    executor: Executor
+    canceller: Canceller
+    clock: Clock
+    sleep: Sleep
+
+    def start_run(self, message: RunMessage) -> Outcome:
+        """Start one queued run at its scheduled second, unless it must not start. Runs
+        reach the worker up to DISPATCH_LEAD_SECONDS early, by design: the wait here is what
+        makes a run start on its second, and it is taken in queue order, so a burst of runs
+        due together starts in priority order. Returns what happened."""
+        early = (message.scheduled_at - self.clock()).total_seconds()
+        if early > 0:
+            self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
+        for _ in range(CLAIM_ATTEMPTS):
+            outcome = self._try_start(message)
+            if outcome != "job_changed":
+                return outcome
+        raise Conflict(f"job {message.job_id} kept changing; run {message.run_id} retried later")
+
+    def _try_start(self, message: RunMessage) -> Outcome | Literal["job_changed"]:
+        job = self.store.get_job(message.job_id)
+        run = self.store.get_run(message.job_id, message.run_id)
+        if job is None or run is None:
+            return "gone"
+        if run.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+            return "duplicate"
+        if not job.is_current(run):
+            self.store.delete_pending_run(run.job_id, run.id)
+            return "superseded"
+        now = self.clock()
+        not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
+        if job.is_late(run.scheduled_at, now):
+            self.store.end_run(run, RunStatus.MISSED, now, job.missed_reason(), not_started)
+            return "missed"
+        active = self._still_active(job, run)
+        if active and job.concurrency is Concurrency.FORBID:
+            reason = f"concurrency forbid: run {sorted(active)[0]} is still active"
+            self.store.end_run(run, RunStatus.SKIPPED, now, reason, not_started)
+            return "skipped"
+        if active and job.concurrency is Concurrency.REPLACE:
+            for other in sorted(active):
+                self.canceller.cancel(
+                    job.id, other, f"concurrency replace: replaced by run {run.id}"
+                )
+            return "job_changed"  # read the job again: its active runs are gone now
+        claim = self.store.claim_run(
+            job, run, message.queued_at, exclusive=job.concurrency is not Concurrency.ALLOW
+        )
+        if claim != "claimed":
+            return claim
+        started = self.executor.start(run.id, ExecutionInput.of(job, run.id, run.scheduled_at))
+        return "started" if started else "duplicate"
+
+    def _still_active(self, job: Job, run: Run) -> set[str]:
+        """The job's other active runs, after forgetting those that have in fact ended."""
+        active = set()
+        for other in job.active_runs - {run.id}:
+            found = self.store.get_run(job.id, other)
+            if found is None or found.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+                self.store.release_run(job.id, other)
+            else:
+                active.add(other)
+        return active

@@ -1,0 +1,118 @@
+"""The time index: planning occurrences of jobs and handing due ones to the queues. Shared by
+the API (a job created or rescheduled) and the dispatcher (a job chained on to its next run)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from chronoq.domain import ids
+from chronoq.domain.jobs import Job, JobState
+from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.schedules import next_fire
+from chronoq.usecases.ports import Clock, Queues, Store
+
+#: Per shard, the last minute whose dispatch has begun (None: never).
+Dispatched = Mapping[int, datetime | None]
+
+
+def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
+    """A new run of ``job`` at ``at``, not yet claimed."""
+    return Run(
+        id=run_id,
+        job_id=job.id,
+        owner=job.owner,
+        status=RunStatus.SCHEDULED,
+        priority=job.priority,
+        trigger=trigger,
+        scheduled_at=at,
+        generation=job.generation,
+    )
+
+
+@dataclass
+class TimeIndex:
+    store: Store
+    queues: Queues
+    shards: int
+    clock: Clock
+
+    def write(self, pairs: Iterable[tuple[Job, datetime]], now: datetime) -> list[Occurrence]:
+        """Record a SCHEDULED run and a schedule item for each (job, instant)."""
+        occurrences: list[Occurrence] = []
+        for job, at in pairs:
+            run = new_run(job, ids.run_id(job.id, at), at, Trigger.SCHEDULE)
+            self.store.create_run(run, now)
+            occurrences.append(Occurrence.of(run))
+        if occurrences:
+            self.store.put_occurrences(occurrences, self.shards, now)
+        return occurrences
+
+    def schedule(
+        self,
+        pairs: Iterable[tuple[Job, datetime]],
+        now: datetime,
+        dispatched: Dispatched | None = None,
+    ) -> int:
+        """Plan each (job, instant); send at once those whose minute is already dispatched."""
+        occurrences = self.write(pairs, now)
+        self.send_if_dispatched(occurrences, now, dispatched)
+        return len(occurrences)
+
+    def send_if_dispatched(
+        self, occurrences: list[Occurrence], now: datetime, dispatched: Dispatched | None = None
+    ) -> None:
+        """An occurrence whose minute its shard has already begun to dispatch goes straight
+        to SQS (see the schedule store's opened_through: none can fall between the
+        dispatcher's query and this write)."""
+        checkpoints = dict(dispatched) if dispatched is not None else {}
+        late = []
+        for o in occurrences:
+            shard = ids.shard_of(o.job_id, self.shards)
+            if shard not in checkpoints:
+                checkpoints[shard] = self.store.opened_through(shard)
+            done_through = checkpoints[shard]
+            if done_through is not None and ids.minute_of(o.scheduled_at) <= done_through:
+                late.append(o)
+        if late:
+            # The dispatcher has passed these minutes: send now, and chain on from here.
+            self.enqueue(late, now)
+            self.chain(late, self.store.get_jobs(o.job_id for o in late), now, checkpoints)
+
+    def enqueue(self, occurrences: list[Occurrence], now: datetime) -> int:
+        return self.queues.send(
+            (
+                (
+                    o.priority,
+                    RunMessage(
+                        job_id=o.job_id, run_id=o.run_id, scheduled_at=o.scheduled_at, queued_at=now
+                    ),
+                )
+                for o in occurrences
+            ),
+            now,
+        )
+
+    def chain(
+        self,
+        occurrences: list[Occurrence],
+        jobs: Mapping[str, Job],
+        now: datetime,
+        dispatched: Dispatched,
+    ) -> int:
+        """Chain each job on from the occurrence just dispatched to its next one."""
+        pairs: list[tuple[Job, datetime]] = []
+        advances: list[tuple[Job, datetime | None]] = []
+        for o in occurrences:
+            job = jobs.get(o.job_id)
+            if job is None or job.state is not JobState.ACTIVE or job.next_run_at != o.scheduled_at:
+                continue  # deleted, paused, finished, or already moved on by an earlier dispatch
+            following = next_fire(job.schedule, o.scheduled_at)
+            if following is not None:
+                pairs.append((job, following))
+            advances.append((job, following))
+        count = self.schedule(pairs, now, dispatched)
+        for job, following in advances:
+            self.store.advance_job(job, following, self.clock())
+        return count

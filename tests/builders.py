@@ -1,0 +1,130 @@
+"""Test builders shared by every suite: job specs, messages, worker batches, and the use cases
+wired over any adapters (the in-memory fakes, or the AWS adapters on moto)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from chronoq.domain.jobs import JobSpec
+from chronoq.domain.runs import Run, RunMessage
+from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.jobs import JobOperations
+from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, Sleep, Store
+from chronoq.usecases.runs import RunOperations
+from chronoq.usecases.start import RunStarter
+from chronoq.usecases.timeindex import TimeIndex
+
+from tests.support import load_event
+
+OWNER = "alice"
+HTTP_TARGET = {"type": "http", "url": "http://127.0.0.1:9/hook"}
+
+
+def job_spec(
+    schedule: dict[str, Any] | None = None,
+    target: dict[str, Any] | None = None,
+    **extra: Any,
+) -> JobSpec:
+    """A valid job: every minute, an http target, no retries unless ``extra`` says."""
+    return JobSpec.model_validate(
+        {
+            "name": "t",
+            "schedule": schedule or {"type": "cron", "expression": "* * * * *"},
+            "target": target or HTTP_TARGET,
+            "retry": {"max_attempts": 1},
+            **extra,
+        }
+    )
+
+
+def at(instant: datetime) -> dict[str, str]:
+    """A one-time schedule at ``instant``."""
+    return {"type": "at", "at": instant.isoformat()}
+
+
+def seconds_from(now: datetime, seconds: float) -> datetime:
+    """``now`` plus ``seconds``, on a whole second."""
+    return (now + timedelta(seconds=seconds)).replace(microsecond=0)
+
+
+def message_for(run: Run, queued_at: datetime | None = None) -> RunMessage:
+    """The SQS message that asks a worker to start ``run``."""
+    return RunMessage(
+        job_id=run.job_id,
+        run_id=run.id,
+        scheduled_at=run.scheduled_at,
+        queued_at=queued_at or datetime.now(UTC),
+    )
+
+
+def worker_event(*messages: RunMessage) -> dict[str, Any]:
+    """An SQS batch for the worker with one record per message (events/worker/sqs_batch)."""
+    event = load_event("worker/sqs_batch")
+    template = event["Records"][0]
+    event["Records"] = [
+        {**template, "messageId": f"m{i}", "body": m.model_dump_json()}
+        for i, m in enumerate(messages)
+    ]
+    return event
+
+
+@dataclass
+class Wiring:
+    """Every use case over one set of adapters (what the functions together do)."""
+
+    store: Store
+    queues: Queues
+    executor: Executor
+    artifacts: Artifacts
+    clock: Clock
+    sleep: Sleep
+    shards: int = 4
+    output_buckets: frozenset[str] | None = None
+    tasks: set[str] = field(default_factory=lambda: {"chronoq.tasks:echo"})
+
+    @property
+    def index(self) -> TimeIndex:
+        return TimeIndex(self.store, self.queues, self.shards, self.clock)
+
+    @property
+    def canceller(self) -> Canceller:
+        return Canceller(self.store, self.executor, self.clock)
+
+    @property
+    def jobs(self) -> JobOperations:
+        return JobOperations(
+            self.store, self.index, self.clock, self.output_buckets, self.tasks.__contains__
+        )
+
+    @property
+    def runs(self) -> RunOperations:
+        return RunOperations(self.store, self.artifacts, self.canceller, self.clock)
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return Dispatcher(self.store, self.index, self.shards, self.clock)
+
+    @property
+    def starter(self) -> RunStarter:
+        return RunStarter(self.store, self.executor, self.canceller, self.clock, self.sleep)
+
+
+@dataclass
+class Fakes(Wiring):
+    """The use cases over the in-memory fakes and a fake clock (sleeping moves it on)."""
+
+    store: FakeStore = field(default_factory=FakeStore)
+    queues: FakeQueues = field(default_factory=FakeQueues)
+    executor: FakeExecutor = field(default_factory=FakeExecutor)
+    artifacts: FakeArtifacts = field(init=False)
+    clock: FakeClock = field(default_factory=FakeClock)
+    sleep: Sleep = field(default=time.sleep)
+
+    def __post_init__(self) -> None:
+        self.artifacts = FakeArtifacts(self.store)
+        self.sleep = self.clock.sleep

@@ -1,0 +1,703 @@
+"""The Store contract (jobs, runs, the time index), on the fakes and on DynamoDB."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from botocore.exceptions import ClientError
+from chronoq.domain import ids
+from chronoq.domain.jobs import JobState
+from chronoq.domain.runs import Occurrence, RunStatus, Trigger
+from chronoq.resources import Priority
+
+from tests.contract.backends import (
+    NOW,
+    SHARDS,
+    Backend,
+    a_job,
+    a_job_on_shard,
+    a_run,
+)
+
+MINUTE = timedelta(minutes=1)
+NOT_STARTED = (RunStatus.SCHEDULED, RunStatus.QUEUED)
+
+
+# --- Jobs -----------------------------------------------------------------------------------
+
+
+def test_given_a_new_job_when_put_then_got_back_as_it_was(backend: Backend) -> None:
+    job = a_job(active_runs=frozenset({"job_x_20261126T120000Z"}))
+
+    backend.store.put_new_job(job)
+
+    assert backend.store.get_job(job.id) == job
+
+
+def test_given_no_job_when_got_then_none(backend: Backend) -> None:
+    assert backend.store.get_job(ids.new_job_id()) is None
+
+
+def test_given_a_job_when_put_again_then_refused_and_kept(backend: Backend) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+
+    with pytest.raises((KeyError, ClientError)):
+        backend.store.put_new_job(job.model_copy(update={"name": "other"}))
+
+    assert backend.store.get_job(job.id) == job
+
+
+def test_given_jobs_of_two_owners_when_listed_then_only_the_owners_jobs(backend: Backend) -> None:
+    mine = [a_job(owner="alice"), a_job(owner="alice", created_at=NOW + MINUTE)]
+    theirs = a_job(owner="bob")
+    for job in [*mine, theirs]:
+        backend.store.put_new_job(job)
+
+    listed = backend.store.list_jobs("alice")
+
+    assert sorted(listed, key=lambda j: j.id) == sorted(mine, key=lambda j: j.id)
+    assert backend.store.list_jobs("carol") == []
+
+
+def test_given_some_jobs_when_got_by_ids_then_the_existing_ones_by_id(backend: Backend) -> None:
+    jobs = [a_job() for _ in range(3)]
+    for job in jobs:
+        backend.store.put_new_job(job)
+    missing = ids.new_job_id()
+
+    found = backend.store.get_jobs([jobs[0].id, jobs[2].id, jobs[0].id, missing])
+
+    assert found == {jobs[0].id: jobs[0], jobs[2].id: jobs[2]}
+    assert backend.store.get_jobs([]) == {}
+
+
+def test_given_a_job_when_saved_with_its_version_then_changed_and_its_active_runs_kept(
+    backend: Backend,
+) -> None:
+    job = a_job(active_runs=frozenset({"job_x_20261126T120000Z"}))
+    backend.store.put_new_job(job)
+    changed = job.model_copy(
+        update={
+            "name": "renamed",
+            "version": 2,
+            "generation": 2,
+            "next_run_at": NOW + 5 * MINUTE,
+            "updated_at": NOW + MINUTE,
+            "active_runs": frozenset(),
+        }
+    )
+
+    assert backend.store.save_job(changed, expected_version=1) is True
+
+    assert backend.store.get_job(job.id) == changed.model_copy(
+        update={"active_runs": job.active_runs}
+    )
+
+
+def test_given_a_job_when_saved_without_a_next_run_then_its_next_run_removed(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+    paused = job.model_copy(update={"state": JobState.PAUSED, "next_run_at": None, "version": 2})
+
+    assert backend.store.save_job(paused, expected_version=1) is True
+
+    assert backend.store.get_job(job.id) == paused
+
+
+def test_given_a_job_when_saved_with_a_stale_version_then_refused_and_unchanged(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+    first = job.model_copy(update={"name": "first", "version": 2})
+    assert backend.store.save_job(first, expected_version=1)
+
+    second = job.model_copy(update={"name": "second", "version": 2})
+
+    assert backend.store.save_job(second, expected_version=1) is False
+    assert backend.store.get_job(job.id) == first
+
+
+def test_given_no_job_when_saved_then_refused_and_not_created(backend: Backend) -> None:
+    job = a_job()
+
+    assert (
+        backend.store.save_job(job.model_copy(update={"version": 2}), expected_version=1) is False
+    )
+    assert backend.store.get_job(job.id) is None
+
+
+def test_given_a_job_when_deleted_then_gone_and_deleting_again_is_refused(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+
+    assert backend.store.delete_job(job.id) is True
+    assert backend.store.get_job(job.id) is None
+    assert backend.store.delete_job(job.id) is False
+
+
+def test_given_an_active_job_when_advanced_from_its_next_run_then_moved_on(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+    following = NOW + 2 * MINUTE
+
+    assert backend.store.advance_job(job, following, NOW + MINUTE) is True
+
+    assert backend.store.get_job(job.id) == job.model_copy(
+        update={"next_run_at": following, "updated_at": NOW + MINUTE}
+    )
+
+
+def test_given_an_active_job_when_advanced_to_no_next_run_then_completed(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+
+    assert backend.store.advance_job(job, None, NOW + MINUTE) is True
+
+    assert backend.store.get_job(job.id) == job.model_copy(
+        update={"state": JobState.COMPLETED, "next_run_at": None, "updated_at": NOW + MINUTE}
+    )
+
+
+def test_given_a_job_already_moved_on_when_advanced_from_its_old_next_run_then_refused(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+    assert backend.store.advance_job(job, NOW + 2 * MINUTE, NOW)
+
+    assert backend.store.advance_job(job, NOW + 3 * MINUTE, NOW) is False
+
+    stored = backend.store.get_job(job.id)
+    assert stored is not None
+    assert stored.next_run_at == NOW + 2 * MINUTE
+
+
+def test_given_a_new_generation_when_the_old_one_is_advanced_then_refused(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+    replaced = job.model_copy(update={"version": 2, "generation": 2})
+    assert backend.store.save_job(replaced, expected_version=1)
+
+    assert backend.store.advance_job(job, NOW + 2 * MINUTE, NOW) is False
+
+    assert backend.store.get_job(job.id) == replaced
+
+
+@pytest.mark.parametrize("state", [JobState.PAUSED, JobState.COMPLETED])
+def test_given_a_job_not_active_when_advanced_then_refused(
+    backend: Backend, state: JobState
+) -> None:
+    job = a_job(state=state)
+    backend.store.put_new_job(job)
+
+    assert backend.store.advance_job(job, NOW + 2 * MINUTE, NOW) is False
+    assert backend.store.advance_job(job, None, NOW) is False
+
+    assert backend.store.get_job(job.id) == job
+
+
+def test_given_a_job_without_a_next_run_when_advanced_then_refused(backend: Backend) -> None:
+    job = a_job(next_run_at=None)
+    backend.store.put_new_job(job)
+
+    assert backend.store.advance_job(job, NOW + MINUTE, NOW) is False
+    assert backend.store.get_job(job.id) == job
+
+
+def test_given_no_job_when_advanced_then_refused(backend: Backend) -> None:
+    assert backend.store.advance_job(a_job(), NOW + 2 * MINUTE, NOW) is False
+
+
+# --- Claiming runs --------------------------------------------------------------------------
+
+
+def active_runs(backend: Backend, job_id: str) -> frozenset[str]:
+    job = backend.store.get_job(job_id)
+    assert job is not None
+    return job.active_runs
+
+
+def status_of(backend: Backend, job_id: str, run_id: str) -> RunStatus:
+    run = backend.store.get_run(job_id, run_id)
+    assert run is not None
+    return run.status
+
+
+def test_given_a_scheduled_run_when_claimed_then_queued_and_active(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+
+    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=False) == "claimed"
+
+    assert backend.store.get_run(job.id, run.id) == run.model_copy(
+        update={"status": RunStatus.QUEUED, "queued_at": NOW + MINUTE}
+    )
+    assert active_runs(backend, job.id) == {run.id}
+
+
+def test_given_a_claimed_run_when_claimed_again_then_claimed_with_its_first_queued_at(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=True) == "claimed"
+
+    assert backend.store.claim_run(job, run, NOW + 2 * MINUTE, exclusive=True) == "claimed"
+
+    claimed = backend.store.get_run(job.id, run.id)
+    assert claimed is not None
+    assert (claimed.status, claimed.queued_at) == (RunStatus.QUEUED, NOW + MINUTE)
+    assert active_runs(backend, job.id) == {run.id}
+
+
+def test_given_a_running_run_when_claimed_then_taken_and_not_left_active(
+    backend: Backend,
+) -> None:
+    job = a_job(active_runs=frozenset({"job_x_20261126T115900Z"}))
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
+
+    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "taken"
+
+    assert status_of(backend, job.id, run.id) is RunStatus.RUNNING
+    assert active_runs(backend, job.id) == job.active_runs
+
+
+def test_given_a_claimed_run_that_is_running_when_claimed_again_then_taken_and_still_active(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "claimed"
+    backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
+
+    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=False) == "taken"
+
+    assert status_of(backend, job.id, run.id) is RunStatus.RUNNING
+    assert active_runs(backend, job.id) == {run.id}  # the state machine releases it at its end
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.MISSED]
+)
+def test_given_an_ended_run_when_claimed_then_taken_and_not_left_active(
+    backend: Backend, status: RunStatus
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.end_run(run, status, NOW, "over", NOT_STARTED)
+
+    assert backend.store.claim_run(job, run, NOW, exclusive=True) == "taken"
+
+    assert status_of(backend, job.id, run.id) is status
+    assert active_runs(backend, job.id) == frozenset()
+
+
+def test_given_no_run_when_claimed_then_taken_and_not_left_active(backend: Backend) -> None:
+    job = a_job()
+    backend.store.put_new_job(job)
+
+    assert backend.store.claim_run(job, a_run(job), NOW, exclusive=False) == "taken"
+
+    assert active_runs(backend, job.id) == frozenset()
+
+
+def test_given_a_changed_job_when_claimed_with_the_version_read_before_then_job_changed(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.save_job(job.model_copy(update={"version": 2}), expected_version=1)
+
+    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "job_changed"
+
+    assert status_of(backend, job.id, run.id) is RunStatus.SCHEDULED
+    assert active_runs(backend, job.id) == frozenset()
+
+
+def test_given_no_job_when_claimed_then_job_changed(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+
+    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "job_changed"
+
+    assert status_of(backend, job.id, run.id) is RunStatus.SCHEDULED
+    assert backend.store.get_job(job.id) is None
+
+
+def test_given_another_active_run_when_claimed_exclusively_then_job_changed(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    first, second = a_run(job), a_run(job, NOW + 2 * MINUTE)
+    backend.store.put_new_job(job)
+    backend.store.create_run(first, NOW)
+    backend.store.create_run(second, NOW)
+    assert backend.store.claim_run(job, first, NOW, exclusive=True) == "claimed"
+
+    assert backend.store.claim_run(job, second, NOW, exclusive=True) == "job_changed"
+
+    assert status_of(backend, job.id, second.id) is RunStatus.SCHEDULED
+    assert active_runs(backend, job.id) == {first.id}
+
+
+def test_given_another_active_run_when_claimed_not_exclusively_then_both_active(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    first, second = a_run(job), a_run(job, NOW + 2 * MINUTE)
+    backend.store.put_new_job(job)
+    backend.store.create_run(first, NOW)
+    backend.store.create_run(second, NOW)
+    assert backend.store.claim_run(job, first, NOW, exclusive=False) == "claimed"
+
+    assert backend.store.claim_run(job, second, NOW, exclusive=False) == "claimed"
+
+    assert status_of(backend, job.id, second.id) is RunStatus.QUEUED
+    assert active_runs(backend, job.id) == {first.id, second.id}
+
+
+def test_given_active_runs_when_one_released_then_only_the_others_active(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    first, second = a_run(job), a_run(job, NOW + 2 * MINUTE)
+    backend.store.put_new_job(job)
+    for run in (first, second):
+        backend.store.create_run(run, NOW)
+        assert backend.store.claim_run(job, run, NOW, exclusive=False) == "claimed"
+
+    backend.store.release_run(job.id, first.id)
+    assert active_runs(backend, job.id) == {second.id}
+
+    backend.store.release_run(job.id, second.id)
+    backend.store.release_run(job.id, second.id)
+    assert active_runs(backend, job.id) == frozenset()
+    assert status_of(backend, job.id, second.id) is RunStatus.QUEUED  # the run is untouched
+
+
+def test_given_no_job_when_a_run_released_then_nothing_happens(backend: Backend) -> None:
+    job = a_job()
+
+    backend.store.release_run(job.id, a_run(job).id)
+
+    assert backend.store.get_job(job.id) is None
+
+
+# --- Runs -----------------------------------------------------------------------------------
+
+
+def test_given_a_new_run_when_created_then_got_back_as_it_was(backend: Backend) -> None:
+    job = a_job(priority=Priority.HIGH, generation=3)
+    run = a_run(job, trigger=Trigger.MANUAL)
+
+    assert backend.store.create_run(run, NOW) is True
+
+    assert backend.store.get_run(job.id, run.id) == run
+
+
+def test_given_a_run_when_created_again_then_refused_and_the_first_kept(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    assert backend.store.create_run(run, NOW)
+
+    again = run.model_copy(update={"status": RunStatus.QUEUED, "generation": 2, "owner": "bob"})
+
+    assert backend.store.create_run(again, NOW + MINUTE) is False
+    assert backend.store.get_run(job.id, run.id) == run
+
+
+def test_given_no_run_when_got_then_none(backend: Backend) -> None:
+    job = a_job()
+    backend.store.create_run(a_run(job), NOW)
+
+    assert backend.store.get_run(job.id, a_run(job, NOW + 2 * MINUTE).id) is None
+    assert backend.store.get_run(ids.new_job_id(), a_run(job).id) is None
+
+
+def test_given_runs_of_a_job_when_listed_then_the_newest_first_up_to_the_limit(
+    backend: Backend,
+) -> None:
+    job, other = a_job(), a_job()
+    runs = [a_run(job, NOW + i * MINUTE) for i in (3, 0, 4, 1, 2)]
+    runs.append(a_run(job, NOW + 4 * MINUTE, trigger=Trigger.MANUAL))
+    for run in [*runs, a_run(other, NOW + 9 * MINUTE)]:
+        backend.store.create_run(run, NOW)
+    newest_first = sorted(runs, key=lambda r: r.id, reverse=True)
+
+    assert backend.store.list_runs(job.id, limit=3) == newest_first[:3]
+    assert backend.store.list_runs(job.id, limit=100) == newest_first
+    assert backend.store.list_runs(ids.new_job_id(), limit=10) == []
+
+
+def test_given_a_run_not_started_when_ended_from_not_started_then_final_with_its_reason(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+
+    ended = backend.store.end_run(run, RunStatus.SKIPPED, NOW + MINUTE, "forbid", NOT_STARTED)
+
+    assert ended is True
+    assert backend.store.get_run(job.id, run.id) == run.model_copy(
+        update={"status": RunStatus.SKIPPED, "finished_at": NOW + MINUTE, "reason": "forbid"}
+    )
+
+
+def test_given_a_running_run_when_ended_only_from_not_started_then_refused_and_unchanged(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
+
+    ended = backend.store.end_run(run, RunStatus.MISSED, NOW + MINUTE, "late", NOT_STARTED)
+
+    assert ended is False
+    assert backend.store.get_run(job.id, run.id) == run.model_copy(
+        update={"status": RunStatus.RUNNING, "started_at": NOW}
+    )
+
+
+def test_given_a_running_run_when_ended_from_running_then_final(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
+
+    ended = backend.store.end_run(
+        run, RunStatus.CANCELLED, NOW + MINUTE, "by alice", [RunStatus.RUNNING, RunStatus.QUEUED]
+    )
+
+    assert ended is True
+    assert status_of(backend, job.id, run.id) is RunStatus.CANCELLED
+
+
+def test_given_an_ended_run_when_ended_again_then_refused_and_the_first_end_kept(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.end_run(run, RunStatus.SKIPPED, NOW, "first", NOT_STARTED)
+
+    assert (
+        backend.store.end_run(run, RunStatus.MISSED, NOW + MINUTE, "second", NOT_STARTED) is False
+    )
+
+    ended = backend.store.get_run(job.id, run.id)
+    assert ended is not None
+    assert (ended.status, ended.finished_at, ended.reason) == (RunStatus.SKIPPED, NOW, "first")
+
+
+def test_given_no_run_when_ended_then_refused_and_not_created(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+
+    assert backend.store.end_run(run, RunStatus.MISSED, NOW, "late", NOT_STARTED) is False
+    assert backend.store.get_run(job.id, run.id) is None
+
+
+def test_given_a_scheduled_run_when_deleted_as_pending_then_gone(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+
+    assert backend.store.delete_pending_run(job.id, run.id) is True
+
+    assert backend.store.get_run(job.id, run.id) is None
+    assert backend.store.delete_pending_run(job.id, run.id) is False
+
+
+def test_given_a_queued_run_when_deleted_as_pending_then_refused_and_kept(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job, status=RunStatus.QUEUED)
+    backend.store.create_run(run, NOW)
+
+    assert backend.store.delete_pending_run(job.id, run.id) is False
+
+    assert backend.store.get_run(job.id, run.id) == run
+
+
+def test_given_a_run_when_notifications_noted_then_shown_per_channel(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+
+    backend.store.note_notification(job.id, run.id, "sns", "failed: throttled")
+    backend.store.note_notification(job.id, run.id, "webhook", "sent")
+    backend.store.note_notification(job.id, run.id, "sns", "sent")
+
+    noted = backend.store.get_run(job.id, run.id)
+    assert noted is not None
+    assert noted.notifications == {"sns": "sent", "webhook": "sent"}
+
+
+def test_given_no_run_when_a_notification_noted_then_no_run_appears(backend: Backend) -> None:
+    job = a_job()
+    run = a_run(job)
+
+    backend.store.note_notification(job.id, run.id, "sns", "sent")
+
+    assert backend.store.get_run(job.id, run.id) is None
+
+
+# --- The time index -------------------------------------------------------------------------
+
+
+def occurrence(job_id: str, at: timedelta, generation: int = 1) -> Occurrence:
+    """The occurrence of ``job_id`` due ``at`` after NOW."""
+    due = NOW + at
+    return Occurrence(
+        job_id=job_id,
+        run_id=ids.run_id(job_id, due),
+        scheduled_at=due,
+        priority=Priority.NORMAL,
+        generation=generation,
+    )
+
+
+def test_given_occurrences_when_queried_by_minute_and_shard_then_only_those_by_due_time(
+    backend: Backend,
+) -> None:
+    one, two = a_job_on_shard(1), a_job_on_shard(1)
+    elsewhere = a_job_on_shard(2)
+    s = timedelta(seconds=1)
+    in_minute = [
+        occurrence(one.id, 40 * s),
+        occurrence(two.id, 5 * s),
+        occurrence(one.id, 20 * s),
+        occurrence(two.id, 59 * s),
+        occurrence(one.id, 0 * s),
+    ]
+    next_minute = occurrence(one.id, MINUTE + 5 * s)
+    on_shard_2 = occurrence(elsewhere.id, 30 * s, generation=4)
+    backend.store.put_occurrences([*in_minute, next_minute, on_shard_2], SHARDS, NOW)
+
+    by_due = sorted(in_minute, key=lambda o: o.scheduled_at)
+    assert backend.store.occurrences_in(NOW, 1) == by_due
+    assert backend.store.occurrences_in(NOW + 30 * s, 1) == by_due
+    assert backend.store.occurrences_in(NOW + MINUTE, 1) == [next_minute]
+    assert backend.store.occurrences_in(NOW, 2) == [on_shard_2]
+    assert backend.store.occurrences_in(NOW, 0) == []
+    assert backend.store.occurrences_in(NOW - MINUTE, 1) == []
+
+
+def test_given_occurrences_due_together_when_queried_then_by_run_id(backend: Backend) -> None:
+    jobs = [a_job_on_shard(3) for _ in range(4)]
+    together = [occurrence(job.id, timedelta(seconds=10)) for job in jobs]
+    backend.store.put_occurrences(together, SHARDS, NOW)
+
+    assert backend.store.occurrences_in(NOW, 3) == sorted(together, key=lambda o: o.run_id)
+
+
+def test_given_an_occurrence_when_put_again_then_kept_once(backend: Backend) -> None:
+    job = a_job_on_shard(0)
+    first = occurrence(job.id, timedelta(seconds=30))
+    backend.store.put_occurrences([first], SHARDS, NOW)
+
+    backend.store.put_occurrences([first], SHARDS, NOW + MINUTE)
+
+    assert backend.store.occurrences_in(NOW, 0) == [first]
+
+
+def test_given_the_same_occurrence_twice_when_put_together_then_kept_once(
+    backend: Backend,
+) -> None:
+    job = a_job_on_shard(0)
+    first = occurrence(job.id, timedelta(seconds=30))
+
+    backend.store.put_occurrences([first, first], SHARDS, NOW)
+
+    assert backend.store.occurrences_in(NOW, 0) == [first]
+
+
+def test_given_no_occurrences_when_put_then_nothing_kept(backend: Backend) -> None:
+    backend.store.put_occurrences([], SHARDS, NOW)
+
+    assert all(backend.store.occurrences_in(NOW, s) == [] for s in range(SHARDS))
+
+
+def test_given_no_dispatch_when_checkpoints_read_then_none_on_every_shard(
+    backend: Backend,
+) -> None:
+    assert backend.store.checkpoints(SHARDS) == dict.fromkeys(range(SHARDS))
+    assert backend.store.opened_through(0) is None
+
+
+def test_given_a_closed_minute_when_an_earlier_one_closed_then_the_checkpoint_stays(
+    backend: Backend,
+) -> None:
+    backend.store.close_minute(2, NOW + 2 * MINUTE)
+
+    backend.store.close_minute(2, NOW)
+
+    assert backend.store.checkpoints(SHARDS) == {0: None, 1: None, 2: NOW + 2 * MINUTE, 3: None}
+    backend.store.close_minute(2, NOW + 3 * MINUTE)
+    assert backend.store.checkpoints(SHARDS)[2] == NOW + 3 * MINUTE
+
+
+def test_given_an_opened_minute_when_an_earlier_one_opened_then_opened_through_stays(
+    backend: Backend,
+) -> None:
+    backend.store.open_minute(1, NOW + 2 * MINUTE)
+
+    backend.store.open_minute(1, NOW)
+
+    assert backend.store.opened_through(1) == NOW + 2 * MINUTE
+    assert backend.store.opened_through(0) is None
+    assert backend.store.checkpoints(SHARDS) == dict.fromkeys(range(SHARDS))  # not closed
+    backend.store.open_minute(1, NOW + 3 * MINUTE)
+    assert backend.store.opened_through(1) == NOW + 3 * MINUTE
+
+
+def test_given_instants_within_a_minute_when_opened_and_closed_then_kept_as_that_minute(
+    backend: Backend,
+) -> None:
+    backend.store.open_minute(3, NOW + timedelta(seconds=59, milliseconds=500))
+    backend.store.close_minute(3, NOW + timedelta(seconds=1))
+
+    assert backend.store.opened_through(3) == NOW
+    assert backend.store.checkpoints(SHARDS)[3] == NOW
+
+
+def test_given_a_minute_closed_past_the_opened_one_when_read_then_opened_through_it(
+    backend: Backend,
+) -> None:
+    backend.store.open_minute(0, NOW)
+    backend.store.close_minute(0, NOW + MINUTE)
+
+    assert backend.store.opened_through(0) == NOW + MINUTE
+    assert backend.store.checkpoints(1) == {0: NOW + MINUTE}

@@ -1,0 +1,176 @@
+"""The run state machine held to chronoq's contracts: what its DynamoDB states write to a run
+item is what the run codec reads, and what it hands the runner (and reads back) is what
+chronoq.execution.contract defines."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from chronoq import resources as r
+from chronoq.aws.codecs import ATTEMPT_ATTRIBUTES, RUN_ATTRIBUTES, new_run_item
+from chronoq.domain.runs import RunStatus
+from chronoq.execution import contract
+from pydantic import BaseModel
+
+from tests.builders import job_spec
+
+ASL = json.loads(r.STATE_MACHINE.path.read_text())
+STATES: dict[str, dict[str, Any]] = ASL["States"]
+
+
+def _type_of(value: dict[str, Any]) -> str:
+    """``{"S": ...}`` or ``{"S.$": ...}`` -> ``S``."""
+    (key,) = value
+    return str(key).removesuffix(".$")
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def _written(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Attribute name -> the typed value an updateItem state writes to it (SET and ADD)."""
+    parameters = state["Parameters"]
+    names = parameters.get("ExpressionAttributeNames", {})
+    values = parameters.get("ExpressionAttributeValues", {})
+    written = {}
+    expression = parameters["UpdateExpression"]
+    for clause in re.split(r"\b(?=SET |ADD |REMOVE |DELETE )", expression):
+        action, _, rest = clause.strip().partition(" ")
+        if action not in ("SET", "ADD"):
+            continue
+        for assignment in _top_level(rest):
+            target, _, source = assignment.replace("=", " ", 1).strip().partition(" ")
+            name = names.get(target, target)
+            value = re.findall(r":\w+", source)[-1]  # list_append(if_not_exists(x, :none), :v)
+            written[name] = values[value]
+    return written
+
+
+RUN_WRITERS = {
+    name: state
+    for name, state in STATES.items()
+    if state.get("Resource", "").startswith("arn:aws:states:::dynamodb:")
+    and state["Parameters"]["TableName"] == "${" + r.ASL_RUNS_TABLE + "}"
+}
+
+
+def test_given_the_asl_when_read_then_it_writes_run_items_in_several_states() -> None:
+    assert {"MarkRunning", "MarkSucceeded", "RecordAttempt", "MarkFailed", "MarkTimedOut"} <= set(
+        RUN_WRITERS
+    )
+
+
+@pytest.mark.parametrize("state", sorted(RUN_WRITERS))
+def test_given_a_state_writing_a_run_when_compared_with_the_codec_then_names_and_types_match(
+    state: str,
+) -> None:
+    written = _written(RUN_WRITERS[state])
+
+    assert written, f"{state} writes nothing the test could read"
+    for name, value in written.items():
+        assert name in RUN_ATTRIBUTES, f"{state} writes {name}, which the run codec does not know"
+        assert _type_of(value) == RUN_ATTRIBUTES[name], f"{state} writes {name} as {value}"
+        if name == "attempts":
+            (element,) = value["L"]
+            for field, typed in element["M"].items():
+                assert ATTEMPT_ATTRIBUTES.get(field) == _type_of(typed), (state, field)
+
+
+@pytest.mark.parametrize("state", sorted(RUN_WRITERS))
+def test_given_a_state_writing_a_status_when_read_then_it_is_a_run_status(state: str) -> None:
+    values = RUN_WRITERS[state]["Parameters"].get("ExpressionAttributeValues", {})
+    for value in values.values():
+        if "S" in value and value["S"].isupper() and "_" not in value["S"].strip("_"):
+            RunStatus(value["S"])
+
+
+def test_given_a_new_run_when_encoded_then_every_attribute_is_one_the_codec_declares() -> None:
+    from datetime import UTC, datetime
+
+    from chronoq.domain.runs import Run, Trigger
+
+    run = Run(
+        id="r",
+        job_id="j",
+        owner="o",
+        status=RunStatus.SCHEDULED,
+        priority=job_spec().priority,
+        trigger=Trigger.SCHEDULE,
+        scheduled_at=datetime(2030, 1, 1, tzinfo=UTC),
+    )
+    item = new_run_item(run, datetime(2030, 1, 1, tzinfo=UTC))
+
+    assert set(item) <= set(RUN_ATTRIBUTES)
+
+
+# --- what the runner is handed, and what the state machine reads from its answers ----------
+
+
+def _payload_keys(state: str, key: str | None = None) -> set[str]:
+    payload = STATES[state]["Parameters"]["Payload"]
+    if key is not None:
+        payload = payload[key]
+    return {k.removesuffix(".$") for k in payload}
+
+
+def _fields(model: type[BaseModel]) -> set[str]:
+    return set(model.model_fields)
+
+
+def _selected(state: str) -> set[str]:
+    """The answer fields a Task state's ResultSelector reads from the runner's Payload."""
+    return {
+        path.removeprefix("$.Payload.")
+        for path in STATES[state]["ResultSelector"].values()
+        if path.startswith("$.Payload.")
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "key", "request_model", "answer_model"),
+    [
+        ("RunTarget", None, contract.AttemptRequest, contract.AttemptResult),
+        (
+            "CollectContainer",
+            contract.COLLECT_CONTAINER,
+            contract.CollectRequest,
+            contract.AttemptResult,
+        ),
+        (
+            "PrepareContainer",
+            contract.PREPARE_CONTAINER,
+            contract.PrepareRequest,
+            contract.PrepareResult,
+        ),
+        ("Decide", contract.DECIDE, contract.DecideRequest, contract.DecideResult),
+    ],
+)
+def test_given_a_runner_state_when_compared_with_the_contract_then_request_and_answer_match(
+    state: str, key: str | None, request_model: type[BaseModel], answer_model: type[BaseModel]
+) -> None:
+    assert _payload_keys(state, key) == _fields(request_model)
+    assert _selected(state) <= _fields(answer_model)
+
+
+def test_given_the_execution_input_when_the_asl_reads_it_then_every_path_is_a_field() -> None:
+    written_by_the_asl = {
+        path.removeprefix("$.").split(".")[0]
+        for path in re.findall(r'"ResultPath": "([^"]+)"', json.dumps(ASL))
+    }
+    read = set(re.findall(r'"\$\.(\w+)', json.dumps(ASL)))
+
+    unknown = read - _fields(contract.ExecutionInput) - written_by_the_asl - {"Payload"}
+    assert unknown == set()

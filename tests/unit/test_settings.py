@@ -1,0 +1,90 @@
+"""Each function's settings: exactly the variables its definition gives it, checked at cold
+start with an error naming the function and the variable."""
+
+from __future__ import annotations
+
+import pytest
+from chronoq import resources as r
+from chronoq.settings import (
+    SETTINGS,
+    ApiSettings,
+    FunctionSettings,
+    RunnerSettings,
+    SettingsError,
+    WorkerSettings,
+    environment,
+    load,
+)
+
+WORKER_ENV = {
+    r.ENV_JOBS_TABLE: "jobs",
+    r.ENV_RUNS_TABLE: "runs",
+    r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:run",
+}
+
+
+@pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: s.FUNCTION.name)
+def test_given_a_functions_settings_when_compared_with_its_definition_then_they_read_exactly_its_variables(
+    settings: type[FunctionSettings],
+) -> None:
+    aliases = {field.alias for field in settings.model_fields.values()}
+
+    assert aliases == set(settings.FUNCTION.env)
+
+
+def test_given_every_function_when_listed_then_each_has_settings() -> None:
+    assert {s.FUNCTION.name for s in SETTINGS} == {f.name for f in r.FUNCTIONS}
+
+
+def test_given_a_missing_variable_when_loaded_then_the_error_names_the_function_and_variable() -> (
+    None
+):
+    without = {k: v for k, v in WORKER_ENV.items() if k != r.ENV_STATE_MACHINE_ARN}
+
+    with pytest.raises(SettingsError, match=f"function worker: {r.ENV_STATE_MACHINE_ARN}: missing"):
+        load(WorkerSettings, without)
+
+
+def test_given_an_empty_required_variable_when_loaded_then_it_is_refused() -> None:
+    with pytest.raises(SettingsError, match=r.ENV_JOBS_TABLE):
+        load(WorkerSettings, {**WORKER_ENV, r.ENV_JOBS_TABLE: ""})
+
+
+def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen() -> None:
+    settings = load(WorkerSettings, {**WORKER_ENV, r.ENV_TOPIC_ARN: "arn:aws:sns:x"})
+
+    assert settings.model_dump() == {
+        "jobs_table": "jobs",
+        "runs_table": "runs",
+        "state_machine_arn": WORKER_ENV[r.ENV_STATE_MACHINE_ARN],
+    }
+
+
+def test_given_lists_when_loaded_then_they_are_split_and_a_star_means_any_bucket() -> None:
+    runner = load(
+        RunnerSettings,
+        {
+            r.ENV_TASK_MODULES: " mytasks.a, mytasks.b ,",
+            r.ENV_RUNS_TABLE: "runs",
+            r.ENV_OUTPUT_BUCKET: "out",
+            r.ENV_CONTAINER_LOG_GROUP: "/logs",
+            r.ENV_CONTAINER_EXECUTION_ROLE_ARN: "arn:exec",
+            r.ENV_CONTAINER_TASK_ROLE_ARN: "arn:task",
+        },
+    )
+    assert runner.task_modules == ("mytasks.a", "mytasks.b")
+    with pytest.raises(SettingsError, match=r.ENV_SHARDS):
+        load(ApiSettings, {r.ENV_OUTPUT_BUCKETS: "*"})
+
+
+def test_given_a_function_environment_when_set_then_settings_read_it_instead_of_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(r.ENV_JOBS_TABLE, "from-the-process")
+
+    with environment({**WORKER_ENV, r.ENV_JOBS_TABLE: "from-the-function"}):
+        inside = load(WorkerSettings)
+
+    assert inside.jobs_table == "from-the-function"
+    with pytest.raises(SettingsError):
+        load(WorkerSettings)  # the process lacks the others

@@ -1,0 +1,304 @@
+"""The dispatcher and the time index on the fakes: each shard's minutes enqueued from its
+checkpoint, every job chained on to its next occurrence, occurrences past their start
+deadline MISSED, those of paused, deleted or rescheduled jobs dropped."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from chronoq import resources as r
+from chronoq.domain import ids
+from chronoq.domain.jobs import JobPatch, JobState
+from chronoq.domain.runs import RunStatus
+from chronoq.resources import Priority
+
+from tests.builders import OWNER, Fakes, at, job_spec
+from tests.unit.usecases.helpers import pending_run, sent_run_ids, stored, stored_job
+
+
+def t(hour: int, minute: int, second: int = 0, day: int = 25) -> datetime:
+    return datetime(2026, 11, day, hour, minute, second, tzinfo=UTC)
+
+
+@pytest.fixture
+def fakes(fakes: Fakes) -> Fakes:
+    """The fakes, the clock at 21:47:30 (no shard has dispatched anything yet)."""
+    fakes.clock.set(t(21, 47, 30))
+    return fakes
+
+
+def cron(expression: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "cron", "expression": expression, **extra}
+
+
+def test_given_a_due_at_job_when_dispatched_then_its_run_is_enqueued_and_the_job_completes(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48))))
+
+    report = fakes.dispatcher.dispatch()
+
+    assert report.dispatched == 1
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
+    done = fakes.jobs.get_job(OWNER, job.id)
+    assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
+    assert fakes.dispatcher.dispatch().dispatched == 0
+    assert len(fakes.queues.sent) == 1
+
+
+def test_given_a_cron_job_when_its_minute_is_dispatched_then_the_next_occurrence_is_written(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/10 * * * *")))
+    assert job.next_run_at == t(21, 50)
+
+    fakes.clock.set(t(21, 49, 5))  # dispatches 21:49 and 21:50
+    report = fakes.dispatcher.dispatch()
+
+    assert (report.dispatched, report.scheduled) == (1, 1)
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(22, 0)
+    runs = fakes.runs.list_runs(OWNER, job.id)
+    assert [(x.scheduled_at, x.status) for x in runs] == [
+        (t(22, 0), RunStatus.SCHEDULED),
+        (t(21, 50), RunStatus.SCHEDULED),
+    ]
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 50))]
+
+
+def test_given_a_dispatched_minute_when_dispatching_again_then_nothing_is_sent_twice(
+    fakes: Fakes,
+) -> None:
+    fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48, 40))))
+
+    first = fakes.dispatcher.dispatch()
+    second = fakes.dispatcher.dispatch()
+
+    assert (first.dispatched, second.dispatched, second.minutes) == (1, 0, 0)
+    assert len(fakes.queues.sent) == 1
+
+
+def test_given_priorities_when_dispatched_then_each_run_goes_to_its_priority_queue_delayed_by_its_lead(
+    fakes: Fakes,
+) -> None:
+    jobs = {
+        p: fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48, 10)), priority=p.value))
+        for p in Priority
+    }
+
+    fakes.dispatcher.dispatch()
+
+    sent = {s.priority: s for s in fakes.queues.sent}
+    assert len(fakes.queues.sent) == 3
+    assert {p: s.message.run_id for p, s in sent.items()} == {
+        p: ids.run_id(job.id, t(21, 48, 10)) for p, job in jobs.items()
+    }
+    # due in 40 s: each is held back until its priority's lead before that
+    assert {p: s.delay_seconds for p, s in sent.items()} == {
+        p: 40 - r.DISPATCH_LEAD_SECONDS[p.value] for p in Priority
+    }
+    assert [m.run_id for m in fakes.queues.take()] == [
+        ids.run_id(jobs[p].id, t(21, 48, 10)) for p in Priority
+    ]
+
+
+def test_given_a_run_inside_the_dispatched_window_when_created_then_it_goes_straight_to_the_queue(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()  # every shard has now dispatched through 21:48
+    job = fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48, 20))))
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20))]
+    assert fakes.queues.sent[0].delay_seconds == 50 - r.DISPATCH_LEAD_SECONDS["normal"]
+    # The dispatcher does not send it again when its minute comes round.
+    fakes.clock.advance(60)
+    fakes.dispatcher.dispatch()
+    assert len(fakes.queues.sent) == 1
+
+
+def test_given_a_recurring_job_created_inside_the_dispatched_window_when_sent_at_once_then_it_is_chained_on(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()  # through 21:48
+
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))  # first fire 21:48
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
+    assert stored_job(fakes, job).next_run_at == t(21, 49)
+    assert stored(fakes, pending_run(fakes, stored_job(fakes, job))).status is RunStatus.SCHEDULED
+
+
+def test_given_a_job_rescheduled_into_the_dispatched_window_when_saved_then_its_new_run_goes_straight_to_the_queue(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(at(t(22, 30))))
+    fakes.dispatcher.dispatch()  # through 21:48
+
+    changed = fakes.jobs.update_job(
+        OWNER, job.id, JobPatch.model_validate({"schedule": at(t(21, 48, 20))})
+    )
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20))]
+    assert [x.id for x in fakes.runs.list_runs(OWNER, job.id)] == [
+        ids.run_id(job.id, t(21, 48, 20))
+    ]
+    assert changed.generation == 2
+    assert stored_job(fakes, job).state is JobState.COMPLETED  # its only occurrence is sent
+
+
+def test_given_an_outage_when_dispatching_resumes_then_every_missed_minute_is_processed_in_order(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    sent_before = len(fakes.queues.sent)  # 21:48 was already dispatched: sent straight away
+
+    fakes.clock.set(t(21, 53, 30))  # no tick for five minutes
+    report = fakes.dispatcher.dispatch()
+
+    assert report.minutes == 6 * fakes.shards  # 21:49 .. 21:54 on every shard
+    assert sent_run_ids(fakes)[sent_before:] == [
+        ids.run_id(job.id, t(21, m)) for m in range(49, 55)
+    ]
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 55)
+    assert fakes.store.checkpoints(fakes.shards) == dict.fromkeys(range(fakes.shards), t(21, 54))
+
+
+def test_given_many_due_runs_when_dispatched_then_the_queues_are_sent_them_in_batches(
+    fakes: Fakes,
+) -> None:
+    for _ in range(25):
+        fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48, 5))))
+
+    report = fakes.dispatcher.dispatch()
+
+    assert report.dispatched == 25
+    assert sum(report.per_shard.values()) == 25
+    assert len(fakes.queues.sent) == 25
+    # one send per shard and minute, not one per run
+    assert fakes.queues.requests <= 25 // 10 + fakes.shards
+
+
+def test_given_an_outage_longer_than_the_start_deadline_when_dispatching_resumes_then_older_runs_are_missed(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *"), start_deadline_seconds=150))
+    sent_before = len(fakes.queues.sent)
+
+    fakes.clock.set(t(21, 54, 30))  # dispatching stopped at 21:48
+    report = fakes.dispatcher.dispatch()
+
+    runs = {x.scheduled_at.minute: x for x in fakes.runs.list_runs(OWNER, job.id, limit=100)}
+    # 150 s before 21:54:30 is 21:52:00: 21:49 .. 21:51 are too late, 21:52 on still run.
+    assert [runs[m].status for m in (49, 50, 51)] == [RunStatus.MISSED] * 3
+    assert runs[49].reason == "could not start within start_deadline_seconds (150 s)"
+    assert runs[49].finished_at == t(21, 54, 30)
+    assert sent_run_ids(fakes)[sent_before:] == [
+        ids.run_id(job.id, t(21, m)) for m in range(52, 56)
+    ]
+    assert report.missed == 3
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 56)
+
+
+def test_given_an_outage_of_hours_when_dispatching_resumes_then_each_tick_catches_up_at_most_an_hour(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))  # deadline 900 s
+    sent_before = len(fakes.queues.sent)
+
+    fakes.clock.set(t(0, 47, 30, day=26))  # three hours without a tick
+    first = fakes.dispatcher.dispatch()
+
+    assert first.minutes == r.MAX_CATCH_UP_MINUTES * fakes.shards
+    assert (first.dispatched, first.missed) == (0, r.MAX_CATCH_UP_MINUTES)
+    assert fakes.store.checkpoints(fakes.shards) == dict.fromkeys(range(fakes.shards), t(22, 48))
+    assert stored_job(fakes, job).next_run_at == t(22, 49)
+
+    later = [fakes.dispatcher.dispatch() for _ in range(3)]
+
+    # 21:49 .. 00:32 are past the deadline of 00:32:30; 00:33 .. 00:48 still run
+    assert first.missed + sum(x.missed for x in later) == 11 + 60 + 60 + 33
+    assert sent_run_ids(fakes)[sent_before:] == [
+        ids.run_id(job.id, t(0, m, day=26)) for m in range(33, 49)
+    ]
+    assert later[-1].minutes == 0
+    assert stored_job(fakes, job).next_run_at == t(0, 49, day=26)
+
+
+def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_the_job_completes(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/1 * * * *", end_at="2026-11-25T21:49:00Z")))
+
+    fakes.clock.set(t(21, 48, 30))
+    fakes.dispatcher.dispatch()
+
+    done = fakes.jobs.get_job(OWNER, job.id)
+    assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
+    assert [x.scheduled_at.minute for x in fakes.runs.list_runs(OWNER, job.id)] == [49, 48]
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in (48, 49)]
+
+
+def test_given_a_paused_job_when_its_minute_is_dispatched_then_nothing_is_sent(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    fakes.jobs.pause_job(OWNER, job.id)
+
+    fakes.clock.set(t(21, 48, 30))
+    report = fakes.dispatcher.dispatch()
+
+    assert report.dispatched == 0
+    assert fakes.queues.sent == []
+    assert fakes.runs.list_runs(OWNER, job.id) == []
+    assert stored_job(fakes, job).next_run_at is None  # not chained on either
+
+
+def test_given_a_deleted_job_when_its_minute_is_dispatched_then_nothing_is_sent(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    fakes.jobs.delete_job(OWNER, job.id)
+
+    fakes.clock.set(t(21, 48, 30))
+    report = fakes.dispatcher.dispatch()
+
+    assert (report.dispatched, report.scheduled) == (0, 0)
+    assert fakes.queues.sent == []
+    assert fakes.store.runs == {}
+
+
+def test_given_a_rescheduled_job_when_its_old_minute_is_dispatched_then_only_the_new_occurrence_is_sent(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(at(t(21, 48, 10))))
+    fakes.jobs.update_job(OWNER, job.id, JobPatch.model_validate({"schedule": at(t(21, 48, 40))}))
+
+    report = fakes.dispatcher.dispatch()
+
+    assert report.dispatched == 1
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 40))]
+    assert fakes.store.get_run(job.id, ids.run_id(job.id, t(21, 48, 10))) is None
+
+
+def test_given_a_job_paused_then_resumed_when_dispatching_catches_up_then_no_missed_occurrence_is_sent_or_recorded(
+    fakes: Fakes,
+) -> None:
+    fakes.dispatcher.dispatch()  # through 21:48
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/5 * * * *")))  # next 21:50
+    fakes.jobs.pause_job(OWNER, job.id)
+
+    fakes.clock.set(t(22, 31))  # eight fire times went by, and no tick
+    resumed = fakes.jobs.resume_job(OWNER, job.id)
+    report = fakes.dispatcher.dispatch()  # 21:49 .. 22:32: the old 21:50 item is in there
+
+    assert resumed.next_run_at == t(22, 35)
+    assert (report.dispatched, report.missed) == (0, 0)
+    assert fakes.queues.sent == []
+    fakes.clock.set(t(22, 34, 30))
+    fakes.dispatcher.dispatch()
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(22, 35))]
+    assert [x.status for x in fakes.runs.list_runs(OWNER, job.id)] == [RunStatus.SCHEDULED] * 2

@@ -1,0 +1,272 @@
+"""The API's run operations on the fakes: history, one run, cancelling it at every stage, its
+output and logs (through the artifacts, as the runner keeps them)."""
+
+from __future__ import annotations
+
+import json
+from typing import NoReturn
+
+import pytest
+from chronoq import resources as r
+from chronoq.domain.errors import Conflict, NotFound
+from chronoq.domain.runs import Run, RunStatus, log_line
+from chronoq.domain.time import format_instant
+from chronoq.execution.contract import AttemptRequest
+from chronoq.usecases.attempts import ContainerSettings, Runner
+
+from tests.builders import OWNER, Fakes, job_spec
+from tests.unit.usecases.helpers import (
+    due_job,
+    finish,
+    mark_running,
+    message,
+    pending_run,
+    stored,
+    stored_job,
+)
+
+# --- history --------------------------------------------------------------------------------
+
+
+def test_given_a_jobs_runs_when_listed_then_the_newest_come_first_up_to_the_limit(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
+    fakes.clock.advance(30)
+    fakes.dispatcher.dispatch()  # 12:01 sent, 12:02 planned
+    fakes.clock.advance(60)
+    fakes.dispatcher.dispatch()  # 12:02 sent, 12:03 planned
+    manual = fakes.jobs.trigger_job(OWNER, job.id)  # at 12:01:30
+
+    runs = fakes.runs.list_runs(OWNER, job.id)
+
+    assert [x.scheduled_at.strftime("%H:%M:%S") for x in runs] == [
+        "12:03:00",
+        "12:02:00",
+        "12:01:30",
+        "12:01:00",
+    ]
+    assert runs[2] == manual
+    assert fakes.runs.list_runs(OWNER, job.id, limit=2) == runs[:2]
+
+
+def test_given_alices_run_when_bob_asks_for_it_then_not_found(fakes: Fakes) -> None:
+    _, run = due_job(fakes)
+
+    assert fakes.runs.get_run(OWNER, run.id) == run
+    with pytest.raises(NotFound, match=f"run {run.id} not found"):
+        fakes.runs.get_run("bob", run.id)
+
+
+@pytest.mark.parametrize(
+    "run_id", ["not-a-run-id", "job_0123456789abcdef_20300101T080000Z", "job_x_2030"]
+)
+def test_given_an_unknown_or_malformed_run_id_when_asked_for_then_not_found(
+    fakes: Fakes, run_id: str
+) -> None:
+    with pytest.raises(NotFound, match=f"run {run_id} not found"):
+        fakes.runs.get_run(OWNER, run_id)
+
+
+# --- cancel ---------------------------------------------------------------------------------
+
+
+def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(fakes: Fakes) -> None:
+    job, run = due_job(fakes)
+
+    cancelled = fakes.runs.cancel_run(OWNER, run.id)
+
+    assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
+    assert cancelled.finished_at == fakes.clock()
+    assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
+    assert fakes.executor.starts == {}
+    assert stored(fakes, run) == cancelled
+    assert stored_job(fakes, job).active_runs == frozenset()
+
+
+def test_given_a_scheduled_occurrence_of_a_cron_job_when_cancelled_then_the_job_keeps_its_schedule(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
+    run = pending_run(fakes, job)
+    fakes.runs.cancel_run(OWNER, run.id)
+
+    fakes.clock.advance(30)
+    fakes.dispatcher.dispatch()
+
+    assert stored(fakes, run).status is RunStatus.CANCELLED
+    following = stored_job(fakes, job)
+    assert following.next_run_at == run.scheduled_at.replace(minute=2)
+    assert pending_run(fakes, following).status is RunStatus.SCHEDULED
+    assert [fakes.starter.start_run(m) for m in fakes.queues.take()] == ["duplicate"]
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["queued", "running"])
+def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_cancelled(
+    fakes: Fakes, running: bool
+) -> None:
+    job, run = due_job(fakes)
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    if running:
+        mark_running(fakes, run)
+
+    cancelled = fakes.runs.cancel_run(OWNER, run.id)
+
+    assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
+    assert fakes.executor.stopped == {run.id: "cancelled by alice"}
+    assert stored_job(fakes, job).active_runs == frozenset()
+    assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
+    assert fakes.executor.starts == {run.id: 1}
+
+
+@pytest.mark.parametrize(
+    "status",
+    [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED],
+)
+def test_given_a_finished_run_when_cancelled_then_conflict_and_it_is_left_as_it_is(
+    fakes: Fakes, status: RunStatus
+) -> None:
+    _, run = due_job(fakes)
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    finish(fakes, run, status)
+    ended = stored(fakes, run)
+
+    with pytest.raises(Conflict) as raised:
+        fakes.runs.cancel_run(OWNER, run.id)
+
+    assert str(raised.value) == f"run {run.id} is already {status.value}"
+    assert stored(fakes, run) == ended
+    assert fakes.executor.stopped == {}
+
+
+def test_given_someone_elses_run_when_cancelled_then_not_found_and_it_goes_on(
+    fakes: Fakes,
+) -> None:
+    _, run = due_job(fakes)
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    mark_running(fakes, run)
+
+    with pytest.raises(NotFound):
+        fakes.runs.cancel_run("bob", run.id)
+
+    assert stored(fakes, run).status is RunStatus.RUNNING
+    assert fakes.executor.stopped == {}
+
+
+# --- output and logs ------------------------------------------------------------------------
+
+
+def succeed_with(fakes: Fakes, run: Run, output: str) -> None:
+    """The runner keeps the output through the artifacts; the state machine records where."""
+    kept = fakes.artifacts.save_output(run.job_id, run.id, 1, output, None)
+    finish(
+        fakes,
+        run,
+        RunStatus.SUCCEEDED,
+        output=kept["output"] or None,
+        output_location=kept["output_location"] or None,
+    )
+
+
+def test_given_a_small_output_when_the_run_succeeds_then_it_is_kept_in_the_run_and_served(
+    fakes: Fakes,
+) -> None:
+    _, run = due_job(fakes)
+    succeed_with(fakes, run, '{"result":{"colour":"blue"}}')
+
+    assert stored(fakes, run).output_location is None
+    assert fakes.runs.run_output(OWNER, run.id) == '{"result":{"colour":"blue"}}'
+    assert fakes.artifacts.objects == {}
+
+
+def test_given_an_output_over_32_kib_when_the_run_succeeds_then_it_is_kept_aside_and_served_whole(
+    fakes: Fakes,
+) -> None:
+    job, run = due_job(fakes)
+    big = json.dumps({"big": "x" * (r.INLINE_BYTES + 1000)})
+    succeed_with(fakes, run, big)
+
+    kept = stored(fakes, run)
+    assert kept.output is None
+    assert kept.output_location == f"s3://fake-outputs/runs/{job.id}/{run.id}/output-1.json"
+    assert fakes.runs.run_output(OWNER, run.id) == big
+
+
+@pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.SCHEDULED, RunStatus.CANCELLED])
+def test_given_a_run_without_output_when_its_output_is_asked_for_then_not_found_says_there_is_none(
+    fakes: Fakes, status: RunStatus
+) -> None:
+    _, run = due_job(fakes)
+    fakes.store.update_run(run.job_id, run.id, status=status)
+
+    with pytest.raises(NotFound, match=f"has no output \\(status {status.value}\\)"):
+        fakes.runs.run_output(OWNER, run.id)
+
+
+def test_given_retried_attempts_when_the_logs_are_read_then_each_attempts_lines_come_in_order(
+    fakes: Fakes,
+) -> None:
+    _, run = due_job(fakes)
+    for attempt in (2, 1, 3):  # however they were appended
+        lines = [log_line(attempt, f"line {n} of attempt {attempt}") for n in (1, 2)]
+        fakes.artifacts.append_logs(run.job_id, run.id, attempt, lines, None)
+
+    lines = fakes.runs.run_logs(OWNER, run.id)
+
+    assert [line.split("] ", 1)[1] for line in lines] == [
+        f"line {n} of attempt {a}" for a in (1, 2, 3) for n in (1, 2)
+    ]
+
+
+def test_given_someone_elses_run_when_its_output_or_logs_are_asked_for_then_not_found(
+    fakes: Fakes,
+) -> None:
+    _, run = due_job(fakes)
+    succeed_with(fakes, run, '{"ok":true}')
+    line = log_line(1, "hello")
+    fakes.artifacts.append_logs(run.job_id, run.id, 1, [line], None)
+
+    with pytest.raises(NotFound):
+        fakes.runs.run_output("bob", run.id)
+    with pytest.raises(NotFound):
+        fakes.runs.run_logs("bob", run.id)
+    assert fakes.runs.run_logs(OWNER, run.id) == [line]
+    assert fakes.runs.run_output(OWNER, run.id) == '{"ok":true}'
+
+
+def no_client() -> NoReturn:
+    raise AssertionError("a python target needs no AWS client")
+
+
+def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_then_the_output_and_log_are_served_whole(
+    fakes: Fakes,
+) -> None:
+    big = "y" * (r.INLINE_BYTES + 1)
+    job, run = due_job(
+        fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {"big": big}}
+    )
+    runner = Runner(
+        artifacts=fakes.artifacts,
+        lambda_client=no_client,
+        ecs_client=no_client,
+        logs_client=no_client,
+        containers=ContainerSettings("logs", "execution-role", "task-role"),
+    )
+
+    result = runner.attempt(
+        AttemptRequest(
+            job_id=job.id,
+            run_id=run.id,
+            scheduled_at=format_instant(run.scheduled_at),
+            timeout_seconds=30,
+            target=job.target,
+        )
+    )
+    finish(fakes, run, RunStatus.SUCCEEDED, output_location=result.output_location)
+
+    assert result.output == ""
+    assert result.output_location.endswith(f"/{job.id}/{run.id}/output-1.json")
+    output = json.loads(fakes.runs.run_output(OWNER, run.id))
+    assert output["result"] == {"args": {"big": big}, "job_id": job.id, "run_id": run.id}
+    logs = fakes.runs.run_logs(OWNER, run.id)
+    assert logs[0].endswith("[attempt 1] calling chronoq.tasks:echo")
