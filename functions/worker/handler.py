@@ -1,7 +1,8 @@
 """Worker: takes SQS batches of due runs, claims each run once and starts its execution.
 
-A record that fails (for instance Step Functions throttling) is reported back as a partial
-batch failure and retried by SQS; the claim and the execution name keep retries harmless.
+A record that fails (for instance Step Functions throttling, or a run another worker is
+starting at this moment) is reported back as a partial batch failure and retried by SQS after
+the queue's visibility timeout; the claim and the execution name keep retries harmless.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from chronoq.domain.runs import RunMessage
 from chronoq.settings import WorkerSettings, load
 
 logger = Logger(service="chronoq-worker")
-processor = BatchProcessor(event_type=EventType.SQS)
+# A batch whose every record must come back later (say, each is being started by another
+# worker) is answered like any other: every record listed as failed, none lost.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 starter = compose.worker(load(WorkerSettings))
 
 

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobState
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
-from chronoq.resources import Priority
+from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
 
 from tests.contract.backends import (
     NOW,
@@ -242,7 +242,9 @@ def test_given_a_scheduled_run_when_claimed_then_queued_and_active(backend: Back
     backend.store.put_new_job(job)
     backend.store.create_run(run, NOW)
 
-    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=False) == "claimed"
+    assert (
+        backend.store.claim_run(job, run, NOW + MINUTE, NOW + MINUTE, exclusive=False) == "claimed"
+    )
 
     assert backend.store.get_run(job.id, run.id) == run.model_copy(
         update={"status": RunStatus.QUEUED, "queued_at": NOW + MINUTE}
@@ -250,16 +252,33 @@ def test_given_a_scheduled_run_when_claimed_then_queued_and_active(backend: Back
     assert active_runs(backend, job.id) == {run.id}
 
 
-def test_given_a_claimed_run_when_claimed_again_then_claimed_with_its_first_queued_at(
+def test_given_a_claimed_run_when_claimed_again_while_its_claim_lasts_then_held(
     backend: Backend,
 ) -> None:
     job = a_job()
     run = a_run(job)
     backend.store.put_new_job(job)
     backend.store.create_run(run, NOW)
-    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=True) == "claimed"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=True) == "claimed"
+    almost = NOW + timedelta(seconds=CLAIM_LEASE_SECONDS - 1)
 
-    assert backend.store.claim_run(job, run, NOW + 2 * MINUTE, exclusive=True) == "claimed"
+    assert backend.store.claim_run(job, run, almost, almost, exclusive=True) == "held"
+
+    assert status_of(backend, job.id, run.id) is RunStatus.QUEUED
+    assert active_runs(backend, job.id) == {run.id}
+
+
+def test_given_a_claimed_run_when_claimed_again_after_its_claim_lapsed_then_claimed_with_its_first_queued_at(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    assert backend.store.claim_run(job, run, NOW + MINUTE, NOW, exclusive=True) == "claimed"
+    lapsed = NOW + timedelta(seconds=CLAIM_LEASE_SECONDS)
+
+    assert backend.store.claim_run(job, run, NOW + 2 * MINUTE, lapsed, exclusive=True) == "claimed"
 
     claimed = backend.store.get_run(job.id, run.id)
     assert claimed is not None
@@ -276,7 +295,7 @@ def test_given_a_running_run_when_claimed_then_taken_and_not_left_active(
     backend.store.create_run(run, NOW)
     backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
 
-    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "taken"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=False) == "taken"
 
     assert status_of(backend, job.id, run.id) is RunStatus.RUNNING
     assert active_runs(backend, job.id) == job.active_runs
@@ -289,10 +308,10 @@ def test_given_a_claimed_run_that_is_running_when_claimed_again_then_taken_and_s
     run = a_run(job)
     backend.store.put_new_job(job)
     backend.store.create_run(run, NOW)
-    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "claimed"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=False) == "claimed"
     backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
 
-    assert backend.store.claim_run(job, run, NOW + MINUTE, exclusive=False) == "taken"
+    assert backend.store.claim_run(job, run, NOW + MINUTE, NOW + MINUTE, exclusive=False) == "taken"
 
     assert status_of(backend, job.id, run.id) is RunStatus.RUNNING
     assert active_runs(backend, job.id) == {run.id}  # the state machine releases it at its end
@@ -310,7 +329,7 @@ def test_given_an_ended_run_when_claimed_then_taken_and_not_left_active(
     backend.store.create_run(run, NOW)
     assert backend.store.end_run(run, status, NOW, "over", NOT_STARTED)
 
-    assert backend.store.claim_run(job, run, NOW, exclusive=True) == "taken"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=True) == "taken"
 
     assert status_of(backend, job.id, run.id) is status
     assert active_runs(backend, job.id) == frozenset()
@@ -320,7 +339,7 @@ def test_given_no_run_when_claimed_then_taken_and_not_left_active(backend: Backe
     job = a_job()
     backend.store.put_new_job(job)
 
-    assert backend.store.claim_run(job, a_run(job), NOW, exclusive=False) == "taken"
+    assert backend.store.claim_run(job, a_run(job), NOW, NOW, exclusive=False) == "taken"
 
     assert active_runs(backend, job.id) == frozenset()
 
@@ -334,7 +353,7 @@ def test_given_a_changed_job_when_claimed_with_the_version_read_before_then_job_
     backend.store.create_run(run, NOW)
     assert backend.store.save_job(job.model_copy(update={"version": 2}), expected_version=1)
 
-    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "job_changed"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=False) == "job_changed"
 
     assert status_of(backend, job.id, run.id) is RunStatus.SCHEDULED
     assert active_runs(backend, job.id) == frozenset()
@@ -345,7 +364,7 @@ def test_given_no_job_when_claimed_then_job_changed(backend: Backend) -> None:
     run = a_run(job)
     backend.store.create_run(run, NOW)
 
-    assert backend.store.claim_run(job, run, NOW, exclusive=False) == "job_changed"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=False) == "job_changed"
 
     assert status_of(backend, job.id, run.id) is RunStatus.SCHEDULED
     assert backend.store.get_job(job.id) is None
@@ -359,9 +378,9 @@ def test_given_another_active_run_when_claimed_exclusively_then_job_changed(
     backend.store.put_new_job(job)
     backend.store.create_run(first, NOW)
     backend.store.create_run(second, NOW)
-    assert backend.store.claim_run(job, first, NOW, exclusive=True) == "claimed"
+    assert backend.store.claim_run(job, first, NOW, NOW, exclusive=True) == "claimed"
 
-    assert backend.store.claim_run(job, second, NOW, exclusive=True) == "job_changed"
+    assert backend.store.claim_run(job, second, NOW, NOW, exclusive=True) == "job_changed"
 
     assert status_of(backend, job.id, second.id) is RunStatus.SCHEDULED
     assert active_runs(backend, job.id) == {first.id}
@@ -375,9 +394,9 @@ def test_given_another_active_run_when_claimed_not_exclusively_then_both_active(
     backend.store.put_new_job(job)
     backend.store.create_run(first, NOW)
     backend.store.create_run(second, NOW)
-    assert backend.store.claim_run(job, first, NOW, exclusive=False) == "claimed"
+    assert backend.store.claim_run(job, first, NOW, NOW, exclusive=False) == "claimed"
 
-    assert backend.store.claim_run(job, second, NOW, exclusive=False) == "claimed"
+    assert backend.store.claim_run(job, second, NOW, NOW, exclusive=False) == "claimed"
 
     assert status_of(backend, job.id, second.id) is RunStatus.QUEUED
     assert active_runs(backend, job.id) == {first.id, second.id}
@@ -391,7 +410,7 @@ def test_given_active_runs_when_one_released_then_only_the_others_active(
     backend.store.put_new_job(job)
     for run in (first, second):
         backend.store.create_run(run, NOW)
-        assert backend.store.claim_run(job, run, NOW, exclusive=False) == "claimed"
+        assert backend.store.claim_run(job, run, NOW, NOW, exclusive=False) == "claimed"
 
     backend.store.release_run(job.id, first.id)
     assert active_runs(backend, job.id) == {second.id}

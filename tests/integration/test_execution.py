@@ -131,8 +131,9 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     run_id = ids.run_id(job.id, at)
     run = service.store.get_run(job.id, run_id)
     assert run is not None
-    claimed = service.store.claim_run(job, run, datetime.now(UTC), exclusive=False)
-    assert claimed == "claimed"  # claimed, never started
+    lapsed = datetime.now(UTC) - timedelta(seconds=r.CLAIM_LEASE_SECONDS)
+    claimed = service.store.claim_run(job, run, lapsed, lapsed, exclusive=False)
+    assert claimed == "claimed"  # claimed a lease ago, never started
 
     harness.invoke(
         r.WORKER_FUNCTION,
@@ -228,7 +229,7 @@ def test_given_a_slow_endpoint_when_the_runner_calls_then_it_gives_up_at_the_tim
     with pytest.raises(FunctionError) as raised:
         harness.invoke(r.RUNNER_FUNCTION, event)
 
-    assert raised.value.payload["errorType"] == "TargetError"
+    assert raised.value.payload["errorType"] == "AttemptTimedOut"  # recorded TIMED_OUT
 
 
 def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fails(
@@ -301,7 +302,8 @@ def test_given_a_run_that_overruns_its_timeout_when_executed_then_it_is_killed_a
     assert run.status is RunStatus.TIMED_OUT
     assert run.finished_at is not None
     assert run.started_at is not None
-    assert timedelta(seconds=1) <= run.finished_at - run.started_at < timedelta(seconds=3)
+    # the runner gives up just before the state machine would
+    assert timedelta(seconds=0.9) <= run.finished_at - run.started_at < timedelta(seconds=3)
     assert run.error == "States.Timeout: the run exceeded its timeout_seconds"
     assert execution_status(harness, run.id) == "FAILED"
 
@@ -382,8 +384,8 @@ def test_given_attempts_that_time_out_when_retried_then_each_is_killed_and_the_r
     run = finished_run(service, start(harness, service, job, at), timeout=30)
 
     assert run.status is RunStatus.TIMED_OUT
-    assert [a.outcome for a in run.attempts] == ["States.Timeout", "States.Timeout"]
-    assert all(1 <= (a.finished_at - a.started_at).total_seconds() < 3 for a in run.attempts)
+    assert [a.outcome for a in run.attempts] == ["AttemptTimedOut", "AttemptTimedOut"]
+    assert all(0.9 <= (a.finished_at - a.started_at).total_seconds() < 3 for a in run.attempts)
 
 
 def test_given_two_workers_getting_the_same_run_at_once_when_they_start_it_then_it_executes_once(
@@ -400,7 +402,9 @@ def test_given_two_workers_getting_the_same_run_at_once_when_they_start_it_then_
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(lambda _: worker(), range(2)))
 
-    assert answers == [{"batchItemFailures": []}] * 2
+    # one starts it; the other finds it started, or finds the first one's claim and hands
+    # the message back for later (which of the two depends on timing)
+    assert sorted(len(a["batchItemFailures"]) for a in answers) in ([0, 0], [0, 1])
     assert finished_run(service, message.run_id).status is RunStatus.SUCCEEDED
     assert len(executions(harness)) == 1
     assert len(sink.hits) == 1

@@ -295,11 +295,13 @@ def test_given_a_running_run_when_cancelled_then_its_execution_stops_and_it_is_c
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
     job, first, _, _ = running_job(harness, service, sink, "allow")
+    stops = harness.record("stepfunctions", "StopExecution")
 
     status, run = cancel(harness, first)
 
     assert (status, run["status"], run["reason"]) == (200, "CANCELLED", "cancelled by alice")
     assert service.jobs.get_job("alice", job.id).active_runs == frozenset()
+    assert [s["executionArn"].rsplit(":", 1)[1] for s in stops] == [first]  # its execution
     sink.closed.set()
     wait_for(lambda: executions(harness)[first] != "RUNNING")
     assert status_of(service, first) is RunStatus.CANCELLED

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
 import signal
+import threading
+import time
 
 import pytest
 from chronoq.domain.errors import PermanentError
 from chronoq.domain.runs import TERMINAL_STATUSES
 from chronoq.domain.targets import PythonTarget
-from chronoq.execution.targets import AttemptTimedOut, lines_collector, run_python
+from chronoq.execution.targets import (
+    AttemptTimedOut,
+    lines_collector,
+    run_python,
+    runner_deadline,
+)
 from chronoq.local.drivers import stream_filter
 
 
@@ -93,3 +100,34 @@ def test_given_stream_records_when_filtered_then_only_runs_that_just_ended_pass(
     keep = stream_filter(frozenset(s.value for s in TERMINAL_STATUSES))
 
     assert keep({"eventName": event, "dynamodb": change}) is kept
+
+
+def test_given_a_task_running_off_the_main_thread_when_its_timeout_passes_then_it_is_given_up_with_its_log() -> (
+    None
+):
+    lines, log = lines_collector(1)
+    outcome: list[BaseException] = []
+
+    def runner() -> None:  # chronoq local runs the runner function in a thread
+        try:
+            run_python(sleep_target(30), (), "job", "run", 1, "2030-01-01T00:00:00Z", 0.2, log)
+        except AttemptTimedOut as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=runner)
+    started = time.monotonic()
+    thread.start()
+    thread.join(10)
+
+    assert outcome, "the attempt was not given up"
+    assert time.monotonic() - started < 10
+    assert any("sleeping 30.0 s" in line for line in lines)  # what it logged is kept
+    assert any("raised AttemptTimedOut" in line for line in lines)
+
+
+def test_given_a_timeout_when_the_runner_sets_its_deadline_then_it_answers_before_the_state_machine_gives_up() -> (
+    None
+):
+    assert runner_deadline(300) == 298
+    assert runner_deadline(1) == 0.9
+    assert all(0 < runner_deadline(t) < t for t in (1, 2, 10, 900))

@@ -32,6 +32,9 @@ MAX_RATE_SECONDS = 365 * 24 * 3600
 #: Default start deadline: a run that cannot start this long after its time is MISSED.
 DEFAULT_START_DEADLINE_SECONDS = 900
 MAX_START_DEADLINE_SECONDS = 24 * 3600
+#: The runner gives up on an attempt this much (at most a tenth of the timeout) before the
+#: state machine's timeout, so that it answers, and keeps the attempt's log, in time.
+RUNNER_DEADLINE_MARGIN_SECONDS = 2.0
 #: Longest timeout the Lambda runner can honour (Lambda's own limit).
 MAX_TIMEOUT_SECONDS = 900
 #: Longest timeout of a container target (a Fargate task has no limit of its own).
@@ -47,6 +50,10 @@ MAX_CATCH_UP_MINUTES = 60
 #: the exact second: this covers SQS's whole-second delays and polling latency. Higher
 #: priorities arrive earlier, so that in a burst of runs due together they are at the front.
 DISPATCH_LEAD_SECONDS = {"high": 3, "normal": 2, "low": 1}
+#: How long a worker's claim on a run lasts: a second delivery of the run meanwhile is asked
+#: to come back later (the run is being started); after it, the run may be claimed again (its
+#: worker died before starting it). Shorter than the queues' visibility timeout.
+CLAIM_LEASE_SECONDS = 60
 #: SQS's own maximum message delay.
 MAX_DELAY_SECONDS = 900
 #: Largest response excerpt the runner keeps, in bytes.

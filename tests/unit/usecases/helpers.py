@@ -15,7 +15,7 @@ from tests.builders import OWNER, Fakes, job_spec, message_for, seconds_from
 def pending_run(fakes: Fakes, job: Job) -> Run:
     """The run planned at the job's next fire time."""
     assert job.next_run_at is not None
-    run = fakes.store.get_run(job.id, ids.run_id(job.id, job.next_run_at))
+    run = fakes.store.get_run(job.id, ids.run_id(job.id, job.next_run_at, job.generation))
     assert run is not None
     return run
 

@@ -139,9 +139,9 @@ def test_given_a_job_rescheduled_into_the_dispatched_window_when_saved_then_its_
         OWNER, job.id, JobPatch.model_validate({"schedule": at(t(21, 48, 20))})
     )
 
-    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20))]
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20), generation=2)]
     assert [x.id for x in fakes.runs.list_runs(OWNER, job.id)] == [
-        ids.run_id(job.id, t(21, 48, 20))
+        ids.run_id(job.id, t(21, 48, 20), generation=2)
     ]
     assert changed.generation == 2
     assert stored_job(fakes, job).state is JobState.COMPLETED  # its only occurrence is sent
@@ -280,7 +280,7 @@ def test_given_a_rescheduled_job_when_its_old_minute_is_dispatched_then_only_the
     report = fakes.dispatcher.dispatch()
 
     assert report.dispatched == 1
-    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 40))]
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 40), generation=2)]
     assert fakes.store.get_run(job.id, ids.run_id(job.id, t(21, 48, 10))) is None
 
 
@@ -300,5 +300,5 @@ def test_given_a_job_paused_then_resumed_when_dispatching_catches_up_then_no_mis
     assert fakes.queues.sent == []
     fakes.clock.set(t(22, 34, 30))
     fakes.dispatcher.dispatch()
-    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(22, 35))]
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(22, 35), resumed.generation)]
     assert [x.status for x in fakes.runs.list_runs(OWNER, job.id)] == [RunStatus.SCHEDULED] * 2

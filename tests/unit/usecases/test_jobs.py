@@ -192,7 +192,7 @@ def test_given_a_cron_job_when_its_schedule_is_changed_then_the_pending_run_is_r
     assert changed.next_run_at == datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
     runs = fakes.runs.list_runs(OWNER, job.id)
     assert [(x.id, x.status, x.generation) for x in runs] == [
-        (ids.run_id(job.id, changed.next_run_at), RunStatus.SCHEDULED, 2)
+        (ids.run_id(job.id, changed.next_run_at, 2), RunStatus.SCHEDULED, 2)
     ]
     assert old_run not in [x.id for x in runs]
     assert stored_job(fakes, job) == changed
@@ -238,12 +238,6 @@ def test_given_a_new_target_when_patched_then_the_next_run_calls_it(fakes: Fakes
     assert target.url == "http://127.0.0.1:9/new"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a new schedule whose next fire time is the old one's keeps the old run record "
-    "(create_run does not overwrite it, so it keeps the old generation) while the job moves "
-    "to a new generation: the worker then drops the run as superseded and it never runs",
-)
 def test_given_a_schedule_patched_to_the_same_fire_time_when_the_run_is_due_then_it_still_starts(
     fakes: Fakes,
 ) -> None:
@@ -261,23 +255,19 @@ def test_given_a_schedule_patched_to_the_same_fire_time_when_the_run_is_due_then
     outcomes = [fakes.starter.start_run(m) for m in fakes.queues.take()]
 
     assert outcomes == ["started"]
-    assert list(fakes.executor.started) == [pending_run(fakes, job).id]
+    assert list(fakes.executor.started) == [pending_run(fakes, changed).id]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (minor, perhaps intended): a priority change does not apply to the occurrence "
-    "already planned (it keeps its priority and goes to the old queue), although update_job "
-    "says non-schedule changes apply to every run that has not started yet",
-)
 def test_given_a_new_priority_when_patched_then_the_pending_run_is_sent_to_its_queue(
     fakes: Fakes,
 ) -> None:
-    job, run = due_job(fakes, seconds=30)
-    fakes.jobs.update_job(OWNER, job.id, patch(priority="high"))
+    job, _ = due_job(fakes, seconds=30)
+    changed = fakes.jobs.update_job(OWNER, job.id, patch(priority="high"))
 
     fakes.dispatcher.dispatch()
 
+    run = pending_run(fakes, changed)
+    assert run.priority is Priority.HIGH
     assert [(s.priority, s.message.run_id) for s in fakes.queues.sent] == [(Priority.HIGH, run.id)]
 
 

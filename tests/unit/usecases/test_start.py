@@ -4,6 +4,7 @@ policy)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -13,8 +14,9 @@ from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
+from chronoq.resources import CLAIM_LEASE_SECONDS
 from chronoq.usecases.ports import Claim
-from chronoq.usecases.start import CLAIM_ATTEMPTS
+from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld
 
 from tests.builders import OWNER, Fakes, job_spec, seconds_from
 from tests.unit.usecases.helpers import (
@@ -92,11 +94,12 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
     _, run = due_job(fakes)
     queued = message(fakes, run)
 
-    # twice in one batch, before the state machine marks the run RUNNING: the second start
-    # asks again for the execution of the same name and input, which is a no-op
-    outcomes = [fakes.starter.start_run(queued), fakes.starter.start_run(queued)]
-    assert outcomes == ["started", "started"]
-    assert list(fakes.executor.started) == [run.id]
+    # twice in one batch, before the state machine marks the run RUNNING: the second finds
+    # the first worker's claim and is asked to come back later (SQS redelivers it)
+    assert fakes.starter.start_run(queued) == "started"
+    with pytest.raises(ClaimHeld):
+        fakes.starter.start_run(queued)
+    assert fakes.executor.starts == {run.id: 1}
     starts = fakes.executor.starts[run.id]
 
     mark_running(fakes, run)
@@ -113,9 +116,13 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     fakes: Fakes,
 ) -> None:
     job, run = due_job(fakes)
-    assert fakes.store.claim_run(job, run, fakes.clock(), exclusive=False) == "claimed"
+    now = fakes.clock()
+    assert fakes.store.claim_run(job, run, now, now, exclusive=False) == "claimed"
     assert fakes.executor.starts == {}  # claimed, never started
+    with pytest.raises(ClaimHeld):  # while its claim lasts, it may still be starting
+        fakes.starter.start_run(message(fakes, run))
 
+    fakes.clock.advance(CLAIM_LEASE_SECONDS)  # SQS's visibility timeout is longer still
     outcome = fakes.starter.start_run(message(fakes, run))
 
     assert outcome == "started"
@@ -228,21 +235,16 @@ def test_given_a_rescheduled_job_when_its_superseded_occurrence_arrives_then_it_
     assert [x.scheduled_at for x in fakes.runs.list_runs(OWNER, job.id)] == [changed.next_run_at]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a run claimed (QUEUED) by a worker that died before starting it is dropped as "
-    "superseded when the job is paused or rescheduled meanwhile, yet delete_pending_run "
-    "only deletes SCHEDULED runs: it stays QUEUED and in the job's active_runs for ever (a "
-    "forbid job then skips every later run); update_job says a claimed run still runs",
-)
 def test_given_a_claimed_run_whose_job_was_paused_when_its_message_comes_back_then_it_still_runs(
     fakes: Fakes,
 ) -> None:
     job, run = due_job(fakes, concurrency="forbid")
-    assert fakes.store.claim_run(job, run, fakes.clock(), exclusive=True) == "claimed"
+    now = fakes.clock()
+    assert fakes.store.claim_run(job, run, now, now, exclusive=True) == "claimed"
     fakes.jobs.pause_job(OWNER, job.id)  # (the worker died before starting it)
+    fakes.clock.advance(CLAIM_LEASE_SECONDS)  # its message comes back
 
-    fakes.starter.start_run(message(fakes, run))
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
 
     assert list(fakes.executor.started) == [run.id]
 
@@ -337,10 +339,12 @@ def test_given_an_active_run_that_in_fact_ended_when_the_next_run_arrives_then_i
 class ChangingStore(FakeStore):
     """A jobs table whose job changes under every claim."""
 
-    claims: int = 0
+    tries: int = 0
 
-    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
-        self.claims += 1
+    def claim_run(
+        self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+    ) -> Claim:
+        self.tries += 1
         return "job_changed"
 
 
@@ -354,6 +358,34 @@ def test_given_a_job_that_keeps_changing_when_the_worker_claims_its_run_then_it_
         fakes.starter.start_run(message(fakes, run))
 
     assert isinstance(fakes.store, ChangingStore)
-    assert fakes.store.claims == CLAIM_ATTEMPTS
+    assert fakes.store.tries == CLAIM_ATTEMPTS
     assert fakes.executor.starts == {}
     assert stored(fakes, run).status is RunStatus.SCHEDULED
+
+
+def test_given_two_workers_at_once_when_they_start_the_same_run_then_one_starts_it_and_the_other_is_refused(
+    fakes: Fakes,
+) -> None:
+    _, run = due_job(fakes)
+    queued = message(fakes, run)
+    fakes.clock.set(run.scheduled_at)
+    together = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def worker() -> None:
+        together.wait()
+        try:
+            outcomes.append(fakes.starter.start_run(queued))
+        except ClaimHeld:
+            outcomes.append("held")
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == ["held", "started"]
+    # asked once: an executor that does not refuse a second start of the same name (Express
+    # starts at-least-once) still runs the target once
+    assert fakes.executor.starts == {run.id: 1}

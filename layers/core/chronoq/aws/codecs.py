@@ -35,6 +35,12 @@ def instant(value: datetime | None) -> str | None:
     return format_instant(value) if value is not None else None
 
 
+def millis(value: datetime) -> int:
+    """An instant as milliseconds since the epoch (for attributes compared in conditions:
+    ISO strings with and without fractions do not sort in time order)."""
+    return round(value.timestamp() * 1000)
+
+
 # --- jobs -------------------------------------------------------------------------------------
 
 
@@ -106,6 +112,8 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "scheduled_at": "S",
     "expires_at": "N",
     "queued_at": "S",
+    #: When the run was last claimed (epoch milliseconds): the claim lasts CLAIM_LEASE_SECONDS.
+    "claimed_at": "N",
     "started_at": "S",
     "finished_at": "S",
     "output": "S",

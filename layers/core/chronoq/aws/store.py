@@ -271,17 +271,22 @@ class DynamoStore:
             return False
         return True
 
-    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
-        """Take a run for execution: enter it in the job's active runs, then mark it QUEUED.
+    def claim_run(
+        self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+    ) -> Claim:
+        """Take a run for execution: enter it in the job's active runs, then mark it QUEUED
+        under a claim that lasts ``CLAIM_LEASE_SECONDS`` from ``now``.
 
-        Answers ``claimed``; ``taken`` when the run is running or over (a duplicate
-        delivery); ``job_changed`` when the job no longer is as read (changed, paused, or, if
-        ``exclusive``, another run became active): read it again and decide afresh.
-        Claiming a QUEUED run again succeeds: a worker that claimed it may have died before
-        starting it, and the execution name makes the start itself idempotent. Two
-        conditional writes rather than a transaction (half the cost): an entry left behind
-        by a worker that died between them belongs to a run that never became QUEUED, and
-        is dropped the next time the job's active runs are checked.
+        Answers ``claimed``; ``held`` when another worker's claim on it still lasts (a
+        duplicate delivery arriving while the run is being started: ask again later);
+        ``taken`` when the run is running or over; ``job_changed`` when the job no longer is
+        as read (changed, paused, or, if ``exclusive``, another run became active): read it
+        again and decide afresh. A QUEUED run whose claim has lapsed may be claimed again:
+        its worker died before starting it (its message comes back after the queue's
+        visibility timeout, longer than the lease). Two conditional writes rather than a
+        transaction (half the cost): an entry left behind by a worker that died between them
+        belongs to a run that never became QUEUED, and is dropped the next time the job's
+        active runs are checked.
         """
         condition = "attribute_exists(job_id) AND version = :version"
         values: dict[str, Any] = {":ids": {run.id}, ":version": job.version}
@@ -306,18 +311,28 @@ class DynamoStore:
             self._db.update_item(
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
-                UpdateExpression="SET #s = :queued, queued_at = if_not_exists(queued_at, :q)",
-                ConditionExpression="#s IN (:scheduled, :queued)",
+                UpdateExpression=(
+                    "SET #s = :queued, queued_at = if_not_exists(queued_at, :q), claimed_at = :now"
+                ),
+                ConditionExpression=(
+                    "#s = :scheduled OR (#s = :queued AND "
+                    "(attribute_not_exists(claimed_at) OR claimed_at <= :lapsed))"
+                ),
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=_dump(
                     {
                         ":queued": RunStatus.QUEUED.value,
                         ":scheduled": RunStatus.SCHEDULED.value,
                         ":q": format_instant(queued_at),
+                        ":now": codecs.millis(now),
+                        ":lapsed": codecs.millis(now) - r.CLAIM_LEASE_SECONDS * 1000,
                     }
                 ),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
+            kept = self.get_run(run.job_id, run.id)
+            if kept is not None and kept.status is RunStatus.QUEUED:
+                return "held"
             if not entered_before:
                 self.release_run(job.id, run.id)
             return "taken"

@@ -14,11 +14,14 @@ def new_job_id() -> str:
     return "job_" + secrets.token_hex(8)
 
 
-def run_id(job_id: str, scheduled_at: datetime) -> str:
-    """The id of the run of ``job_id`` scheduled at ``scheduled_at``: the same inputs always
-    give the same id, so writing or dispatching an occurrence twice is harmless. Ids of one
-    job sort by time."""
-    return f"{job_id}_{scheduled_at.astimezone(UTC).strftime(_RUN_STAMP)}"
+def run_id(job_id: str, scheduled_at: datetime, generation: int = 1) -> str:
+    """The id of the run of ``job_id`` scheduled at ``scheduled_at`` by the job's schedule
+    ``generation``: the same inputs always give the same id, so writing or dispatching an
+    occurrence twice is harmless, while the same instant planned again after a change of
+    the job (a new generation) is another run, never confused with one dispatched before
+    the change. Ids of one job sort by time."""
+    stamp = f"{job_id}_{scheduled_at.astimezone(UTC).strftime(_RUN_STAMP)}"
+    return stamp if generation == 1 else f"{stamp}-g{generation}"
 
 
 def manual_run_id(job_id: str, at: datetime) -> str:

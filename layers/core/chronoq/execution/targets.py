@@ -59,6 +59,12 @@ def run_http(
         )
         excerpt = response.read(r.OUTPUT_EXCERPT_BYTES, decode_content=True)
         response.release_conn()
+    except urllib3.exceptions.NewConnectionError as error:  # (a TimeoutError in urllib3 2)
+        log(f"failed: {error}")
+        raise TargetError(f"{target.method} {target.url} failed: {error}") from None
+    except urllib3.exceptions.TimeoutError as error:
+        log(f"no answer within {timeout_seconds:g} s: {error}")
+        raise AttemptTimedOut(f"{target.method} {target.url}: no answer in time") from None
     except urllib3.exceptions.HTTPError as error:
         log(f"failed: {error}")
         raise TargetError(f"{target.method} {target.url} failed: {error}") from None
@@ -97,27 +103,50 @@ def task_logger(run_id: str, log: Log) -> Iterator[logging.Logger]:
 
 
 class AttemptTimedOut(TargetError):
-    """The task was still running at the job's timeout_seconds."""
+    """The target was still running at the job's timeout_seconds (the state machine records
+    the attempt TIMED_OUT, as it does a timeout of its own)."""
 
 
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Interrupt the block with AttemptTimedOut after ``seconds``, so that a task the state
-    machine gave up on does not run on beside the next attempt. (Only in a process's main
-    thread, where Lambda runs handlers; elsewhere, as in chronoq local, the block runs to
-    its end.)"""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def runner_deadline(timeout_seconds: float) -> float:
+    """When the runner gives up on an attempt: a little before the state machine's own
+    timeout, so that the runner still answers, and keeps the attempt's log, in time."""
+    return timeout_seconds - min(r.RUNNER_DEADLINE_MARGIN_SECONDS, timeout_seconds / 10)
 
+
+def within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``, given up with AttemptTimedOut after ``seconds``. In a process's main thread
+    (where Lambda runs handlers) the call is interrupted, so that a task the runner gave up
+    on does not run on beside the next attempt; elsewhere (chronoq local runs functions in
+    threads) it is left to finish in a thread of its own, its result unused."""
+    if threading.current_thread() is threading.main_thread():
+        return _interrupted_after(seconds, call)
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+
+    worker = threading.Thread(target=run, name="chronoq-attempt", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise AttemptTimedOut(f"still running after {seconds:g} s: given up")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+def _interrupted_after(seconds: float, call: Callable[[], Any]) -> Any:
     def expire(signum: int, frame: Any) -> None:
-        raise AttemptTimedOut(f"still running after {seconds} s: stopped")
+        raise AttemptTimedOut(f"still running after {seconds:g} s: stopped")
 
     previous = signal.signal(signal.SIGALRM, expire)
     outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
     started = time.monotonic()
     try:
-        yield
+        return call()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -135,15 +164,16 @@ def run_python(
     timeout_seconds: float,
     log: Log,
 ) -> Any:
-    """Call the registered task once; its return value is the attempt's output."""
+    """Call the registered task once, for at most ``timeout_seconds``; its return value is
+    the attempt's output."""
     function = tasks.lookup(target.task, modules)
     if function is None:
         raise PermanentError(f"{target.task} is not a registered task")
     log(f"calling {target.task}")
-    with task_logger(run_id, log) as logger, deadline(timeout_seconds):
+    with task_logger(run_id, log) as logger:
         context = tasks.RunContext(job_id, run_id, attempt, scheduled_at, logger)
         try:
-            result = function(dict(target.args), context)
+            result = within(timeout_seconds, lambda: function(dict(target.args), context))
         except PermanentError as error:
             log(f"{target.task} raised {type(error).__name__}: {error}")
             if type(error) is PermanentError:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunStatus
@@ -21,6 +22,8 @@ class FakeStore:
     schedule: dict[str, dict[str, Occurrence]] = field(default_factory=dict)
     #: shard -> {"opened": minute, "minute": minute}
     marks: dict[int, dict[str, datetime]] = field(default_factory=dict)
+    #: run id -> when it was last claimed
+    claims: dict[str, datetime] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- jobs -------------------------------------------------------------------------------
@@ -69,7 +72,9 @@ class FakeStore:
             self.jobs[job.id] = stored.model_copy(update=changes)
             return True
 
-    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
+    def claim_run(
+        self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+    ) -> Claim:
         with self._lock:
             stored = self.jobs.get(job.id)
             if stored is None or stored.version != job.version:
@@ -81,6 +86,12 @@ class FakeStore:
                 update={"active_runs": stored.active_runs | {run.id}}
             )
             kept = self.runs.get((run.job_id, run.id))
+            claimed_at = self.claims.get(run.id)
+            lapsed = claimed_at is None or now - claimed_at >= timedelta(
+                seconds=r.CLAIM_LEASE_SECONDS
+            )
+            if kept is not None and kept.status is RunStatus.QUEUED and not lapsed:
+                return "held"
             if kept is None or kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
                 if not entered_before:
                     self.release_run(job.id, run.id)
@@ -88,6 +99,7 @@ class FakeStore:
             self.runs[(run.job_id, run.id)] = kept.model_copy(
                 update={"status": RunStatus.QUEUED, "queued_at": kept.queued_at or queued_at}
             )
+            self.claims[run.id] = now
             return "claimed"
 
     def release_run(self, job_id: str, run_id: str) -> None:

@@ -98,6 +98,7 @@ class Runner:
 
     def _run(self, request: AttemptRequest, log: targets.Log) -> Any:
         target = request.target
+        deadline = targets.runner_deadline(request.timeout_seconds)
         if isinstance(target, HttpTarget):
             headers = {
                 "X-Chronoq-Job-Id": request.job_id,
@@ -105,7 +106,7 @@ class Runner:
                 "X-Chronoq-Scheduled-At": request.scheduled_at,
                 "X-Chronoq-Attempt": str(request.attempt),
             }
-            return targets.run_http(target, request.timeout_seconds, headers, log)
+            return targets.run_http(target, deadline, headers, log)
         if isinstance(target, PythonTarget):
             return {
                 "result": targets.run_python(
@@ -115,7 +116,7 @@ class Runner:
                     request.run_id,
                     request.attempt,
                     request.scheduled_at,
-                    request.timeout_seconds,
+                    deadline,
                     log,
                 )
             }

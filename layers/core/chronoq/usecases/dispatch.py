@@ -39,9 +39,13 @@ class Dispatcher:
         checkpoints = self.store.checkpoints(self.shards)
         report = DispatchReport()
 
+        # A shard never dispatched (a new deployment, more shards) may already hold
+        # occurrences of the last minutes: look back as far as one tick catches up.
+        never = last - timedelta(minutes=r.MAX_CATCH_UP_MINUTES - 1)
+
         def one_shard(shard: int) -> DispatchReport:
             done = checkpoints[shard]
-            first = done + timedelta(minutes=1) if done else ids.minute_of(now)
+            first = done + timedelta(minutes=1) if done else never
             todo = ids.minutes(first, last)[: r.MAX_CATCH_UP_MINUTES]
             part = DispatchReport(minutes=len(todo))
             for minute in todo:

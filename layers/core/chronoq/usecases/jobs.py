@@ -61,9 +61,9 @@ class JobOperations:
         return sorted(self.store.list_jobs(owner), key=lambda j: (j.created_at, j.id))
 
     def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
-        """Change a job. A new schedule replaces the pending occurrence by the new
-        schedule's next fire time (a run already claimed still runs); other changes apply
-        to every run that has not started yet."""
+        """Change a job. A new schedule or priority replaces the pending occurrence by the
+        new schedule's next fire time (a run already claimed still runs); other changes
+        apply to every run that has not started yet."""
         job = self.get_job(owner, job_id)
         if patch.version is not None and patch.version != job.version:
             raise Conflict(f"job {job_id} is at version {job.version}, not {patch.version}")
@@ -71,7 +71,7 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
-        if "schedule" not in changes:
+        if "schedule" not in changes and spec.priority is job.priority:
             updated = Job.model_validate(
                 {
                     **job.model_dump(),
@@ -115,7 +115,9 @@ class JobOperations:
         if not self.store.delete_job(job.id):
             raise NotFound(f"job {job_id} not found")
         if job.next_run_at is not None:
-            self.store.delete_pending_run(job.id, ids.run_id(job.id, job.next_run_at))
+            self.store.delete_pending_run(
+                job.id, ids.run_id(job.id, job.next_run_at, job.generation)
+            )
 
     def trigger_job(self, owner: str, job_id: str) -> Run:
         """One run now, outside the schedule (also for a paused or completed job)."""
@@ -149,17 +151,20 @@ class JobOperations:
 
     def _replace_occurrences(self, old: Job, new: Job, now: datetime) -> Job:
         """Save ``new`` (a new generation) and move the time index over to it: the new
-        pending occurrence is written first, so that a crash never leaves an active job
-        without one; the old one is forgotten afterwards (if it was already dispatched,
-        the worker drops it as belonging to an older generation)."""
+        pending occurrence (a run id of its own, even at the same instant) is written first,
+        so that a crash never leaves an active job without one; the old one is forgotten
+        afterwards (if it was already dispatched, the worker drops it as belonging to an
+        older generation; if a worker had already claimed it, it still runs)."""
         pending = [(new, new.next_run_at)] if new.next_run_at else []
         written = self.index.write(pending, now)
         if not self.store.save_job(new, expected_version=old.version):
             for o in written:
                 self.store.delete_pending_run(o.job_id, o.run_id)
             raise Conflict(f"job {old.id} was changed meanwhile; read it again and retry")
-        if old.next_run_at is not None and old.next_run_at != new.next_run_at:
-            self.store.delete_pending_run(old.id, ids.run_id(old.id, old.next_run_at))
+        if old.next_run_at is not None:
+            self.store.delete_pending_run(
+                old.id, ids.run_id(old.id, old.next_run_at, old.generation)
+            )
         self.index.send_if_dispatched(written, now)
         return new
 

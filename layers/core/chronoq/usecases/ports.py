@@ -18,9 +18,10 @@ Clock = Callable[[], datetime]
 #: Wait this many seconds.
 Sleep = Callable[[float], None]
 
-#: How claiming a run went: ``claimed``; ``taken`` (running or over: a duplicate delivery);
-#: ``job_changed`` (the job is no longer as read: read it again and decide afresh).
-Claim = Literal["claimed", "taken", "job_changed"]
+#: How claiming a run went: ``claimed``; ``held`` (another worker's claim still lasts: ask
+#: again later); ``taken`` (running or over: a duplicate delivery); ``job_changed`` (the job
+#: is no longer as read: read it again and decide afresh).
+Claim = Literal["claimed", "held", "taken", "job_changed"]
 
 
 class JobStore(Protocol):
@@ -46,9 +47,11 @@ class JobStore(Protocol):
         changed generation meanwhile."""
         ...
 
-    def claim_run(self, job: Job, run: Run, queued_at: datetime, exclusive: bool) -> Claim:
-        """Enter the run in the job's active runs and mark it QUEUED (see the DynamoDB
-        adapter for the rules)."""
+    def claim_run(
+        self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+    ) -> Claim:
+        """Enter the run in the job's active runs and mark it QUEUED under a claim lasting
+        CLAIM_LEASE_SECONDS (see the DynamoDB adapter for the rules)."""
         ...
 
     def release_run(self, job_id: str, run_id: str) -> None:

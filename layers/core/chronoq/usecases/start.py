@@ -16,6 +16,12 @@ from chronoq.usecases.ports import Clock, Executor, JobRunStore, Sleep
 #: How often the worker re-reads a job that changed under it before giving the run back.
 CLAIM_ATTEMPTS = 3
 
+
+class ClaimHeld(Conflict):
+    """Another worker claimed the run moments ago and is starting it: the message is retried
+    later (when the claim has either become a running run or lapsed)."""
+
+
 #: What became of a message.
 Outcome = Literal["started", "duplicate", "gone", "superseded", "missed", "skipped", "taken"]
 
@@ -32,7 +38,11 @@ class RunStarter:
         """Start one queued run at its scheduled second, unless it must not start. Runs
         reach the worker up to DISPATCH_LEAD_SECONDS early, by design: the wait here is what
         makes a run start on its second, and it is taken in queue order, so a burst of runs
-        due together starts in priority order. Returns what happened."""
+        due together starts in priority order. Returns what happened.
+
+        A run already claimed (QUEUED) still starts whatever changed in its job since: the
+        claim was the decision. A message that cannot be settled now raises, and SQS
+        delivers it again after the queue's visibility timeout."""
         early = (message.scheduled_at - self.clock()).total_seconds()
         if early > 0:
             self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
@@ -45,32 +55,39 @@ class RunStarter:
     def _try_start(self, message: RunMessage) -> Outcome | Literal["job_changed"]:
         job = self.store.get_job(message.job_id)
         run = self.store.get_run(message.job_id, message.run_id)
-        if job is None or run is None:
+        if run is None:
             return "gone"
         if run.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
             return "duplicate"
-        if not job.is_current(run):
-            self.store.delete_pending_run(run.job_id, run.id)
-            return "superseded"
         now = self.clock()
         not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
+        if job is None:  # deleted: a run that had not started never will
+            self.store.end_run(run, RunStatus.CANCELLED, now, "its job was deleted", not_started)
+            return "gone"
+        claimed = run.status is RunStatus.QUEUED  # by a worker that may have died meanwhile
+        if not claimed and not job.is_current(run):
+            self.store.delete_pending_run(run.job_id, run.id)
+            return "superseded"
         if job.is_late(run.scheduled_at, now):
             self.store.end_run(run, RunStatus.MISSED, now, job.missed_reason(), not_started)
+            self.store.release_run(job.id, run.id)
             return "missed"
-        active = self._still_active(job, run)
-        if active and job.concurrency is Concurrency.FORBID:
-            reason = f"concurrency forbid: run {sorted(active)[0]} is still active"
-            self.store.end_run(run, RunStatus.SKIPPED, now, reason, not_started)
-            return "skipped"
-        if active and job.concurrency is Concurrency.REPLACE:
-            for other in sorted(active):
-                self.canceller.cancel(
-                    job.id, other, f"concurrency replace: replaced by run {run.id}"
-                )
-            return "job_changed"  # read the job again: its active runs are gone now
+        if not claimed:
+            active = self._still_active(job, run)
+            if active and job.concurrency is Concurrency.FORBID:
+                reason = f"concurrency forbid: run {sorted(active)[0]} is still active"
+                self.store.end_run(run, RunStatus.SKIPPED, now, reason, not_started)
+                return "skipped"
+            if active and job.concurrency is Concurrency.REPLACE:
+                reason = f"concurrency replace: replaced by run {run.id}"
+                for other in sorted(active):
+                    self.canceller.cancel(job.id, other, reason)
+                return "job_changed"  # read the job again: its active runs are gone now
         claim = self.store.claim_run(
-            job, run, message.queued_at, exclusive=job.concurrency is not Concurrency.ALLOW
+            job, run, message.queued_at, now, exclusive=job.concurrency is not Concurrency.ALLOW
         )
+        if claim == "held":
+            raise ClaimHeld(f"run {run.id} is being started by another worker; ask again later")
         if claim != "claimed":
             return claim
         started = self.executor.start(run.id, ExecutionInput.of(job, run.id, run.scheduled_at))

@@ -42,7 +42,7 @@ class TimeIndex:
         """Record a SCHEDULED run and a schedule item for each (job, instant)."""
         occurrences: list[Occurrence] = []
         for job, at in pairs:
-            run = new_run(job, ids.run_id(job.id, at), at, Trigger.SCHEDULE)
+            run = new_run(job, ids.run_id(job.id, at, job.generation), at, Trigger.SCHEDULE)
             self.store.create_run(run, now)
             occurrences.append(Occurrence.of(run))
         if occurrences:
