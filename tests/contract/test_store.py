@@ -8,7 +8,7 @@ import pytest
 from botocore.exceptions import ClientError
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobState
-from chronoq.domain.runs import Occurrence, RunStatus, Trigger
+from chronoq.domain.runs import Attempt, Occurrence, RunStatus, Trigger
 from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
 
 from tests.contract.backends import (
@@ -520,6 +520,31 @@ def test_given_a_running_run_when_ended_from_running_then_final(backend: Backend
 
     assert ended is True
     assert status_of(backend, job.id, run.id) is RunStatus.CANCELLED
+
+
+def test_given_a_running_run_when_ended_with_the_attempt_it_ends_then_the_attempt_is_kept(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status=RunStatus.RUNNING, started_at=NOW)
+    attempt = Attempt(
+        attempt=1,
+        started_at=NOW,
+        finished_at=NOW + MINUTE,
+        outcome="Cancelled",
+        error="cancelled by alice",
+    )
+
+    ended = backend.store.end_run(
+        run, RunStatus.CANCELLED, NOW + MINUTE, "cancelled by alice", [RunStatus.RUNNING], attempt
+    )
+
+    kept = backend.store.get_run(job.id, run.id)
+    assert ended is True
+    assert kept is not None
+    assert kept.attempts == [attempt]
 
 
 def test_given_an_ended_run_when_ended_again_then_refused_and_the_first_end_kept(

@@ -302,15 +302,20 @@ def test_given_a_running_run_when_cancelled_then_its_execution_stops_and_it_is_c
     assert (status, run["status"], run["reason"]) == (200, "CANCELLED", "cancelled by alice")
     assert service.jobs.get_job("alice", job.id).active_runs == frozenset()
     assert [s["executionArn"].rsplit(":", 1)[1] for s in stops] == [first]  # its execution
+    assert [(a["outcome"], a["error"]) for a in run["attempts"]] == [
+        ("Cancelled", "cancelled by alice")
+    ]
     sink.closed.set()
     wait_for(lambda: executions(harness)[first] != "RUNNING")
     assert status_of(service, first) is RunStatus.CANCELLED
+    # what the cancelled attempt logged is kept (the runner keeps it when the call returns)
+    wait_for(lambda: any("POST" in line for line in service.runs.run_logs("alice", first)))
 
 
 def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
 
@@ -324,7 +329,7 @@ def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(
 def test_given_a_finished_run_or_someone_elses_when_cancelled_then_409_or_404(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
     deliver(harness, (job.id, run_id, at))

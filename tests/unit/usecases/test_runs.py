@@ -117,6 +117,10 @@ def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_c
     assert stored_job(fakes, job).active_runs == frozenset()
     assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
     assert fakes.executor.starts == {run.id: 1}
+    # the attempt under way is recorded as cancelled (a queued run had none)
+    assert [(a.attempt, a.outcome, a.error) for a in cancelled.attempts] == (
+        [(1, "Cancelled", "cancelled by alice")] if running else []
+    )
 
 
 @pytest.mark.parametrize(

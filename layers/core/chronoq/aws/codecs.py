@@ -13,7 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec
-from chronoq.domain.runs import Occurrence, Run
+from chronoq.domain.runs import Attempt, Occurrence, Run
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
 
@@ -137,6 +137,18 @@ ATTEMPT_ATTRIBUTES: dict[str, str] = {
 #: Prefix of the attributes noting how each notification went (notified_sns, ...).
 NOTIFIED = "notified_"
 RUN_KEY = ("job_id", "run_id")
+
+
+def attempt_item(attempt: Attempt) -> dict[str, Any]:
+    """One element of a run's ``attempts`` (as the state machine writes them too)."""
+    item = {
+        "attempt": attempt.attempt,
+        "started_at": format_instant(attempt.started_at),
+        "finished_at": format_instant(attempt.finished_at),
+        "outcome": attempt.outcome,
+        "error": attempt.error,
+    }
+    return {k: v for k, v in item.items() if v is not None}
 
 
 def run_key(job_id: str, run_id: str) -> dict[str, Any]:

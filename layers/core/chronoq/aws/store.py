@@ -14,7 +14,7 @@ from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
-from chronoq.domain.runs import Occurrence, Run, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.domain.time import format_instant
 from chronoq.usecases.ports import Claim
 
@@ -345,25 +345,29 @@ class DynamoStore:
         now: datetime,
         reason: str,
         only_from: Iterable[RunStatus],
+        attempt: Attempt | None = None,
     ) -> bool:
         """Give a run that will not (or no longer) execute its final status, if it is still
-        in one of ``only_from``."""
+        in one of ``only_from``; ``attempt``, the attempt it ends, joins its attempts."""
         allowed = {f":from{i}": s.value for i, s in enumerate(only_from)}
+        update = "SET #s = :status, finished_at = :now, reason = :reason"
+        values: dict[str, Any] = {
+            ":status": status.value,
+            ":now": format_instant(now),
+            ":reason": reason,
+            **allowed,
+        }
+        if attempt is not None:
+            update += ", attempts = list_append(if_not_exists(attempts, :none), :attempt)"
+            values.update({":none": [], ":attempt": [codecs.attempt_item(attempt)]})
         try:
             self._db.update_item(
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
-                UpdateExpression="SET #s = :status, finished_at = :now, reason = :reason",
+                UpdateExpression=update,
                 ConditionExpression=f"#s IN ({', '.join(allowed)})",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=_dump(
-                    {
-                        ":status": status.value,
-                        ":now": format_instant(now),
-                        ":reason": reason,
-                        **allowed,
-                    }
-                ),
+                ExpressionAttributeValues=_dump(values),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return False

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
-from chronoq.domain.runs import Occurrence, Run, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.usecases.ports import Claim
 
 
@@ -143,13 +143,20 @@ class FakeStore:
         now: datetime,
         reason: str,
         only_from: Iterable[RunStatus],
+        attempt: Attempt | None = None,
     ) -> bool:
         with self._lock:
             kept = self.runs.get((run.job_id, run.id))
             if kept is None or kept.status not in set(only_from):
                 return False
+            attempts = [*kept.attempts, attempt] if attempt is not None else kept.attempts
             self.runs[(run.job_id, run.id)] = kept.model_copy(
-                update={"status": status, "finished_at": now, "reason": reason}
+                update={
+                    "status": status,
+                    "finished_at": now,
+                    "reason": reason,
+                    "attempts": attempts,
+                }
             )
             return True
 

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from chronoq.domain.runs import RunStatus
+from chronoq.domain.runs import Attempt, Run, RunStatus
 from chronoq.usecases.ports import Clock, Executor, JobRunStore
 
 
@@ -21,11 +22,28 @@ class Canceller:
         self.executor.stop(run_id, reason)
         run = self.store.get_run(job_id, run_id)
         if run is not None:
+            now = self.clock()
             self.store.end_run(
                 run,
                 RunStatus.CANCELLED,
-                self.clock(),
+                now,
                 reason,
                 [RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING],
+                attempt=_attempt_ended(run, now, reason),
             )
         self.store.release_run(job_id, run_id)
+
+
+def _attempt_ended(run: Run, now: datetime, reason: str) -> Attempt | None:
+    """The attempt a cancellation ends: the one under way when the run is RUNNING (the state
+    machine, stopped, records no more). Its log lines the runner keeps as ever."""
+    if run.status is not RunStatus.RUNNING:
+        return None
+    started = run.attempts[-1].finished_at if run.attempts else (run.started_at or now)
+    return Attempt(
+        attempt=len(run.attempts) + 1,
+        started_at=started,
+        finished_at=now,
+        outcome="Cancelled",
+        error=reason,
+    )

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from chronoq.domain.jobs import Job
-from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 
@@ -79,9 +79,10 @@ class RunStore(Protocol):
         now: datetime,
         reason: str,
         only_from: Iterable[RunStatus],
+        attempt: Attempt | None = None,
     ) -> bool:
         """Give a run that will not (or no longer) execute its final status, if it is still in
-        one of ``only_from``."""
+        one of ``only_from``; ``attempt``, the attempt it ends, joins its attempts."""
         ...
 
     def delete_pending_run(self, job_id: str, run_id: str) -> bool:
