@@ -713,6 +713,17 @@ def test_given_a_closed_minute_when_an_earlier_one_closed_then_the_checkpoint_st
     assert backend.store.checkpoints(SHARDS)[2] == NOW + 3 * MINUTE
 
 
+def test_given_a_closed_minute_when_reopened_then_the_checkpoint_moves_back_before_it_only(
+    backend: Backend,
+) -> None:
+    backend.store.close_minute(0, NOW + 2 * MINUTE)
+
+    backend.store.reopen_minute(0, NOW + MINUTE)
+    backend.store.reopen_minute(0, NOW + 2 * MINUTE)  # never forward again
+
+    assert backend.store.checkpoints(2) == {0: NOW, 1: None}
+
+
 def test_given_an_opened_minute_when_an_earlier_one_opened_then_opened_through_stays(
     backend: Backend,
 ) -> None:

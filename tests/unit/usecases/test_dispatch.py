@@ -4,6 +4,7 @@ deadline MISSED, those of paused, deleted or rescheduled jobs dropped."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,7 +12,8 @@ import pytest
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobPatch, JobState
-from chronoq.domain.runs import RunStatus
+from chronoq.domain.runs import RunMessage, RunStatus
+from chronoq.fakes import FakeQueues
 from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec
@@ -302,3 +304,36 @@ def test_given_a_job_paused_then_resumed_when_dispatching_catches_up_then_no_mis
     fakes.dispatcher.dispatch()
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(22, 35), resumed.generation)]
     assert [x.status for x in fakes.runs.list_runs(OWNER, job.id)] == [RunStatus.SCHEDULED] * 2
+
+
+class FailingQueues(FakeQueues):
+    """Queues that refuse the next ``failures`` sends."""
+
+    failures: int = 0
+
+    def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("SQS throttled")
+        return super().send(messages, now)
+
+
+def test_given_a_job_rescheduled_into_the_dispatched_window_when_sqs_fails_then_the_next_tick_sends_its_run() -> (
+    None
+):
+    queues = FailingQueues()
+    fakes = Fakes(queues=queues)
+    fakes.clock.set(t(21, 47, 30))
+    job = fakes.jobs.create_job(OWNER, job_spec(at(t(22, 30))))
+    fakes.dispatcher.dispatch()  # through 21:48
+    queues.failures = 1
+
+    with pytest.raises(RuntimeError):
+        fakes.jobs.update_job(
+            OWNER, job.id, JobPatch.model_validate({"schedule": at(t(21, 48, 20))})
+        )
+    fakes.clock.set(t(21, 47, 40))
+    fakes.dispatcher.dispatch()
+
+    changed = stored_job(fakes, job)
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20), changed.generation)]

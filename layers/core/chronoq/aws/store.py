@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from chronoq import resources as r
@@ -224,6 +224,19 @@ class DynamoStore:
     def close_minute(self, shard: int, minute: datetime) -> None:
         """Record ``minute`` as dispatched completely on ``shard``."""
         self._advance_checkpoint(shard, "minute", minute)
+
+    def reopen_minute(self, shard: int, minute: datetime) -> None:
+        """Move the shard's last dispatched minute back before ``minute`` (only ever back)."""
+        earlier = ids.bucket(minute - timedelta(minutes=1), shard).partition("#")[0]
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._schedule,
+                Key=self._checkpoint_key(shard),
+                UpdateExpression="SET #m = :m",
+                ConditionExpression="#m > :m",
+                ExpressionAttributeNames={"#m": "minute"},
+                ExpressionAttributeValues=_dump({":m": earlier}),
+            )
 
     @staticmethod
     def _checkpoint_key(shard: int) -> dict[str, Any]:

@@ -210,6 +210,13 @@ class FakeStore:
     def close_minute(self, shard: int, minute: datetime) -> None:
         self._advance(shard, "minute", minute)
 
+    def reopen_minute(self, shard: int, minute: datetime) -> None:
+        with self._lock:
+            marks = self.marks.setdefault(shard, {})
+            earlier = ids.minute_of(minute) - timedelta(minutes=1)
+            if "minute" in marks and marks["minute"] > earlier:
+                marks["minute"] = earlier
+
     def _advance(self, shard: int, mark: str, minute: datetime) -> None:
         with self._lock:
             marks = self.marks.setdefault(shard, {})

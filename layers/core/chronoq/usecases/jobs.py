@@ -48,7 +48,12 @@ class JobOperations:
             }
         )
         self.store.put_new_job(job)
-        self.index.schedule([(job, first)], now)
+        try:
+            self.index.schedule([(job, first)], now)
+        except Exception:  # (queues unavailable): nothing half-made is left behind
+            self.store.delete_pending_run(job.id, ids.run_id(job.id, first, job.generation))
+            self.store.delete_job(job.id)
+            raise
         return job
 
     def get_job(self, owner: str, job_id: str) -> Job:
@@ -126,7 +131,11 @@ class JobOperations:
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
         self.store.create_run(run, now)
-        self.index.enqueue([Occurrence.of(run)], now)
+        try:
+            self.index.enqueue([Occurrence.of(run)], now)
+        except Exception:  # (queues unavailable): no run is left that nothing will send
+            self.store.delete_pending_run(job.id, run.id)
+            raise
         return run
 
     def _check(self, spec: JobSpec) -> None:

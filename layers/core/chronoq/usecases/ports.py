@@ -117,6 +117,11 @@ class ScheduleStore(Protocol):
 
     def close_minute(self, shard: int, minute: datetime) -> None: ...
 
+    def reopen_minute(self, shard: int, minute: datetime) -> None:
+        """Have the dispatcher read ``minute`` on ``shard`` again (it did not see all of it:
+        an occurrence written there could not be sent)."""
+        ...
+
 
 class JobRunStore(JobStore, RunStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""

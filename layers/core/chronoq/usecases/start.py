@@ -94,10 +94,22 @@ class RunStarter:
         return "started" if started else "duplicate"
 
     def _still_active(self, job: Job, run: Run) -> set[str]:
-        """The job's other active runs, after forgetting those that have in fact ended."""
+        """The job's other active runs, after forgetting those that have in fact ended, and
+        ending those that never will: claimed, never started, and past their start deadline
+        (their worker died and SQS gave up on their message)."""
         active = set()
+        now = self.clock()
         for other in job.active_runs - {run.id}:
             found = self.store.get_run(job.id, other)
+            if (
+                found is not None
+                and found.status is RunStatus.QUEUED
+                and job.is_late(found.scheduled_at, now)
+            ):
+                self.store.end_run(
+                    found, RunStatus.MISSED, now, job.missed_reason(), [RunStatus.QUEUED]
+                )
+                found = self.store.get_run(job.id, other)
             if found is None or found.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
                 self.store.release_run(job.id, other)
             else:

@@ -77,8 +77,17 @@ class TimeIndex:
                 late.append(o)
         if late:
             # The dispatcher has passed these minutes: send now, and chain on from here.
-            self.enqueue(late, now)
-            self.chain(late, self.store.get_jobs(o.job_id for o in late), now, checkpoints)
+            try:
+                self.enqueue(late, now)
+                self.chain(late, self.store.get_jobs(o.job_id for o in late), now, checkpoints)
+            except Exception:
+                # Not sent (or not chained on): the dispatcher reads those minutes again.
+                for shard, minute in {
+                    (ids.shard_of(o.job_id, self.shards), ids.minute_of(o.scheduled_at))
+                    for o in late
+                }:
+                    self.store.reopen_minute(shard, minute)
+                raise
 
     def enqueue(self, occurrences: list[Occurrence], now: datetime) -> int:
         return self.queues.send(
