@@ -90,7 +90,7 @@ def test_given_a_bad_field_when_patching_then_422_names_it(harness: Harness) -> 
 def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     service.jobs.update_job(
         "alice",
@@ -111,7 +111,7 @@ def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
 def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_start(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
 
     paused = service.jobs.pause_job("alice", job.id)
@@ -185,7 +185,7 @@ def running_job(
 ) -> tuple[Any, str, str, datetime]:
     """A job whose first run is executing (the sink holds it) and whose second run is due."""
     sink.delay = 30
-    now = datetime.now(UTC).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)  # room to create
     job = service.jobs.create_job(
         "alice",
         spec(
