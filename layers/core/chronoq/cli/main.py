@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from chronoq import resources as r
 
@@ -80,36 +81,96 @@ def _preview(args: argparse.Namespace) -> int:
     return 0
 
 
-def _logs(args: argparse.Namespace) -> int:
+def _call(args: argparse.Namespace, method: str, path: str) -> tuple[Any, int]:
+    """``method path`` on the API with the token: (the JSON answer, 0), or (None, exit code)
+    after printing why not."""
     import urllib.error
-    import urllib.parse
     import urllib.request
 
     if not args.token:
         print("a token is needed: --token or CHRONOQ_TOKEN", file=sys.stderr)
-        return 2
+        return None, 2
     if not args.api.startswith(("http://", "https://")):
         print(f"--api must be an http(s) URL, not {args.api}", file=sys.stderr)
-        return 2
-    url = f"{args.api.rstrip('/')}/runs/{urllib.parse.quote(args.run_id, safe='')}/logs"
+        return None, 2
     request = urllib.request.Request(  # noqa: S310 - checked to be http(s) above
-        url, headers={"Authorization": f"Bearer {args.token}"}
+        f"{args.api.rstrip('/')}{path}",
+        method=method,
+        headers={"Authorization": f"Bearer {args.token}"},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) API
-            document = json.load(answer)
+            return json.load(answer), 0
     except urllib.error.HTTPError as error:
         try:
             message = json.load(error).get("message", error.reason)
         except ValueError:
             message = error.reason
         print(f"HTTP {error.code}: {message}", file=sys.stderr)
-        return 1
+        return None, 1
     except urllib.error.URLError as error:
         print(f"cannot reach {args.api}: {error.reason}", file=sys.stderr)
-        return 1
+        return None, 1
+
+
+def _logs(args: argparse.Namespace) -> int:
+    import urllib.parse
+
+    path = f"/runs/{urllib.parse.quote(args.run_id, safe='')}/logs"
+    document, status = _call(args, "GET", path)
+    if document is None:
+        return status
     for line in document["lines"]:
         print(line)
+    return 0
+
+
+def _cost(args: argparse.Namespace) -> int:
+    from chronoq.local.usage import EVENTBRIDGE_SCHEDULER_PER_MILLION, per_million_runs, price
+
+    usage, status = _call(args, "GET", "/_local/usage")
+    if usage is None:
+        return status
+    if args.reset:
+        _call(args, "POST", "/_local/usage/reset")
+    totals, per_run = price(usage), per_million_runs(usage)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "usage": usage,
+                    "cost": {k: float(v) for k, v in totals.items()},
+                    "cost_per_million_runs": {k: float(v) for k, v in per_run.items()},
+                },
+                indent=2,
+            )
+        )
+        return 0
+    runs = usage["runs_finished"]
+    print(f"runs finished: {runs}")
+    if not runs:
+        print("no run has finished since the last reset: nothing to price per run")
+        return 0
+    sfn, ddb = usage["stepfunctions"], usage["dynamodb"]
+    notes = {
+        "dynamodb": f"{ddb['write_units']:g} write, {ddb['read_units']:g} read units",
+        "stepfunctions": f"standard {sfn['standard']['executions']} executions, "
+        f"{sfn['standard']['transitions']} transitions; express {sfn['express']['executions']}",
+        "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items()),
+        "sqs": f"{usage['sqs']['requests']} requests",
+    }
+    print(f"{'':16}{'per million runs':>18}")
+    for service, cost in per_run.items():
+        if service == "total":
+            continue
+        amount = f"${cost:,.2f}"
+        print(f"  {service:<14}{amount:>18}   {notes.get(service, '')}")
+    total = f"${per_run['total']:,.2f}"
+    print(f"  {'total':<14}{total:>18}")
+    print(
+        f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations"
+        " (no history kept)"
+    )
     return 0
 
 
@@ -168,15 +229,24 @@ def parser() -> argparse.ArgumentParser:
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
     logs = runs_commands.add_parser("logs", help="print the log lines of a run, attempt by attempt")
     logs.add_argument("run_id")
-    logs.add_argument(
-        "--api",
-        default=os.environ.get("CHRONOQ_API", "http://127.0.0.1:8080"),
-        help="the API's base URL (default: $CHRONOQ_API, else chronoq local's)",
-    )
-    logs.add_argument(
-        "--token", default=os.environ.get("CHRONOQ_TOKEN", ""), help="default: $CHRONOQ_TOKEN"
-    )
     logs.set_defaults(run=_logs)
+
+    cost = commands.add_parser(
+        "cost",
+        help="what the workload on chronoq local would cost on AWS, per million runs",
+    )
+    cost.add_argument("--reset", action="store_true", help="start counting again afterwards")
+    cost.add_argument("--json", action="store_true", help="the usage and its prices as JSON")
+    for command in (logs, cost):
+        command.add_argument(
+            "--api",
+            default=os.environ.get("CHRONOQ_API", "http://127.0.0.1:8080"),
+            help="the API's base URL (default: $CHRONOQ_API, else chronoq local's)",
+        )
+        command.add_argument(
+            "--token", default=os.environ.get("CHRONOQ_TOKEN", ""), help="default: $CHRONOQ_TOKEN"
+        )
+    cost.set_defaults(run=_cost)
     return main
 
 

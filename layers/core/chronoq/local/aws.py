@@ -9,12 +9,15 @@ import os
 import secrets
 import zipfile
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 
 from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
+from chronoq.domain.runs import TERMINAL_STATUSES
+from chronoq.local import emulation
 from chronoq.local.emulation import (
     LOCAL_SECURITY_GROUP,
     LOCAL_SUBNET,
@@ -25,11 +28,17 @@ from chronoq.local.emulation import (
     serialize_service_calls,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
+from chronoq.local.usage import Meter, Usage, uncounted
 from chronoq.settings import S, load
 
 REGION = "us-east-1"
+TERMINAL = frozenset(s.value for s in TERMINAL_STATUSES)
 ACCOUNT = "123456789012"
 PREFIX = "chronoq-local"
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def function_name(function: r.Function) -> str:
@@ -51,6 +60,10 @@ class LocalAWS:
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
     runtime: LambdaRuntime | None = None
+    #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
+    usage: Usage = field(default_factory=Usage)
+    _meter: Meter | None = None
+    _usage_since: datetime = field(default_factory=lambda: datetime.now(UTC))
     _mock: Any = None
 
     def start(self) -> LocalAWS:
@@ -85,7 +98,35 @@ class LocalAWS:
         install_into_moto(self.runtime)
         self._create()
         self._give_functions_their_environment()
+        self._meter = Meter(self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION)
+        emulation.METER[0] = self._meter
+        self.runtime.usage = self.usage
+        self.reset_usage()  # creating the resources is not the workload's
         return self
+
+    def reset_usage(self) -> None:
+        self.usage.reset()
+        self._usage_since = datetime.now(UTC)
+
+    def usage_document(self) -> dict[str, Any]:
+        """The usage since the last reset (``GET /_local/usage``)."""
+        assert self._meter is not None
+        self._meter.settle_executions()
+        return self.usage.document(runs_finished=self._runs_finished())
+
+    def _runs_finished(self) -> int:
+        """Runs that ended since the last reset."""
+        table = self.env[r.RUNS_TABLE.env]
+        finished = 0
+        with uncounted():
+            pages = self.client("dynamodb").get_paginator("scan").paginate(TableName=table)
+            for page in pages:
+                for item in page["Items"]:
+                    status = item.get("status", {}).get("S")
+                    ended = item.get("finished_at", {}).get("S")
+                    if status in TERMINAL and ended and _instant(ended) >= self._usage_since:
+                        finished += 1
+        return finished
 
     def _give_functions_their_environment(self) -> None:
         assert self.runtime is not None
@@ -110,6 +151,8 @@ class LocalAWS:
         return load(settings, self.environment(settings.FUNCTION))
 
     def stop(self) -> None:
+        if emulation.METER[0] is self._meter:
+            emulation.METER[0] = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from chronoq.local.usage import EVENT_SOURCES, calling_as
+
 logger = logging.getLogger(__name__)
 
 Invoke = Callable[[dict[str, Any]], Any]
@@ -112,6 +114,10 @@ class QueuePoller(threading.Thread):
                 self._halt.wait(1)
 
     def poll_once(self) -> int:
+        with calling_as(EVENT_SOURCES):  # AWS's event source mapping makes these calls
+            return self._poll_once()
+
+    def _poll_once(self) -> int:
         """Hand one batch from the first non-empty queue to the worker; 0 if all are empty."""
         for url, arn in self._queues:
             messages = self._sqs.receive_message(
@@ -208,6 +214,10 @@ class StreamPoller(threading.Thread):
                 self._halt.wait(1)
 
     def poll_once(self) -> int:
+        with calling_as(EVENT_SOURCES):  # AWS's event source mapping makes these calls
+            return self._poll_once()
+
+    def _poll_once(self) -> int:
         self._discover("TRIM_HORIZON")  # shards opened since the start: read them whole
         seen = 0
         for shard, iterator in list(self._iterators.items()):

@@ -11,7 +11,10 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chronoq.local.usage import Meter
 
 #: The moto version the patches of this module (and chronoq.local.lambdas) were written for.
 WRITTEN_FOR_MOTO = "5.2.5"
@@ -112,6 +115,10 @@ def reuse_state_machine_clients() -> None:
             module.boto_client_for = boto_client_for  # type: ignore[attr-defined]
 
 
+#: The usage meter requests go through (chronoq local sets it when it starts).
+METER: list[Meter | None] = [None]
+
+
 def serialize_service_calls() -> None:
     """moto's backends are not thread-safe (a DynamoDB transaction, for one, copies tables
     that other threads are writing), while the local runtime calls them from many threads,
@@ -126,10 +133,12 @@ def serialize_service_calls() -> None:
     lock = threading.RLock()  # a service call may make nested ones in the same thread
 
     def process_request(self: Any, request: Any) -> Any:
+        call = functools.partial(original, self, request)
+        meter = METER[0]
         if request.url.endswith("/invocations"):
-            return original(self, request)
+            return meter.around(request, call) if meter else call()
         with lock:
-            return original(self, request)
+            return meter.around(request, call) if meter else call()
 
     process_request.serialized = True  # type: ignore[attr-defined]
     BotocoreStubber.process_request = process_request  # type: ignore[method-assign]

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from chronoq.local.usage import Usage, calling_as
 from chronoq.resources import Function
 from chronoq.settings import environment
 
@@ -74,6 +75,8 @@ class LambdaRuntime:
         self._functions = functions  # deployed name -> definition
         #: Each function's environment variables (deployed name -> variables).
         self.environments: dict[str, dict[str, str]] = {name: {} for name in functions}
+        #: Where invocations are counted (chronoq local's usage), if anywhere.
+        self.usage: Usage | None = None
         self._idle: dict[str, list[ModuleType]] = {name: [] for name in functions}
         self._lock = threading.Lock()
         self._region = region
@@ -127,9 +130,10 @@ class LambdaRuntime:
             container = self._load(name)
         context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
+        started = time.perf_counter()
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            with environment(self.environments[name]):
+            with environment(self.environments[name]), calling_as(function.name):
                 answer = getattr(container, attr)(json.loads(json.dumps(event)), context)
             return json.loads(json.dumps(answer))
         except Exception as error:
@@ -142,6 +146,9 @@ class LambdaRuntime:
                 }
             ) from error
         finally:
+            if self.usage is not None:
+                elapsed = (time.perf_counter() - started) * 1000
+                self.usage.invocation(function.name, function.memory_mb, elapsed)
             with self._lock:
                 self._idle[name].append(container)
 

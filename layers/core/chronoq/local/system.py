@@ -76,6 +76,8 @@ class LocalSystem:
             controls={
                 "POST /_local/ticker/stop": self._stop_ticker,
                 "POST /_local/ticker/start": self._start_ticker,
+                "GET /_local/usage": self.aws.usage_document,
+                "POST /_local/usage/reset": self._reset_usage,
             },
         )
         self.port = self._server.server_address[1]
@@ -90,6 +92,10 @@ class LocalSystem:
         """Simulate a dispatcher outage: no ticks until started again."""
         self.ticker.paused.set()
         return {"ticker": "stopped"}
+
+    def _reset_usage(self) -> dict[str, Any]:
+        self.aws.reset_usage()
+        return {"usage": "reset"}
 
     def _start_ticker(self) -> dict[str, Any]:
         self.ticker.paused.clear()

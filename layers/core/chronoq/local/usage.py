@@ -1,0 +1,526 @@
+"""What a workload on ``chronoq local`` would cost on AWS: every AWS request chronoq makes (its
+functions, the state machine, the event source mappings), DynamoDB units counted from item
+sizes the way DynamoDB bills them, Lambda invocations and billed milliseconds, Step Functions
+executions and transitions; and those priced at AWS list prices (us-east-1).
+
+Served by ``GET /_local/usage`` and printed, priced per million runs, by ``chronoq cost``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from chronoq import resources as r
+
+#: Who makes the AWS request being counted: a function's name, or the state machine.
+_caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", default="")
+
+#: What callers outside any function are, by the name of their thread's role.
+STATE_MACHINE = "statemachine"
+EVENT_SOURCES = "event-source-mappings"
+
+
+@contextlib.contextmanager
+def calling_as(caller: str) -> Iterator[None]:
+    """AWS requests made meanwhile (in this thread) are ``caller``'s."""
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
+
+
+#: moto runs each execution in a thread named after this function (moto 5.2.5).
+_EXECUTION_THREAD = "_exec_and_notify"
+#: Requests made outside any function or execution (a test, the local runtime itself).
+OTHER = "other"
+
+
+def current_caller() -> str:
+    caller = _caller.get()
+    if caller:
+        return caller
+    return STATE_MACHINE if _EXECUTION_THREAD in threading.current_thread().name else OTHER
+
+
+# --- DynamoDB item sizes and units ------------------------------------------------------------
+
+KB = 1024
+
+
+def value_size(value: Mapping[str, Any]) -> int:
+    """The size DynamoDB bills for one typed value (``{"S": "..."}``, ``{"N": "12"}``, ...)."""
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return len(str(data).encode())
+    if kind == "N":
+        return _number_size(str(data))
+    if kind == "B":
+        return len(data) if isinstance(data, bytes) else len(str(data)) * 3 // 4
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(str(x).encode()) for x in data)
+    if kind == "NS":
+        return sum(_number_size(str(x)) for x in data)
+    if kind == "BS":
+        return sum(len(x) if isinstance(x, bytes) else len(str(x)) * 3 // 4 for x in data)
+    if kind == "L":
+        return 3 + sum(value_size(x) + 1 for x in data)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in data.items())
+    raise ValueError(f"not a DynamoDB value: {value}")
+
+
+def _number_size(text: str) -> int:
+    """About one byte per two significant digits, plus one (at most 21)."""
+    digits = text.lstrip("-").replace(".", "").lstrip("0").rstrip("0") or "0"
+    return min(21, (len(digits) + 1) // 2 + 1)
+
+
+def item_size(item: Mapping[str, Any] | None) -> int:
+    """The size of an item: its attribute names and values."""
+    if not item:
+        return 0
+    return sum(len(name.encode()) + value_size(v) for name, v in item.items())
+
+
+def write_units(size: int) -> int:
+    """Write request units of a write of an item of ``size`` bytes (1 KB each, at least 1)."""
+    return max(1, math.ceil(size / KB))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    """Read request units of reading ``size`` bytes: 4 KB each for a strongly consistent read,
+    half that for an eventually consistent one (at least one unit, or half)."""
+    units = max(1, math.ceil(size / (4 * KB)))
+    return float(units) if consistent else units / 2
+
+
+def index_write_units(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, index: r.Index
+) -> int:
+    """What a change from ``old`` to ``new`` costs in one global secondary index that
+    projects every attribute: an index entry written when the item is (or stays) in the index
+    and changed, one more deleted when its index key changed."""
+    keys = [k for k in (index.partition_key, index.sort_key) if k]
+
+    def entry(item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        return item if item and all(k in item for k in keys) else None
+
+    before, after = entry(old), entry(new)
+    if before == after:
+        return 0
+    units = write_units(item_size(after)) if after else 0
+    if before and (not after or any(before.get(k) != after.get(k) for k in keys)):
+        units += 1  # the old entry deleted
+    return units
+
+
+# --- the ledger -------------------------------------------------------------------------------
+
+
+@dataclass
+class FunctionUse:
+    memory_mb: int
+    invocations: int = 0
+    billed_ms: float = 0.0
+
+
+@dataclass
+class Usage:
+    """Counts since the last reset. Thread-safe."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    by_caller: Counter[str] = field(default_factory=Counter)
+    write_units: float = 0.0
+    read_units: float = 0.0
+    functions: dict[str, FunctionUse] = field(default_factory=dict)
+    #: execution ARN -> the state machine's type ("standard" or "express")
+    executions: dict[str, str] = field(default_factory=dict)
+    #: execution ARN -> (transitions, billed ms) once it has ended
+    ended_executions: dict[str, tuple[int, float]] = field(default_factory=dict)
+    express_memory_mb: int = 64
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.by_caller.clear()
+            self.write_units = self.read_units = 0.0
+            for use in self.functions.values():
+                use.invocations, use.billed_ms = 0, 0.0
+            self.executions.clear()
+            self.ended_executions.clear()
+
+    def request(self, operation: str, caller: str) -> None:
+        with self._lock:
+            self.requests[operation] += 1
+            self.by_caller[caller] += 1
+
+    def units(self, write: float = 0.0, read: float = 0.0) -> None:
+        with self._lock:
+            self.write_units += write
+            self.read_units += read
+
+    def invocation(self, function: str, memory_mb: int, milliseconds: float) -> None:
+        """One invocation of a function, billed by the millisecond (rounded up)."""
+        with self._lock:
+            use = self.functions.setdefault(function, FunctionUse(memory_mb))
+            use.invocations += 1
+            use.billed_ms += math.ceil(milliseconds)
+
+    def execution(self, arn: str, kind: str) -> None:
+        with self._lock:
+            self.executions[arn] = kind
+
+    def ended(self, arn: str, transitions: int, milliseconds: float) -> None:
+        with self._lock:
+            self.ended_executions[arn] = (transitions, milliseconds)
+
+    def document(self, runs_finished: int) -> dict[str, Any]:
+        """The usage as JSON: the keys other tools may read are stable."""
+        with self._lock:
+            by_kind: dict[str, list[str]] = {"standard": [], "express": []}
+            for arn, kind in self.executions.items():
+                by_kind[kind].append(arn)
+            standard_transitions = sum(
+                self.ended_executions.get(a, (0, 0.0))[0] for a in by_kind["standard"]
+            )
+            express_ms = sum(
+                math.ceil(self.ended_executions.get(a, (0, 0.0))[1] / 100) * 100
+                for a in by_kind["express"]
+            )
+            requests = dict(sorted(self.requests.items()))
+            return {
+                "runs_finished": runs_finished,
+                "aws_requests": requests,
+                "aws_requests_by_caller": dict(sorted(self.by_caller.items())),
+                "dynamodb": {
+                    "write_units": round(self.write_units, 3),
+                    "read_units": round(self.read_units, 3),
+                },
+                "lambda": {
+                    name: {
+                        "invocations": use.invocations,
+                        "memory_mb": use.memory_mb,
+                        "billed_ms": use.billed_ms,
+                    }
+                    for name, use in sorted(self.functions.items())
+                },
+                "stepfunctions": {
+                    "standard": {
+                        "executions": len(by_kind["standard"]),
+                        "transitions": standard_transitions,
+                    },
+                    "express": {
+                        "executions": len(by_kind["express"]),
+                        "billed_ms": float(express_ms),
+                        "memory_mb": self.express_memory_mb,
+                    },
+                },
+                "sns": {"publishes": _count(requests, "sns:Publish")},
+                "sqs": {"requests": sum(n for k, n in requests.items() if k.startswith("sqs:"))},
+                "s3": {
+                    "puts": _count(requests, "s3:PutObject"),
+                    "gets": _count(requests, "s3:GetObject"),
+                },
+                "eventbridge": {"put_events": _count(requests, "events:PutEvents")},
+            }
+
+
+def _count(requests: Mapping[str, int], operation: str) -> int:
+    return int(requests.get(operation, 0))
+
+
+# --- prices -----------------------------------------------------------------------------------
+
+#: AWS list prices, us-east-1, in dollars.
+PRICES: dict[str, Decimal] = {
+    "dynamodb_write_unit": Decimal("0.625") / 1_000_000,
+    "dynamodb_read_unit": Decimal("0.125") / 1_000_000,
+    "sqs_request": Decimal("0.40") / 1_000_000,
+    "lambda_request": Decimal("0.20") / 1_000_000,
+    "lambda_gb_second": Decimal("0.0000166667"),
+    "stepfunctions_transition": Decimal("25") / 1_000_000,
+    "express_request": Decimal("1.00") / 1_000_000,
+    "express_gb_second": Decimal("0.00001667"),
+    "sns_publish": Decimal("0.50") / 1_000_000,
+    "s3_put": Decimal("0.005") / 1000,
+    "s3_get": Decimal("0.0004") / 1000,
+    "eventbridge_event": Decimal("1.00") / 1_000_000,
+}
+#: What EventBridge Scheduler charges per million invocations, for comparison.
+EVENTBRIDGE_SCHEDULER_PER_MILLION = Decimal("1.00")
+
+
+def price(usage: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The usage document's cost, in dollars, by service (and ``total``)."""
+    p = PRICES
+    lambda_cost = Decimal(0)
+    for use in usage["lambda"].values():
+        gb_seconds = Decimal(use["memory_mb"]) / 1024 * Decimal(use["billed_ms"]) / 1000
+        lambda_cost += use["invocations"] * p["lambda_request"] + gb_seconds * p["lambda_gb_second"]
+    sfn = usage["stepfunctions"]
+    express = sfn["express"]
+    express_gb_seconds = Decimal(express["memory_mb"]) / 1024 * Decimal(express["billed_ms"]) / 1000
+    costs = {
+        "dynamodb": Decimal(str(usage["dynamodb"]["write_units"])) * p["dynamodb_write_unit"]
+        + Decimal(str(usage["dynamodb"]["read_units"])) * p["dynamodb_read_unit"],
+        "lambda": lambda_cost,
+        "stepfunctions": sfn["standard"]["transitions"] * p["stepfunctions_transition"]
+        + express["executions"] * p["express_request"]
+        + express_gb_seconds * p["express_gb_second"],
+        "sqs": usage["sqs"]["requests"] * p["sqs_request"],
+        "sns": usage["sns"]["publishes"] * p["sns_publish"],
+        "s3": usage["s3"]["puts"] * p["s3_put"] + usage["s3"]["gets"] * p["s3_get"],
+        "eventbridge": usage["eventbridge"]["put_events"] * p["eventbridge_event"],
+    }
+    costs["total"] = sum(costs.values(), Decimal(0))
+    return costs
+
+
+def per_million_runs(usage: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The cost by service, per million finished runs."""
+    runs = usage["runs_finished"]
+    if not runs:
+        return {}
+    return {k: v * 1_000_000 / runs for k, v in price(usage).items()}
+
+
+# --- counting what goes through the embedded AWS ----------------------------------------------
+
+#: X-Amz-Target prefixes of JSON-protocol services -> the service's name in operation keys.
+_TARGETS = {
+    "DynamoDB_20120810": "dynamodb",
+    "DynamoDBStreams_20120810": "dynamodbstreams",
+    "AmazonSQS": "sqs",
+    "AWSStepFunctions": "stepfunctions",
+    "AWSEvents": "events",
+    "secretsmanager": "secretsmanager",
+    "AmazonEC2ContainerServiceV20141113": "ecs",
+    "Logs_20140328": "logs",
+}
+_QUERY_HOSTS = {"sns": "sns", "email": "ses", "sts": "sts", "iam": "iam", "ec2": "ec2"}
+_uncounted = threading.local()
+
+
+@contextlib.contextmanager
+def uncounted() -> Iterator[None]:
+    """Requests made meanwhile (in this thread) are the local runtime's own: not counted."""
+    before = getattr(_uncounted, "on", False)
+    _uncounted.on = True
+    try:
+        yield
+    finally:
+        _uncounted.on = before
+
+
+def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes) -> str:
+    """``service:Operation`` of an AWS request as botocore sends it."""
+    from urllib.parse import parse_qs, urlsplit
+
+    target = headers.get("X-Amz-Target")
+    if target:
+        text = target.decode() if isinstance(target, bytes) else str(target)
+        prefix, _, name = text.rpartition(".")
+        return f"{_TARGETS.get(prefix, prefix.lower())}:{name}"
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if host.startswith("lambda."):
+        return "lambda:Invoke" if parts.path.endswith("/invocations") else f"lambda:{method}"
+    service = host.split(".", 1)[0]
+    if service in _QUERY_HOSTS:
+        action = parse_qs(body.decode(errors="replace")).get("Action", ["?"])[0]
+        return f"{_QUERY_HOSTS[service]}:{action}"
+    if host.startswith("s3.") or ".s3." in host:
+        path = parts.path.strip("/")
+        # path style (s3.amazonaws.com/bucket/key) or virtual host (bucket.s3.amazonaws.com/key)
+        has_key = "/" in path if host.startswith("s3.") else bool(path)
+        if method in ("PUT", "GET") and has_key:
+            return f"s3:{'PutObject' if method == 'PUT' else 'GetObject'}"
+        return f"s3:{method}"
+    return f"{service}:{method}"
+
+
+_WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+
+
+class Meter:
+    """Counts each request to the embedded AWS into ``usage``: by operation and caller, and
+    for DynamoDB the units it consumes (item sizes read before and after a write, without
+    counting those reads)."""
+
+    def __init__(self, usage: Usage, tables: Mapping[str, r.Table], region: str) -> None:
+        self.usage = usage
+        self.tables = tables  # deployed name -> definition
+        self.region = region
+        self._dynamodb: Any = None
+        self._state_machine_types: dict[str, str] = {}
+
+    def around(self, request: Any, call: Any) -> Any:
+        """``call()`` (the request's processing), counted."""
+        if getattr(_uncounted, "on", False):
+            return call()
+        body = _body(request.body)
+        operation = operation_of(request.method, request.url, request.headers, body)
+        service, _, name = operation.partition(":")
+        document = _json(body) if service in ("dynamodb", "stepfunctions") else {}
+        before = self._items_written(name, document) if service == "dynamodb" else {}
+        response = call()
+        caller = current_caller()
+        if operation == "sqs:ReceiveMessage" and b"ReceiptHandle" not in _content(response):
+            return response  # an empty poll: AWS's long polling makes these rare
+        self.usage.request(operation, caller)
+        if service == "dynamodb":
+            self._dynamodb_units(name, document, before, response)
+        elif operation == "stepfunctions:StartExecution":
+            answer = _json(_content(response))
+            if "executionArn" in answer:
+                kind = self._kind(document.get("stateMachineArn", ""))
+                self.usage.execution(answer["executionArn"], kind)
+        return response
+
+    # DynamoDB ---------------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb", region_name=self.region)
+        return self._dynamodb
+
+    def _get(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        with uncounted():
+            item = self._client().get_item(TableName=table, Key=key, ConsistentRead=True)
+        found: dict[str, Any] | None = item.get("Item")
+        return found
+
+    def _key(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
+        definition = self.tables[table]
+        names = [n for n in (definition.partition_key, definition.sort_key) if n]
+        return {n: item[n] for n in names if n in item}
+
+    def _writes(self, name: str, document: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """(table, key) of every item a write request touches."""
+        if name == "PutItem":
+            table = document["TableName"]
+            return [(table, self._key(table, document["Item"]))]
+        if name in ("UpdateItem", "DeleteItem"):
+            return [(document["TableName"], dict(document["Key"]))]
+        if name == "BatchWriteItem":
+            return [
+                (
+                    table,
+                    self._key(
+                        table, r.get("PutRequest", {}).get("Item") or r["DeleteRequest"]["Key"]
+                    ),
+                )
+                for table, requests in document.get("RequestItems", {}).items()
+                for r in requests
+            ]
+        return []
+
+    def _items_written(
+        self, name: str, document: Mapping[str, Any]
+    ) -> dict[tuple[str, str], dict[str, Any] | None]:
+        return {
+            (table, json.dumps(key, sort_keys=True)): self._get(table, key)
+            for table, key in self._writes(name, document)
+            if table in self.tables
+        }
+
+    def _dynamodb_units(
+        self,
+        name: str,
+        document: Mapping[str, Any],
+        before: Mapping[tuple[str, str], dict[str, Any] | None],
+        response: Any,
+    ) -> None:
+        if name in _WRITES or name == "BatchWriteItem":
+            units = 0
+            for (table, key), old in before.items():
+                new = self._get(table, json.loads(key))
+                units += write_units(max(item_size(old), item_size(new)))
+                for index in self.tables[table].indexes:
+                    units += index_write_units(old, new, index)
+            self.usage.units(write=units)
+            return
+        answer = _json(_content(response))
+        if name == "GetItem":
+            size = item_size(answer.get("Item"))
+            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
+        elif name == "BatchGetItem":
+            for table, items in answer.get("Responses", {}).items():
+                consistent = bool(
+                    document.get("RequestItems", {}).get(table, {}).get("ConsistentRead")
+                )
+                for item in items:
+                    self.usage.units(read=read_units(item_size(item), consistent))
+        elif name in ("Query", "Scan"):
+            size = sum(item_size(item) for item in answer.get("Items", []))
+            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
+
+    # Step Functions ---------------------------------------------------------------------------
+
+    def _kind(self, state_machine_arn: str) -> str:
+        if state_machine_arn not in self._state_machine_types:
+            import boto3
+
+            with uncounted():
+                described = boto3.client(
+                    "stepfunctions", region_name=self.region
+                ).describe_state_machine(stateMachineArn=state_machine_arn)
+            self._state_machine_types[state_machine_arn] = str(
+                described.get("type", "STANDARD")
+            ).lower()
+        return self._state_machine_types[state_machine_arn]
+
+    def settle_executions(self) -> None:
+        """Note transitions and duration of every counted execution that has ended."""
+        import boto3
+
+        client = boto3.client("stepfunctions", region_name=self.region)
+        with self.usage._lock:
+            pending = [a for a in self.usage.executions if a not in self.usage.ended_executions]
+        with uncounted():
+            for arn in pending:
+                described = client.describe_execution(executionArn=arn)
+                if described["status"] == "RUNNING" or "stopDate" not in described:
+                    continue
+                events = client.get_execution_history(executionArn=arn, maxResults=1000)
+                transitions = sum(1 for e in events["events"] if e["type"].endswith("StateEntered"))
+                duration = described["stopDate"] - described["startDate"]
+                self.usage.ended(arn, transitions, duration.total_seconds() * 1000)
+
+
+def _body(body: Any) -> bytes:
+    """A request's body if it is text or bytes (a stream, say an S3 upload, is left unread)."""
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, bytes | bytearray):
+        return bytes(body)
+    return b""
+
+
+def _content(response: Any) -> bytes:
+    """The body of what moto's request handling returns: (status, headers, body)."""
+    content = response[2] if isinstance(response, tuple) and len(response) == 3 else b""
+    return content if isinstance(content, bytes) else str(content).encode()
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        loaded = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}

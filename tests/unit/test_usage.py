@@ -1,0 +1,114 @@
+"""Usage accounting: DynamoDB sizes and units the way DynamoDB bills them, and prices."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from chronoq import resources as r
+from chronoq.local.usage import (
+    Usage,
+    index_write_units,
+    item_size,
+    per_million_runs,
+    price,
+    read_units,
+    value_size,
+    write_units,
+)
+
+BY_OWNER = r.JOBS_TABLE.indexes[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        ({"S": "héllo"}, 6),
+        ({"N": "123"}, 3),
+        ({"N": "-0.0012"}, 2),
+        ({"BOOL": True}, 1),
+        ({"NULL": True}, 1),
+        ({"SS": ["ab", "c"]}, 3),
+        ({"L": [{"S": "ab"}, {"N": "1"}]}, 3 + 3 + 3),
+        ({"M": {"k": {"S": "v"}}}, 3 + 1 + 1 + 1),
+        ({"L": []}, 3),
+    ],
+)
+def test_given_a_value_when_sized_then_it_is_what_dynamodb_bills(
+    value: dict[str, object], size: int
+) -> None:
+    assert value_size(value) == size
+
+
+def test_given_an_item_when_sized_then_names_count_too() -> None:
+    assert item_size({"job_id": {"S": "job_1"}, "v": {"N": "1"}}) == 6 + 5 + 1 + 2
+    assert item_size(None) == 0
+
+
+def test_given_sizes_when_units_are_counted_then_writes_are_per_kb_and_reads_per_4_kb() -> None:
+    assert [write_units(s) for s in (0, 1, 1024, 1025, 3000)] == [1, 1, 1, 2, 3]
+    assert read_units(100, consistent=True) == 1.0
+    assert read_units(100, consistent=False) == 0.5
+    assert read_units(4097, consistent=True) == 2.0
+    assert read_units(8193, consistent=False) == 1.5
+
+
+def test_given_an_indexed_item_when_it_changes_then_the_index_is_written_too() -> None:
+    job = {"job_id": {"S": "j"}, "owner": {"S": "alice"}, "created_at": {"S": "t"}}
+    changed = {**job, "state": {"S": "PAUSED"}}
+    other_owner = {**job, "owner": {"S": "bob"}}
+    unindexed = {"job_id": {"S": "j"}}
+
+    assert index_write_units(None, job, BY_OWNER) == 1  # a new entry
+    assert index_write_units(job, changed, BY_OWNER) == 1  # rewritten (it projects all)
+    assert index_write_units(job, job, BY_OWNER) == 0  # nothing changed
+    assert index_write_units(job, other_owner, BY_OWNER) == 2  # moved: written and deleted
+    assert index_write_units(job, None, BY_OWNER) == 1  # deleted
+    assert index_write_units(None, unindexed, BY_OWNER) == 0
+
+
+def test_given_a_workload_when_priced_then_each_service_is_at_list_price() -> None:
+    usage = Usage()
+    usage.request("dynamodb:PutItem", "api")
+    usage.units(write=2, read=4)
+    usage.invocation("worker", 128, 99.2)  # billed 100 ms
+    usage.execution("arn:standard", "standard")
+    usage.ended("arn:standard", transitions=8, milliseconds=500)
+    usage.execution("arn:express", "express")
+    usage.ended("arn:express", transitions=8, milliseconds=120)  # billed 200 ms
+    for operation in ("sqs:SendMessageBatch", "sns:Publish", "s3:PutObject", "events:PutEvents"):
+        usage.request(operation, "statemachine")
+    document = usage.document(runs_finished=2)
+
+    costs = price(document)
+
+    assert document["lambda"]["worker"] == {"invocations": 1, "memory_mb": 128, "billed_ms": 100}
+    assert document["stepfunctions"]["express"]["billed_ms"] == 200
+    assert (
+        costs["dynamodb"]
+        == Decimal("2") * Decimal("0.625") / 10**6 + Decimal("4") * Decimal("0.125") / 10**6
+    )
+    assert costs["stepfunctions"] == (
+        8 * Decimal(25) / 10**6
+        + Decimal(1) / 10**6
+        + Decimal(64) / 1024 * Decimal("0.2") * Decimal("0.00001667")
+    )
+    assert costs["lambda"] == Decimal("0.2") / 10**6 + Decimal(128) / 1024 * Decimal(
+        "0.1"
+    ) * Decimal("0.0000166667")
+    assert costs["total"] == sum(v for k, v in costs.items() if k != "total")
+    assert per_million_runs(document)["total"] == costs["total"] * 500_000
+    assert document["aws_requests_by_caller"] == {"api": 1, "statemachine": 4}
+
+
+def test_given_a_reset_when_read_then_counts_start_again() -> None:
+    usage = Usage()
+    usage.request("sqs:SendMessageBatch", "dispatcher")
+    usage.invocation("dispatcher", 1024, 10)
+
+    usage.reset()
+
+    document = usage.document(runs_finished=0)
+    assert document["aws_requests"] == {}
+    assert document["lambda"]["dispatcher"]["invocations"] == 0
+    assert per_million_runs(document) == {}
