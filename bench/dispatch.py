@@ -48,6 +48,7 @@ def main() -> None:
     jobs = compose.api(aws.settings(ApiSettings)).jobs
     dispatcher = compose.dispatcher(aws.settings(DispatcherSettings))
     jobs.clock = jobs.index.clock = dispatcher.clock = dispatcher.index.clock = clock
+    dispatcher.dispatch()  # a deployment's dispatcher has been ticking: checkpoints exist
     spec = JobSpec.model_validate(
         {
             "name": "bench",

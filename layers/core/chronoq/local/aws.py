@@ -98,7 +98,9 @@ class LocalAWS:
         install_into_moto(self.runtime)
         self._create()
         self._give_functions_their_environment()
-        self._meter = Meter(self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION)
+        self._meter = Meter(
+            self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION, ACCOUNT
+        )
         emulation.METER[0] = self._meter
         self.runtime.usage = self.usage
         self.reset_usage()  # creating the resources is not the workload's

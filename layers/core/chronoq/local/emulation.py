@@ -22,6 +22,7 @@ WRITTEN_FOR_MOTO = "5.2.5"
 PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.awslambda.models", "LambdaFunction._invoke_lambda"),
     ("moto.core.botocore_stubber", "BotocoreStubber.process_request"),
+    ("moto.dynamodb.models", "dynamodb_backends"),  # read by chronoq.local.usage
     ("moto.stepfunctions.parser.asl.utils.boto_client", "boto_client_for"),
     ("moto.stepfunctions.parser.asl.component.state.exec.state_task", "__path__"),
     ("moto.stepfunctions.parser.asl.parse.asl_parser", "AmazonStateLanguageParser.parse"),

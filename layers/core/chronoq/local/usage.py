@@ -360,11 +360,13 @@ class Meter:
     for DynamoDB the units it consumes (item sizes read before and after a write, without
     counting those reads)."""
 
-    def __init__(self, usage: Usage, tables: Mapping[str, r.Table], region: str) -> None:
+    def __init__(
+        self, usage: Usage, tables: Mapping[str, r.Table], region: str, account: str
+    ) -> None:
         self.usage = usage
         self.tables = tables  # deployed name -> definition
         self.region = region
-        self._dynamodb: Any = None
+        self.account = account
         self._state_machine_types: dict[str, str] = {}
 
     def around(self, request: Any, call: Any) -> Any:
@@ -392,18 +394,19 @@ class Meter:
 
     # DynamoDB ---------------------------------------------------------------------------------
 
-    def _client(self) -> Any:
-        if self._dynamodb is None:
-            import boto3
-
-            self._dynamodb = boto3.client("dynamodb", region_name=self.region)
-        return self._dynamodb
-
     def _get(self, table: str, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        with uncounted():
-            item = self._client().get_item(TableName=table, Key=key, ConsistentRead=True)
-        found: dict[str, Any] | None = item.get("Item")
-        return found
+        """The item as stored now, read from moto's backend directly (a request through the
+        SDK would cost more than the write it measures)."""
+        from moto.dynamodb.models import dynamodb_backends
+
+        try:
+            item = dynamodb_backends[self.account][self.region].get_item(table, dict(key))
+        except Exception:  # no such table or key: nothing stored
+            return None
+        if item is None:
+            return None
+        attributes: dict[str, Any] = item.to_json()["Attributes"]
+        return attributes
 
     def _key(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
         definition = self.tables[table]
