@@ -38,8 +38,9 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
-bench: $(STAMP) ## dispatcher benchmark: AWS requests per run, throughput
+bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput; start lag
 	$(BIN)/python -m bench.dispatch --jobs 1000
+	$(BIN)/python -m bench.lag --runs 100 --singles 5
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

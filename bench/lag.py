@@ -6,9 +6,9 @@ this process as the jobs' target, and measures over its HTTP API:
 - single at-jobs: ``--singles`` jobs, one after another, each due ``--lead`` seconds after it
   is created and alone in the system;
 - a burst: ``--runs`` http jobs due in the same second. They are created due a day ahead,
-  then moved to a second chosen from how long creating them took (moving one costs about
-  twice what creating it did; the second leaves four times that), so that all of them are in
-  place before it.
+  then moved to the start of a minute chosen from how long creating them took, so that all
+  of them are in place before the dispatcher opens it (it then queues them in one tick).
+  This takes one to two minutes more than the runs themselves.
 
 Prints, for each, the start lag (a run's ``lag_ms``: started_at - scheduled_at) and the target
 lag (when the sink received the request - scheduled_at): p50, p99 and max. Gives up after
@@ -37,6 +37,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+
+from chronoq.resources import DISPATCH_LOOKAHEAD_MINUTES
 
 T = TypeVar("T")
 FINISHED = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"})
@@ -215,11 +217,12 @@ class Lags:
             self.target.append((arrived - scheduled).total_seconds() * 1000)
 
     def report(self) -> None:
-        print(f"  {'':<12} {'p50':>9} {'p99':>9} {'max':>9}   runs")
+        print(f"  {'':<12} {'p50':>9} {'p99':>9} {'max':>9} {'runs':>6}")
         for name, values in (("start lag", self.start), ("target lag", self.target)):
             if values:
                 figures = (percentile(values, 50), percentile(values, 99), max(values))
-                print(f"  {name:<12}" + "".join(f" {v:>6.0f} ms" for v in figures), len(values))
+                columns = "".join(f" {v:>6.0f} ms" for v in figures)
+                print(f"  {name:<12}{columns} {len(values):>6}")
         for missing in self.missing[:5]:
             print(f"  not measured: {missing}")
         if len(self.missing) > 5:
@@ -294,9 +297,13 @@ def burst(api: Api, sink: Sink, count: int, priority: str, clock: Clock) -> Burs
         if clock.left() <= 0:
             raise TimeLimit(f"time limit reached creating the burst's jobs ({i + 1} created)")
     created_in = time.monotonic() - started
-    # Moving a job costs about twice what creating it did (its run is queued at once): leave
-    # twice that again, so that all are in place before the second even if the machine slows.
-    burst_at = whole_second_after(4 * created_in + 5)
+    # The start of a minute that the dispatcher opens only after twice the creations' time
+    # from now: a move into a minute not yet opened costs about what a creation did, and the
+    # dispatcher then queues all the runs in one tick, as it does any minute's.
+    moved_by = datetime.now(UTC) + timedelta(seconds=2 * created_in)
+    burst_at = moved_by.replace(second=0, microsecond=0) + timedelta(
+        minutes=1 + DISPATCH_LOOKAHEAD_MINUTES
+    )
     started = time.monotonic()
     moved: list[str] = []
     lags = Lags()

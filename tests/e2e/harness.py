@@ -1,0 +1,386 @@
+"""chronoq local in a subprocess, spoken to over HTTP like a user would, and what the
+end-to-end tests and scenarios share: clean-up of the jobs they create, waits that poll a
+condition with a timeout, and the bounds that a loaded machine still meets.
+
+The machine may be shared and small (two cores, another test suite beside this one): a run
+due at a second may start seconds late, and an API call may take a second or more. The tests
+therefore assert behaviour (a run started, not before its second, and within ON_TIME); the
+precise figures (start lag p50/p99) are measured by ``python -m bench.lag``."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from tests.support import Sink, http_sink
+
+CHRONOQ = str(Path(sys.executable).with_name("chronoq"))
+
+#: A run due at a second that starts no later than this after it counts as on time here.
+#: (Two suites starting together beside a third load on two cores have delayed starts by
+#: over 20 s.)
+ON_TIME = timedelta(seconds=30)
+#: Longest wait for one API answer (chronoq local answers in milliseconds when idle).
+API_TIMEOUT_SECONDS = 60.0
+#: Longest wait for chronoq local to start, and to stop.
+START_TIMEOUT_SECONDS = 120.0
+STOP_TIMEOUT_SECONDS = 30.0
+
+#: Statuses a run ends with after running; and all those it may end with.
+FINISHED = ("SUCCEEDED", "FAILED", "TIMED_OUT")
+ENDED = (*FINISHED, "SKIPPED", "MISSED", "CANCELLED")
+
+T = TypeVar("T")
+
+
+# --- time -------------------------------------------------------------------------------------
+
+
+def parse(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def whole_second_after(seconds: float) -> datetime:
+    """The first whole second at least ``seconds`` from now."""
+    return (now() + timedelta(seconds=seconds)).replace(microsecond=0) + timedelta(seconds=1)
+
+
+def minute_of(instant: datetime) -> datetime:
+    return instant.replace(second=0, microsecond=0)
+
+
+def seconds_until(instant: datetime) -> float:
+    return max(0.0, (instant - now()).total_seconds())
+
+
+# --- waiting ----------------------------------------------------------------------------------
+
+
+class Halted(Exception):
+    """The session ended while a background scenario was still waiting."""
+
+
+def poll(
+    condition: Callable[[], T | None],
+    timeout: float,
+    what: str | Callable[[], str],
+    *,
+    interval: float = 0.25,
+    halt: threading.Event | None = None,
+) -> T:
+    """Poll ``condition`` until it returns something truthy, and return that; fail, saying
+    ``what`` was awaited, after ``timeout`` seconds. ``halt`` set: give up at once."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            described = what() if callable(what) else what
+            raise AssertionError(f"not within {timeout:.0f} s: {described}")
+        pause(interval, halt)
+
+
+def pause(seconds: float, halt: threading.Event | None = None) -> None:
+    """Sleep ``seconds`` (e.g. while a scheduled time passes); raise Halted if ``halt`` is set
+    meanwhile."""
+    if halt is None:
+        time.sleep(seconds)
+    elif halt.wait(seconds):
+        raise Halted()
+
+
+def sleep_until(instant: datetime, halt: threading.Event | None = None) -> None:
+    """Wait for the clock to reach ``instant``: for tests whose condition is that a time has
+    passed (and nothing happened)."""
+    while now() < instant:
+        pause(min(1.0, max(0.05, seconds_until(instant))), halt)
+
+
+# --- chronoq local ----------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Local:
+    """``chronoq local`` running in a subprocess, spoken to over HTTP like a user would."""
+
+    url: str
+    data_dir: Path
+    process: subprocess.Popen[str] | None = None
+    tokens: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def token(self, user: str) -> str:
+        with self._lock:
+            if user not in self.tokens:
+                self.tokens[user] = self._mint(user)
+            return self.tokens[user]
+
+    def _mint(self, user: str) -> str:
+        out = subprocess.run(
+            [CHRONOQ, "token", user, "--data-dir", str(self.data_dir)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_SECONDS,
+        )
+        return out.stdout.strip()
+
+    def control(self, name: str) -> Any:
+        """A control of chronoq local itself, e.g. ``ticker/stop``."""
+        status, answer = self.call("POST", f"/_local/{name}")
+        assert status == 200, f"POST /_local/{name} answered {status}: {answer}"
+        return answer
+
+    def call(
+        self, method: str, path: str, user: str | None = "alice", body: Any = None
+    ) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json"}
+        if user is not None:
+            headers["Authorization"] = f"Bearer {self.token(user)}"
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            headers=headers,
+            data=json.dumps(body).encode() if body is not None else None,
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=API_TIMEOUT_SECONDS) as answer:
+                return answer.status, _decode(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, _decode(error.read())
+
+    def runs(self, job_id: str, user: str = "alice") -> list[dict[str, Any]]:
+        """All runs of a job (the latest 100), oldest first."""
+        status, answer = self.call("GET", f"/jobs/{job_id}/runs?limit=100", user=user)
+        assert status == 200, f"GET /jobs/{job_id}/runs answered {status}: {answer}"
+        return list(reversed(answer["runs"]))
+
+
+def _decode(data: bytes) -> Any:
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode(errors="replace")
+
+
+def log_tail(data_dir: Path, lines: int = 40) -> str:
+    path = data_dir / "local.log"
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@contextmanager
+def start_local(data_dir: Path) -> Iterator[Local]:
+    """``chronoq local`` in a subprocess, until the block ends. Fails (with the end of its
+    log) if it is not up within START_TIMEOUT_SECONDS."""
+    port = free_port()
+    with (data_dir / "local.log").open("w") as log:
+        process = subprocess.Popen(
+            [CHRONOQ, "local", "--port", str(port), "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            assert process.stdout is not None
+            lines: queue.Queue[str] = queue.Queue()
+            threading.Thread(
+                target=lambda: lines.put(process.stdout.readline() if process.stdout else ""),
+                name="chronoq-local-start",
+                daemon=True,
+            ).start()
+            try:
+                first_line = lines.get(timeout=START_TIMEOUT_SECONDS)  # printed once it is up
+            except queue.Empty:
+                first_line = f"(nothing within {START_TIMEOUT_SECONDS:.0f} s)"
+            assert "listening on" in first_line, (
+                f"chronoq local did not start: {first_line}\n{log_tail(data_dir)}"
+            )
+            yield Local(f"http://127.0.0.1:{port}", data_dir, process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+def wait_for_runs(local: Local, job_id: str, count: int, timeout: float) -> list[dict[str, Any]]:
+    """Wait until ``count`` runs of the job have finished; return them, oldest first."""
+    runs: list[dict[str, Any]] = []
+
+    def finished() -> list[dict[str, Any]] | None:
+        nonlocal runs
+        runs = local.runs(job_id)
+        done = [r for r in runs if r["status"] in FINISHED]
+        return done if len(done) >= count else None
+
+    return poll(
+        finished,
+        timeout,
+        lambda: f"{count} finished runs of job {job_id}; its runs: {runs}",
+        interval=0.5,
+    )
+
+
+# --- jobs that are deleted when their test ends -----------------------------------------------
+
+
+@dataclass
+class Jobs:
+    """Creates jobs for one test (or scenario) and deletes them all when it ends, passed or
+    failed, so that none fires on for the rest of the session (e.g. against a closed sink)."""
+
+    local: Local
+    created: dict[str, str] = field(default_factory=dict)  # job id -> owner
+
+    def post(self, body: dict[str, Any], user: str = "alice") -> tuple[int, Any]:
+        """``POST /jobs`` as it is; a job it creates is deleted at the end all the same."""
+        status, answer = self.local.call("POST", "/jobs", user=user, body=body)
+        if status == 201:
+            self.created[answer["id"]] = user
+        return status, answer
+
+    def create(self, body: dict[str, Any], user: str = "alice") -> dict[str, Any]:
+        status, job = self.post(body, user)
+        assert status == 201, f"creating job {body.get('name')!r} answered {status}: {job}"
+        created: dict[str, Any] = job
+        return created
+
+    def create_at(
+        self, body: dict[str, Any], lead: float = 5.0, user: str = "alice"
+    ) -> tuple[dict[str, Any], datetime]:
+        """An ``at`` job due at the first whole second ``lead`` seconds from now; and that
+        second. Should the request take so long that the second has passed when it is handled
+        (422 on ``schedule.at``), asked again with twice the lead."""
+        for _ in range(4):
+            at = whole_second_after(lead)
+            status, job = self.post(
+                {**body, "schedule": {"type": "at", "at": at.isoformat()}}, user
+            )
+            if status == 201:
+                return job, at
+            fields = [e.get("field") for e in job.get("errors", [])] if status == 422 else []
+            assert fields == ["schedule.at"], (
+                f"creating at-job {body.get('name')!r}: {status} {job}"
+            )
+            lead *= 2
+        raise AssertionError(f"at-job {body.get('name')!r}: the API took longer than {lead:.0f} s")
+
+    def delete_all(self) -> None:
+        failures = []
+        for job_id, user in reversed(list(self.created.items())):
+            try:
+                status, answer = self.local.call("DELETE", f"/jobs/{job_id}", user=user)
+            except OSError as error:
+                status, answer = 0, repr(error)
+            if status not in (204, 404):
+                failures.append(f"DELETE /jobs/{job_id}: {status} {answer}")
+        self.created.clear()
+        assert not failures, "jobs left behind: " + "; ".join(failures)
+
+
+# --- long scenarios in the background ---------------------------------------------------------
+
+
+class Scenario(Protocol):
+    def run(self, local: Local, sink: Sink, halt: threading.Event) -> None:
+        """Play the scenario and keep what the tests assert on: ``local`` (and every job in
+        it) stops when it ends, passed or failed. Give up (Halted) when ``halt`` is set."""
+
+
+S = TypeVar("S", bound=Scenario)
+
+
+class Background(Generic[S]):
+    """A long scenario played in a thread, on a chronoq local and HTTP sink of its own that
+    live exactly as long as it: they stop as soon as it has ended, passed or failed (its
+    jobs with them: none fires on), and the tests assert on what it kept."""
+
+    def __init__(self, name: str, scenario: S) -> None:
+        self.name = name
+        self.scenario = scenario
+        self.data_dir = Path(tempfile.mkdtemp(prefix=f"chronoq-e2e-{name}-"))
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._halt = threading.Event()
+        self._local: Local | None = None
+        self._thread = threading.Thread(target=self._play, name=f"scenario-{name}", daemon=True)
+        self._started = time.monotonic()
+
+    def start(self) -> Background[S]:
+        if self._thread.ident is None:
+            self._started = time.monotonic()
+            self._thread.start()
+        return self
+
+    def _play(self) -> None:
+        try:
+            with http_sink() as sink, start_local(self.data_dir) as local:
+                self._local = local
+                self.scenario.run(local, sink, self._halt)
+        except BaseException as error:
+            self.error = error
+        finally:
+            self.done.set()
+
+    def result(self, timeout: float) -> S:
+        """The scenario once it has ended; its failure, if it failed."""
+        self.start()
+        if not self.done.wait(timeout):
+            raise AssertionError(
+                f"scenario {self.name} did not end within {timeout:.0f} s "
+                f"(started {time.monotonic() - self._started:.0f} s ago); "
+                f"its chronoq local logs to {self.data_dir / 'local.log'}"
+            )
+        if self.error is not None:
+            raise AssertionError(
+                f"scenario {self.name} failed: {self.error}\n"
+                f"(chronoq local's log: {self.data_dir / 'local.log'})\n{log_tail(self.data_dir)}"
+            ) from self.error
+        return self.scenario
+
+    def stop(self) -> None:
+        """At the end of the session: halt the scenario if it is still going, make sure its
+        chronoq local is gone, and drop its data unless it failed."""
+        self._halt.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=API_TIMEOUT_SECONDS + STOP_TIMEOUT_SECONDS)
+        process = self._local.process if self._local else None
+        if process is not None and process.poll() is None:
+            process.kill()
+        if self.done.is_set() and (self.error is None or isinstance(self.error, Halted)):
+            shutil.rmtree(self.data_dir, ignore_errors=True)
