@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-import pytest
 from chronoq import resources as r
 from chronoq.aws import clients, codecs
 from chronoq.aws.artifacts import S3Artifacts
@@ -46,21 +45,6 @@ BACKENDS = ["fake", "moto"]
 #: What the run state machine writes to a run item (``status``, ``started_at``, ``output``,
 #: ``output_location``, ...).
 Written = str | datetime | int
-
-
-def wrong_on(backend: str, reason: str) -> pytest.MarkDecorator:
-    """Run a test on both backends, expecting it to fail on ``backend`` (a disagreement of
-    that backend with the contract, reported rather than fixed here)."""
-    return pytest.mark.parametrize(
-        "backend",
-        [
-            pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason))
-            if name == backend
-            else name
-            for name in BACKENDS
-        ],
-        indirect=True,
-    )
 
 
 # --- Builders -------------------------------------------------------------------------------
