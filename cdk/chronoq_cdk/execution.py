@@ -1,4 +1,5 @@
-"""Execution: the run state machine and the runner function it invokes."""
+"""Execution: the run state machines (STANDARD and EXPRESS, one ASL) and the runner function
+they invoke."""
 
 from __future__ import annotations
 
@@ -53,18 +54,28 @@ class Execution(Construct):
         log_group = logs.LogGroup(
             self, "StateMachineLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
         )
-        self.state_machine = sfn.StateMachine(
-            self,
-            r.STATE_MACHINE.id,
-            definition_body=sfn.DefinitionBody.from_file(str(r.STATE_MACHINE.path)),
-            definition_substitutions={name: values[name] for name in r.STATE_MACHINE.substitutions},
-            state_machine_type=sfn.StateMachineType.STANDARD,
-            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ERROR),
+        # One ASL, two kinds: EXPRESS for the runs that fit it, STANDARD for the rest.
+        self.state_machine, self.express_state_machine = (
+            sfn.StateMachine(
+                self,
+                machine.id,
+                definition_body=sfn.DefinitionBody.from_file(str(machine.path)),
+                definition_substitutions={name: values[name] for name in machine.substitutions},
+                state_machine_type=(
+                    sfn.StateMachineType.EXPRESS
+                    if machine.express
+                    else sfn.StateMachineType.STANDARD
+                ),
+                logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ERROR),
+            )
+            for machine in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
         )
-        storage.runs.grant(self.state_machine, "dynamodb:UpdateItem")
-        storage.jobs.grant(self.state_machine, "dynamodb:UpdateItem")
-        self.runner.grant_invoke(self.state_machine)
-        containers.grant_run(self.state_machine)
+        self.state_machines = (self.state_machine, self.express_state_machine)
+        for machine in self.state_machines:
+            storage.runs.grant(machine, "dynamodb:UpdateItem", "dynamodb:GetItem")
+            storage.jobs.grant(machine, "dynamodb:UpdateItem")
+            self.runner.grant_invoke(machine)
+        containers.grant_run(self.state_machine)  # containers run on STANDARD only
         self._grant_deliveries(access)
         self._grant_runner(storage, containers, access)
 
@@ -76,9 +87,10 @@ class Execution(Construct):
             ("events:PutEvents", access.event_bus_arns(self)),
         ):
             if arns:
-                iam.Grant.add_to_principal(
-                    grantee=self.state_machine, actions=[action], resource_arns=arns
-                )
+                for machine in self.state_machines:
+                    iam.Grant.add_to_principal(
+                        grantee=machine, actions=[action], resource_arns=arns
+                    )
 
     def _grant_runner(self, storage: Storage, containers: Containers, access: TargetAccess) -> None:
         # Each attempt's log lines are appended to its run.
@@ -136,6 +148,7 @@ class Execution(Construct):
             ("sqs:SendMessage", [q.queue_arn for q in queues]),
             ("sns:Publish", [t.topic_arn for t in topics]),
         ):
-            self.state_machine.add_to_role_policy(
-                iam.PolicyStatement(effect=iam.Effect.DENY, actions=[action], resources=arns)
-            )
+            for machine in self.state_machines:
+                machine.add_to_role_policy(
+                    iam.PolicyStatement(effect=iam.Effect.DENY, actions=[action], resources=arns)
+                )

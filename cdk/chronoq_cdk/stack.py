@@ -86,6 +86,9 @@ class ChronoqStack(Stack):
         environment = {
             **environment,
             r.ENV_STATE_MACHINE_ARN: self.execution.state_machine.state_machine_arn,
+            r.ENV_EXPRESS_STATE_MACHINE_ARN: (
+                self.execution.express_state_machine.state_machine_arn
+            ),
         }
         self.dispatch = Dispatch(
             self,
@@ -103,6 +106,7 @@ class ChronoqStack(Stack):
             storage=self.storage,
             queues=self.queues,
             state_machine=self.execution.state_machine,
+            express_state_machine=self.execution.express_state_machine,
         )
         self.api = Api(
             self,
@@ -131,6 +135,11 @@ class ChronoqStack(Stack):
         CfnOutput(self, "UserPoolId", value=self.api.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.api.client.user_pool_client_id)
         CfnOutput(self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn)
+        CfnOutput(
+            self,
+            "ExpressStateMachineArn",
+            value=self.execution.express_state_machine.state_machine_arn,
+        )
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
 

@@ -28,6 +28,7 @@ class Workers(Construct):
         storage: Storage,
         queues: Queues,
         state_machine: sfn.IStateMachine,
+        express_state_machine: sfn.IStateMachine,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -39,6 +40,7 @@ class Workers(Construct):
             self.function, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
         state_machine.grant_start_execution(self.function)
+        express_state_machine.grant_start_execution(self.function)
         # concurrency "replace" stops the active run's execution.
         state_machine.grant_execution(self.function, "states:StopExecution")
         for queue in queues.by_priority.values():

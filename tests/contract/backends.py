@@ -170,7 +170,8 @@ class FakeBackend(Backend):
 
     def executions(self, run_id: str) -> list[dict[str, Any]]:
         started = self.fake_executor.started.get(run_id)
-        return [] if started is None else [started.document()]
+        count = self.fake_executor.express.get(run_id, 1)
+        return [] if started is None else [started.document()] * count
 
     def is_stopped(self, run_id: str) -> bool:
         return run_id in self.fake_executor.stopped
@@ -191,7 +192,9 @@ class MotoBackend(Backend):
         self._tables = (env[r.ENV_JOBS_TABLE], env[r.ENV_RUNS_TABLE], env[r.ENV_SCHEDULE_TABLE])
         self.store = DynamoStore(clients.dynamodb(), *self._tables)
         self.queues = SqsQueues(clients.sqs(), aws.queue_urls)
-        self.executor = StepFunctionsExecutor(clients.stepfunctions(), aws.state_machine_arn)
+        self.executor = StepFunctionsExecutor(
+            clients.stepfunctions(), aws.state_machine_arn, aws.express_state_machine_arn
+        )
         self.output_bucket = env[r.ENV_OUTPUT_BUCKET]
         self.artifacts = S3Artifacts(
             clients.dynamodb(), clients.client("s3"), env[r.ENV_RUNS_TABLE], self.output_bucket
@@ -239,15 +242,17 @@ class MotoBackend(Backend):
             messages.extend(RunMessage.model_validate_json(m["Body"]) for m in received)
 
     def executions(self, run_id: str) -> list[dict[str, Any]]:
-        pages = self._sfn.get_paginator("list_executions").paginate(
-            stateMachineArn=self.aws.state_machine_arn
-        )
-        return [
-            json.loads(self._sfn.describe_execution(executionArn=e["executionArn"])["input"])
-            for page in pages
-            for e in page["executions"]
-            if e["name"] == run_id
-        ]
+        """The inputs of the run's executions, on either state machine."""
+        found = []
+        for arn in (self.aws.state_machine_arn, self.aws.express_state_machine_arn):
+            for page in self._sfn.get_paginator("list_executions").paginate(stateMachineArn=arn):
+                for e in page["executions"]:
+                    document = json.loads(
+                        self._sfn.describe_execution(executionArn=e["executionArn"])["input"]
+                    )
+                    if document["run_id"] == run_id:
+                        found.append(document)
+        return found
 
     def _arn(self, run_id: str) -> str:
         return StepFunctionsExecutor(self._sfn, self.aws.state_machine_arn).execution_arn(run_id)

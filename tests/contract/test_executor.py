@@ -107,3 +107,21 @@ def test_given_a_stopped_execution_when_started_again_with_the_same_input_then_r
     assert backend.executor.start(run.id, execution_input) is False
 
     assert backend.executions(run.id) == [execution_input.document()]
+
+
+def test_given_a_run_that_fits_express_when_started_twice_then_two_executions(
+    backend: Backend,
+) -> None:
+    """EXPRESS: a start is never idempotent (the state machine's first write lets one of the
+    executions run the target; see tests/integration/test_execution.py)."""
+    job = a_job(retry={"max_attempts": 1})
+    run = a_run(job, status=RunStatus.QUEUED)
+    backend.store.put_new_job(job)
+    backend.store.create_run(run, NOW)
+    execution_input = ExecutionInput.of(job, run.id, run.scheduled_at)
+    assert execution_input.fits_express()
+
+    assert backend.executor.start(run.id, execution_input) is True
+    assert backend.executor.start(run.id, execution_input) is True
+
+    assert backend.executions(run.id) == [execution_input.document()] * 2

@@ -335,13 +335,29 @@ def test_given_an_ended_run_when_claimed_then_taken_and_not_left_active(
     assert active_runs(backend, job.id) == frozenset()
 
 
-def test_given_no_run_when_claimed_then_taken_and_not_left_active(backend: Backend) -> None:
+def test_given_no_run_record_when_claimed_then_the_claim_records_it_queued(
+    backend: Backend,
+) -> None:
+    """A scheduled run has no record until it starts: the claim (of a job that keeps its
+    active runs) writes it."""
     job = a_job()
     backend.store.put_new_job(job)
+    run = a_run(job)
 
-    assert backend.store.claim_run(job, a_run(job), NOW, NOW, exclusive=False) == "taken"
+    assert backend.store.claim_run(job, run, NOW, NOW, exclusive=True) == "claimed"
 
-    assert active_runs(backend, job.id) == frozenset()
+    kept = backend.store.get_run(job.id, run.id)
+    assert kept is not None
+    assert kept.status is RunStatus.QUEUED
+    assert (kept.owner, kept.priority, kept.trigger, kept.scheduled_at, kept.generation) == (
+        run.owner,
+        run.priority,
+        run.trigger,
+        run.scheduled_at,
+        run.generation,
+    )
+    assert kept.queued_at == NOW
+    assert active_runs(backend, job.id) == {run.id}
 
 
 def test_given_a_changed_job_when_claimed_with_the_version_read_before_then_job_changed(

@@ -28,6 +28,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         **{t.env: synth.ref(stack.storage.tables[t.id]) for t in r.TABLES},
         **{q.env: synth.ref(stack.queues.by_priority[q.priority]) for q in r.QUEUES},
         r.ENV_STATE_MACHINE_ARN: synth.ref(stack.execution.state_machine),
+        r.ENV_EXPRESS_STATE_MACHINE_ARN: synth.ref(stack.execution.express_state_machine),
         r.ENV_SHARDS: str(r.DEFAULT_SHARDS),
         r.ENV_TASK_MODULES: "",  # no task modules of its own by default
         r.ENV_OUTPUT_BUCKET: synth.ref(stack.storage.outputs),
@@ -172,6 +173,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             tables[r.RUNS_TABLE.id],
             *queues,
             stack.execution.state_machine,
+            stack.execution.express_state_machine,
         ],
         r.RUNNER_FUNCTION.name: [
             tables[r.RUNS_TABLE.id],

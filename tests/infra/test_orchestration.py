@@ -13,19 +13,22 @@ from chronoq_cdk.stack import ChronoqStack
 from tests.infra.synthesis import Synthesis, denials, grants, rendered
 
 
+@pytest.mark.parametrize(
+    ("kind", "attribute"), [("STANDARD", "state_machine"), ("EXPRESS", "express_state_machine")]
+)
 def test_given_the_state_machine_when_substituted_then_it_is_the_resources_definition(
-    synth: Synthesis,
+    synth: Synthesis, kind: str, attribute: str
 ) -> None:
     execution = synth.stack.execution
     containers = synth.stack.containers
-    props = synth.resource(execution.state_machine)["Properties"]
+    props = synth.resource(getattr(execution, attribute))["Properties"]
     staged = synth.assets[props["DefinitionS3Location"]["Key"]]
     dummies = {name: f"dummy-{name}" for name in r.STATE_MACHINE.substitutions}
     text = staged.read_text()
     for name in props["DefinitionSubstitutions"]:
         text = text.replace("${" + name + "}", dummies[name])
 
-    assert props["StateMachineType"] == "STANDARD"
+    assert props["StateMachineType"] == kind
     assert props["DefinitionSubstitutions"] == {
         r.ASL_RUNS_TABLE: synth.ref(synth.stack.storage.runs),
         r.ASL_JOBS_TABLE: synth.ref(synth.stack.storage.jobs),
@@ -42,17 +45,19 @@ def test_given_the_state_machine_when_substituted_then_it_is_the_resources_defin
     assert props["LoggingConfiguration"]["Destinations"]
 
 
+@pytest.mark.parametrize("attribute", ["state_machine", "express_state_machine"])
 def test_given_the_state_machine_role_when_synthesized_then_it_only_updates_runs_and_jobs_and_invokes_the_runner(
-    synth: Synthesis,
+    synth: Synthesis, attribute: str
 ) -> None:
     stack = synth.stack
-    statements = synth.role_statements(stack.execution.state_machine)
+    statements = synth.role_statements(getattr(stack.execution, attribute))
     runs = synth.logical_id(stack.storage.runs)
     jobs = synth.logical_id(stack.storage.jobs)
     runner = synth.logical_id(stack.execution.runner)
 
     assert {g for g in grants(statements) if g[0].split(":")[0] in ("dynamodb", "lambda")} == {
         ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
+        ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),
         ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}", "null"),
         # CDK grants on a table with an index cover the index too
         ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}/index/*", "null"),

@@ -43,6 +43,35 @@ class Harness:
 
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
 
+    def executions(self) -> list[dict[str, Any]]:
+        """Every execution started, on either state machine, oldest first: the run it
+        executes (from its input), its status and ARN."""
+        sfn = self.aws.client("stepfunctions")
+        found = []
+        for machine in (self.aws.state_machine_arn, self.aws.express_state_machine_arn):
+            for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine):
+                for e in page["executions"]:
+                    described = sfn.describe_execution(executionArn=e["executionArn"])
+                    found.append(
+                        {
+                            "run_id": json.loads(described["input"])["run_id"],
+                            "status": described["status"],
+                            "arn": e["executionArn"],
+                            "started": e["startDate"],
+                        }
+                    )
+        return sorted(found, key=lambda e: e["started"])
+
+    def execution_status(self, run_id: str) -> str:
+        """The status of the run's (one) execution once it has ended."""
+
+        def ended() -> str | None:
+            (execution,) = [e for e in self.executions() if e["run_id"] == run_id]
+            return None if execution["status"] == "RUNNING" else str(execution["status"])
+
+        result: str = wait_for(ended)
+        return result
+
     def record(self, service: str, operation: str) -> list[dict[str, Any]]:
         """The parameters of every ``operation`` call chronoq's ``service`` client makes from
         now on (a botocore hook on the client every function shares in this process)."""

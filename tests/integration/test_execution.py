@@ -58,21 +58,11 @@ def due_run(service: Wiring, sink: Sink) -> tuple[Any, RunMessage]:
 
 
 def executions(harness: Harness) -> list[dict[str, Any]]:
-    sfn = harness.aws.client("stepfunctions")
-    return list(sfn.list_executions(stateMachineArn=harness.aws.state_machine_arn)["executions"])
+    return harness.executions()
 
 
 def execution_status(harness: Harness, run_id: str) -> str:
-    """The status of the run's execution once it has ended."""
-    sfn = harness.aws.client("stepfunctions")
-    arn = harness.aws.state_machine_arn.replace(":stateMachine:", ":execution:") + f":{run_id}"
-
-    def ended() -> str | None:
-        status: str = sfn.describe_execution(executionArn=arn)["status"]
-        return None if status == "RUNNING" else status
-
-    result: str = wait_for(ended)
-    return result
+    return harness.execution_status(run_id)
 
 
 def finished_run(service: Wiring, run_id: str, timeout: float = 20) -> Any:
@@ -99,7 +89,7 @@ def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_on
     answer = harness.invoke(r.WORKER_FUNCTION, worker_event(message))
 
     assert answer == {"batchItemFailures": []}
-    assert [e["name"] for e in executions(harness)] == [message.run_id]
+    assert [e["run_id"] for e in executions(harness)] == [message.run_id]
     assert service.runs.get_run("alice", message.run_id).status in (
         RunStatus.QUEUED,
         RunStatus.RUNNING,
@@ -161,7 +151,7 @@ def test_given_a_malformed_record_when_the_worker_gets_a_batch_then_only_that_re
     answer = harness.invoke(r.WORKER_FUNCTION, event)
 
     assert answer == {"batchItemFailures": [{"itemIdentifier": "m1"}]}
-    assert [e["name"] for e in executions(harness)] == [good.run_id]
+    assert [e["run_id"] for e in executions(harness)] == [good.run_id]
 
 
 # --- runner ---------------------------------------------------------------------------------

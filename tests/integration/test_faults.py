@@ -291,12 +291,8 @@ def stored(harness: Harness, run_id: str) -> Run:
 
 
 def executions(harness: Harness) -> list[str]:
-    """The name (the run id) of every execution started."""
-    sfn = harness.aws.client("stepfunctions")
-    pages = sfn.get_paginator("list_executions").paginate(
-        stateMachineArn=harness.aws.state_machine_arn
-    )
-    return [e["name"] for page in pages for e in page["executions"]]
+    """The run id of every execution started."""
+    return [e["run_id"] for e in harness.executions()]
 
 
 def http_job(harness: Harness, sink: Sink) -> dict[str, Any]:

@@ -40,9 +40,7 @@ def status_of(service: Wiring, run_id: str) -> RunStatus:
 
 
 def executions(harness: Harness) -> dict[str, str]:
-    sfn = harness.aws.client("stepfunctions")
-    found = sfn.list_executions(stateMachineArn=harness.aws.state_machine_arn)["executions"]
-    return {e["name"]: e["status"] for e in found}
+    return {e["run_id"]: e["status"] for e in harness.executions()}
 
 
 @pytest.fixture

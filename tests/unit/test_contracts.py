@@ -55,16 +55,35 @@ def _written(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
             target, _, source = assignment.replace("=", " ", 1).strip().partition(" ")
             name = names.get(target, target)
             value = re.findall(r":\w+", source)[-1]  # list_append(if_not_exists(x, :none), :v)
-            written[name] = values[value]
+            if value in values:
+                written[name] = values[value]
+            else:  # a value the runner answered, typed as the contract types it
+                path = values[value + ".$"]
+                written[name] = {f"{RUNNER_TYPED[path]}.$": path}
     return written
+
+
+#: Values the ASL writes as the runner typed them (see contract.AttemptResult).
+RUNNER_TYPED = {"$.result.logs": "L", "$.result.log_objects": "L"}
 
 
 RUN_WRITERS = {
     name: state
     for name, state in STATES.items()
     if state.get("Resource", "").startswith("arn:aws:states:::dynamodb:")
+    and not state["Resource"].endswith(":getItem")
     and state["Parameters"]["TableName"] == "${" + r.ASL_RUNS_TABLE + "}"
 }
+
+
+def test_given_a_state_reading_a_run_when_compared_with_the_codec_then_it_reads_its_status() -> (
+    None
+):
+    parameters = STATES["StillRunning"]["Parameters"]
+    (name,) = parameters["ExpressionAttributeNames"].values()
+    assert name == "status"
+    assert RUN_ATTRIBUTES[name] == "S"
+    assert STATES["StillRunning"]["ResultSelector"] == {"status.$": f"$.Item.{name}.S"}
 
 
 def test_given_the_asl_when_read_then_it_writes_run_items_in_several_states() -> None:
@@ -172,5 +191,6 @@ def test_given_the_execution_input_when_the_asl_reads_it_then_every_path_is_a_fi
     }
     read = set(re.findall(r'"\$\.(\w+)', json.dumps(ASL)))
 
-    unknown = read - _fields(contract.ExecutionInput) - written_by_the_asl - {"Payload"}
+    # (Payload: what a Lambda invocation answers; Item: what a getItem answers)
+    unknown = read - _fields(contract.ExecutionInput) - written_by_the_asl - {"Payload", "Item"}
     assert unknown == set()

@@ -4,6 +4,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from chronoq import resources as r
 from chronoq.aws.queues import delay_seconds
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec, JobState, Priority
@@ -22,9 +23,54 @@ SPEC = {
 def test_given_a_minimal_spec_when_validated_then_defaults_apply() -> None:
     spec = JobSpec.model_validate(SPEC)
     assert spec.priority is Priority.NORMAL
-    assert spec.timeout_seconds == 300
+    assert spec.timeout_seconds == 60
     assert isinstance(spec.target, HttpTarget)
     assert spec.target.method == "POST"
+
+
+def test_given_a_container_target_without_timeout_when_validated_then_its_default_is_longer() -> (
+    None
+):
+    container = {"type": "container", "image": "busybox", "command": ["true"]}
+    assert JobSpec.model_validate({**SPEC, "target": container}).timeout_seconds == 300
+    given = {**SPEC, "target": container, "timeout_seconds": 30}
+    assert JobSpec.model_validate(given).timeout_seconds == 30
+
+
+def _input(**spec: object) -> ExecutionInput:
+    job = Job.model_validate(
+        {
+            **SPEC,
+            **spec,
+            "id": "j1",
+            "owner": "alice",
+            "state": JobState.ACTIVE,
+            "version": 1,
+            "created_at": datetime(2026, 1, 1, tzinfo=UTC),
+            "updated_at": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+    )
+    return ExecutionInput.of(job, "r1", datetime(2026, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    ("spec", "express"),
+    [
+        ({}, True),  # the defaults: 3 attempts of 60 s, waits of 10 and 20 s = 210 s
+        ({"timeout_seconds": 70}, True),  # 210 + 30 = 240 s: the budget exactly
+        ({"timeout_seconds": 71}, False),
+        ({"timeout_seconds": 200, "retry": {"max_attempts": 1}}, True),
+        ({"retry": {"max_attempts": 4}}, False),  # 240 + 10 + 20 + 40
+        (
+            {"target": {"type": "container", "image": "b", "command": ["x"]}, "timeout_seconds": 5},
+            False,
+        ),
+    ],
+)
+def test_given_a_run_when_its_worst_case_is_counted_then_express_only_within_the_budget(
+    spec: dict[str, object], express: bool
+) -> None:
+    assert _input(**spec).fits_express() is express
 
 
 @pytest.mark.parametrize(
@@ -78,14 +124,15 @@ def test_given_an_instant_when_bucketed_then_the_key_is_its_minute_and_shard() -
     assert ids.minute_of_bucket(key) == datetime(2026, 11, 25, 21, 48, tzinfo=UTC)
 
 
-def test_given_due_times_when_computing_the_sqs_delay_then_runs_arrive_shortly_early_within_sqs_limits() -> (
+def test_given_due_times_when_computing_the_sqs_delay_then_runs_arrive_in_the_second_before_within_sqs_limits() -> (
     None
 ):
     now = datetime(2026, 11, 25, 21, 48, 0, 400000, tzinfo=UTC)
     due = datetime(2026, 11, 25, 21, 49, tzinfo=UTC)
-    assert delay_seconds(due, now, Priority.NORMAL) == 57
-    assert delay_seconds(due, now, Priority.HIGH) == 56  # higher priorities arrive earlier
-    assert delay_seconds(due, now, Priority.LOW) == 58
+    # visible at 21:48:59.4: the worker waits 0.6 s for the run's second
+    for priority in Priority:
+        lead = r.DISPATCH_LEAD_SECONDS[priority.value]
+        assert delay_seconds(due, now, priority) == 59 - lead
     assert delay_seconds(datetime(2026, 11, 25, 21, 48, 1, tzinfo=UTC), now, Priority.NORMAL) == 0
     assert delay_seconds(datetime(2026, 11, 25, 21, 40, tzinfo=UTC), now, Priority.NORMAL) == 0
     assert delay_seconds(datetime(2026, 11, 26, tzinfo=UTC), now, Priority.LOW) == 900

@@ -26,6 +26,7 @@ from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.runs import ACTIVE_STATUSES, Run, RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeExecutor, FakeStore
+from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -147,9 +148,21 @@ class StepFunctions(FakeExecutor):
             return accepted
         ledger = self.store.ledger
         run = self.store.get_run(execution_input.job_id, run_id)
-        if run is None or run.status is not RunStatus.QUEUED:
+        if run is not None and run.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
             self.finish(run_id)  # NotStarted: cancelled or ended meanwhile
             return accepted
+        if run is None:  # a scheduled run is recorded when it starts
+            run = Run(
+                id=run_id,
+                job_id=execution_input.job_id,
+                owner=execution_input.owner,
+                status=RunStatus.SCHEDULED,
+                priority=Priority(execution_input.priority),
+                trigger=Trigger(execution_input.trigger),
+                scheduled_at=datetime.fromisoformat(execution_input.scheduled_at),
+                generation=execution_input.generation,
+            )
+            self.store.create_run(run, self.clock())
         self.store.update_run(run.job_id, run_id, status=RunStatus.RUNNING, started_at=self.clock())
         ledger.executed[run_id] += 1
         if run.trigger is Trigger.SCHEDULE:
@@ -171,7 +184,8 @@ class StepFunctions(FakeExecutor):
                 self.store.update_run(
                     run.job_id, run_id, status=RunStatus.SUCCEEDED, finished_at=self.clock()
                 )
-            self.store.release_run(execution_input.job_id, run_id)  # ReleaseJob
+            if execution_input.exclusive:
+                self.store.release_run(execution_input.job_id, run_id)  # ReleaseJob
             self.finish(run_id)
 
 

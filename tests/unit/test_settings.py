@@ -20,6 +20,7 @@ WORKER_ENV = {
     r.ENV_JOBS_TABLE: "jobs",
     r.ENV_RUNS_TABLE: "runs",
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:run",
+    r.ENV_EXPRESS_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:fast",
 }
 
 
@@ -57,6 +58,7 @@ def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen()
         "jobs_table": "jobs",
         "runs_table": "runs",
         "state_machine_arn": WORKER_ENV[r.ENV_STATE_MACHINE_ARN],
+        "express_state_machine_arn": WORKER_ENV[r.ENV_EXPRESS_STATE_MACHINE_ARN],
     }
 
 

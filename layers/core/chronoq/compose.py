@@ -94,7 +94,9 @@ def dispatcher(settings: DispatcherSettings) -> Dispatcher:
 
 def worker(settings: WorkerSettings) -> RunStarter:
     store = DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table)
-    executor = StepFunctionsExecutor(clients.stepfunctions(), settings.state_machine_arn)
+    executor = StepFunctionsExecutor(
+        clients.stepfunctions(), settings.state_machine_arn, settings.express_state_machine_arn
+    )
     return RunStarter(
         store=store,
         executor=executor,

@@ -25,8 +25,10 @@ class Priority(StrEnum):
 
 #: Number of shards the schedule table is spread over (deployment setting ``SHARDS``).
 DEFAULT_SHARDS = 4
-#: Default execution timeout of a run (the SLA), in seconds.
-DEFAULT_TIMEOUT_SECONDS = 300
+#: Default execution timeout of a run (the SLA), in seconds: a container's, and every other
+#: target's (short enough that a run with the default retry policy fits an Express execution).
+DEFAULT_CONTAINER_TIMEOUT_SECONDS = 300
+DEFAULT_TIMEOUT_SECONDS = 60
 #: Longest interval of a rate schedule.
 MAX_RATE_SECONDS = 365 * 24 * 3600
 #: Default start deadline: a run that cannot start this long after its time is MISSED.
@@ -46,10 +48,11 @@ RUN_RETENTION_SECONDS = 90 * 24 * 3600
 DISPATCH_LOOKAHEAD_MINUTES = 1
 #: Most minutes one dispatcher invocation catches up per shard after an outage.
 MAX_CATCH_UP_MINUTES = 60
-#: Runs reach a worker up to this many seconds before they are due, and the worker waits for
-#: the exact second: this covers SQS's whole-second delays and polling latency. Higher
-#: priorities arrive earlier, so that in a burst of runs due together they are at the front.
-DISPATCH_LEAD_SECONDS = {"high": 3, "normal": 2, "low": 1}
+#: Runs reach a worker this many whole seconds (per priority) before the second before they
+#: are due (SQS delays are whole seconds), and the worker waits for the exact second: with
+#: none, a worker pays for less than a second of waiting per batch, and the runs of a batch
+#: wait together. (Each priority has its own queue, polled highest first.)
+DISPATCH_LEAD_SECONDS = {"high": 0, "normal": 0, "low": 0}
 #: How long a worker's claim on a run lasts: a second delivery of the run meanwhile is asked
 #: to come back later (the run is being started); after it, the run may be claimed again (its
 #: worker died before starting it). Shorter than the queues' visibility timeout.
@@ -84,7 +87,9 @@ ENV_RUNS_TABLE = "CHRONOQ_RUNS_TABLE"
 #: Run priorities, highest first; one SQS queue each.
 PRIORITIES = tuple(p.value for p in Priority)
 ENV_QUEUE_URLS = {p: f"CHRONOQ_QUEUE_URL_{p.upper()}" for p in PRIORITIES}
+#: The run state machines: STANDARD (containers, long retry chains) and EXPRESS (the rest).
 ENV_STATE_MACHINE_ARN = "CHRONOQ_STATE_MACHINE_ARN"
+ENV_EXPRESS_STATE_MACHINE_ARN = "CHRONOQ_EXPRESS_STATE_MACHINE_ARN"
 ENV_SHARDS = "CHRONOQ_SHARDS"
 #: Comma-separated modules holding a deployment's own Python tasks (see chronoq.tasks).
 ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
@@ -226,14 +231,14 @@ DISPATCHER_FUNCTION = Function(
 )
 WORKER_FUNCTION = Function(
     name="worker",
-    memory_mb=512,
+    memory_mb=128,  # it waits and makes three small requests per run
     timeout_seconds=30,
-    env=(ENV_JOBS_TABLE, ENV_RUNS_TABLE, ENV_STATE_MACHINE_ARN),
+    env=(ENV_JOBS_TABLE, ENV_RUNS_TABLE, ENV_STATE_MACHINE_ARN, ENV_EXPRESS_STATE_MACHINE_ARN),
     description="Claims queued runs and starts their executions",
 )
 RUNNER_FUNCTION = Function(
     name="runner",
-    memory_mb=512,
+    memory_mb=256,
     timeout_seconds=MAX_TIMEOUT_SECONDS,
     env=(
         ENV_TASK_MODULES,
@@ -273,6 +278,15 @@ LAMBDA_RUNTIME = "python3.12"
 # --- State machine ------------------------------------------------------------------------
 
 STATE_MACHINE_ID = "RunStateMachine"
+EXPRESS_STATE_MACHINE_ID = "RunExpressStateMachine"
+#: The longest an Express execution may last (AWS's limit), and how much of it a run's
+#: attempts, timeouts and retry waits may take at worst to be given one (the rest is for the
+#: state machine's own steps and their retries).
+EXPRESS_MAX_SECONDS = 300
+EXPRESS_BUDGET_SECONDS = 240
+#: What AWS bills an Express execution for: its duration in 100 ms steps, at 64 MB.
+EXPRESS_BILLING_STEP_MS = 100
+EXPRESS_MEMORY_MB = 64
 STATE_MACHINE_FILE = "execution/statemachine/run.asl.json"
 #: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
 ASL_RUNS_TABLE = "RunsTable"
@@ -285,7 +299,10 @@ ASL_CONTAINER_SECURITY_GROUP = "ContainerSecurityGroup"
 
 @dataclass(frozen=True)
 class StateMachine:
+    """A run state machine; both kinds are built from the one ASL file."""
+
     id: str = STATE_MACHINE_ID
+    express: bool = False
     substitutions: tuple[str, ...] = field(
         default=(
             ASL_RUNS_TABLE,
@@ -310,6 +327,7 @@ class StateMachine:
 
 
 STATE_MACHINE = StateMachine()
+EXPRESS_STATE_MACHINE = StateMachine(id=EXPRESS_STATE_MACHINE_ID, express=True)
 
 # --- Notifications, outputs, containers -------------------------------------------------------
 

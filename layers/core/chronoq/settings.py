@@ -129,6 +129,7 @@ class WorkerSettings(FunctionSettings):
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
     state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
+    express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
 
 
 class RunnerSettings(FunctionSettings):

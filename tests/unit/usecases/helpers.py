@@ -1,27 +1,70 @@
-"""Small steps the use-case tests share: a job's pending run, the message that asks a worker
-to start a run, and the state machine's writes played by hand."""
+"""Small steps the use-case tests share: a job's pending occurrence (a schedule item: its run
+has no record until it starts), the message that asks a worker to start a run, the state
+machine's writes played by hand, and a store that counts its writes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+import pytest
+from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.jobs import Job
-from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.domain.errors import Conflict
+from chronoq.domain.jobs import Job, JobPatch
+from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus, Trigger
+from chronoq.fakes import FakeStore
+from chronoq.resources import Priority
+from chronoq.usecases.ports import Claim
+from chronoq.usecases.timeindex import new_run
 
-from tests.builders import OWNER, Fakes, job_spec, message_for, seconds_from
+from tests.builders import OWNER, Fakes, job_spec, seconds_from
+
+#: A timeout that puts a run (of one attempt) on the STANDARD state machine.
+LONGER_THAN_EXPRESS = r.EXPRESS_BUDGET_SECONDS + 1
+
+
+def occurrences_of(fakes: Fakes, job: Job) -> list[Occurrence]:
+    """Every schedule item of ``job`` in the time index, by due time."""
+    return sorted(
+        (
+            o
+            for items in fakes.store.schedule.values()
+            for o in items.values()
+            if o.job_id == job.id
+        ),
+        key=lambda o: (o.scheduled_at, o.run_id),
+    )
+
+
+def pending_occurrence(fakes: Fakes, job: Job) -> Occurrence:
+    """The schedule item of the occurrence ``job.next_run_at`` announces (in its generation)."""
+    assert job.next_run_at is not None
+    run_id = ids.run_id(job.id, job.next_run_at, job.generation)
+    shard = ids.shard_of(job.id, fakes.shards)
+    found = [o for o in fakes.store.occurrences_in(job.next_run_at, shard) if o.run_id == run_id]
+    assert found, f"the time index holds no occurrence {run_id}"
+    return found[0]
+
+
+def run_at(job: Job, at: datetime, generation: int | None = None) -> Run:
+    """The (unrecorded) run of the scheduled occurrence of ``job`` at ``at``."""
+    generation = job.generation if generation is None else generation
+    run = new_run(job, ids.run_id(job.id, at, generation), at, Trigger.SCHEDULE)
+    return run.model_copy(update={"generation": generation})
 
 
 def pending_run(fakes: Fakes, job: Job) -> Run:
-    """The run planned at the job's next fire time."""
-    assert job.next_run_at is not None
-    run = fakes.store.get_run(job.id, ids.run_id(job.id, job.next_run_at, job.generation))
-    assert run is not None
-    return run
+    """The run planned at the job's next fire time: its schedule item is in the time index,
+    and it has no record yet (a scheduled run is recorded when it starts)."""
+    o = pending_occurrence(fakes, job)
+    return run_at(job, o.scheduled_at, o.generation).model_copy(update={"priority": o.priority})
 
 
 def due_job(fakes: Fakes, seconds: float = 2, **extra: Any) -> tuple[Job, Run]:
-    """A one-time job due ``seconds`` from now, and its pending run."""
+    """A one-time job due ``seconds`` from now, and its pending (unrecorded) run."""
     due = seconds_from(fakes.clock(), seconds)
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "at", "at": due.isoformat()}, **extra))
     return job, pending_run(fakes, job)
@@ -29,13 +72,19 @@ def due_job(fakes: Fakes, seconds: float = 2, **extra: Any) -> tuple[Job, Run]:
 
 def message(fakes: Fakes, run: Run) -> RunMessage:
     """The message that asks a worker to start ``run``, queued now (on the fake clock)."""
-    return message_for(run, queued_at=fakes.clock())
+    return RunMessage(
+        job_id=run.job_id,
+        run_id=run.id,
+        scheduled_at=run.scheduled_at,
+        queued_at=fakes.clock(),
+        generation=run.generation,
+    )
 
 
 def stored(fakes: Fakes, run: Run) -> Run:
     """The run as it is kept now."""
     kept = fakes.store.get_run(run.job_id, run.id)
-    assert kept is not None
+    assert kept is not None, f"run {run.id} has no record"
     return kept
 
 
@@ -46,17 +95,147 @@ def stored_job(fakes: Fakes, job: Job) -> Job:
     return kept
 
 
-def mark_running(fakes: Fakes, run: Run) -> None:
-    """What the state machine's MarkRunning writes."""
-    fakes.store.update_run(run.job_id, run.id, status=RunStatus.RUNNING, started_at=fakes.clock())
+def mark_running(fakes: Fakes, run: Run | RunMessage) -> bool:
+    """What the state machine's first state (MarkRunning) writes, from the input its
+    execution was started with: the run's record created RUNNING when it has none yet, or
+    moved on from SCHEDULED or QUEUED. False (the execution ends NotStarted) when the record
+    is anything else: another execution of the run got there first, or it was cancelled."""
+    run_id = run.id if isinstance(run, Run) else run.run_id
+    started = fakes.executor.started.get(run_id)
+    assert started is not None, f"no execution of run {run_id} was started"
+    now = fakes.clock()
+    record = Run(
+        id=started.run_id,
+        job_id=started.job_id,
+        owner=started.owner,
+        status=RunStatus.RUNNING,
+        priority=Priority(started.priority),
+        trigger=Trigger(started.trigger),
+        generation=started.generation,
+        scheduled_at=datetime.fromisoformat(started.scheduled_at),
+    )
+    if fakes.store.create_run(record, now):
+        queued_at = datetime.fromisoformat(started.queued_at)
+        fakes.store.update_run(record.job_id, record.id, queued_at=queued_at, started_at=now)
+        return True
+    kept = fakes.store.get_run(record.job_id, record.id)
+    if kept is None or kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+        return False
+    fakes.store.update_run(record.job_id, record.id, status=RunStatus.RUNNING, started_at=now)
+    return True
 
 
 def finish(fakes: Fakes, run: Run, status: RunStatus, **changes: Any) -> None:
-    """What the state machine writes when the run ends (its release of the run included)."""
+    """What the state machine writes when the run ends: its outcome, and (for a job that
+    keeps its active runs) the run taken off them; then its execution is over."""
+    started = fakes.executor.started.get(run.id)
+    assert started is not None, f"no execution of run {run.id} was started"
     fakes.store.update_run(run.job_id, run.id, status=status, finished_at=fakes.clock(), **changes)
-    fakes.store.release_run(run.job_id, run.id)
+    if started.exclusive:
+        fakes.store.release_run(run.job_id, run.id)
+    fakes.executor.finish(run.id)
+
+
+def started_run(fakes: Fakes, **extra: Any) -> tuple[Job, Run]:
+    """A one-time job whose run the worker started and the state machine marked RUNNING;
+    the run as recorded."""
+    job, run = due_job(fakes, **extra)
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    assert mark_running(fakes, run)
+    return job, stored(fakes, run)
 
 
 def sent_run_ids(fakes: Fakes) -> list[str]:
     """The run ids of every message sent so far, in the order sent."""
     return [s.message.run_id for s in fakes.queues.sent]
+
+
+@dataclass
+class CountingStore(FakeStore):
+    """The fake store, noting every write to the jobs table and to the runs table."""
+
+    job_writes: list[str] = field(default_factory=list)
+    run_writes: list[str] = field(default_factory=list)
+
+    def put_new_job(self, job: Job) -> None:
+        self.job_writes.append("put_new_job")
+        super().put_new_job(job)
+
+    def save_job(self, job: Job, expected_version: int) -> bool:
+        self.job_writes.append("save_job")
+        return super().save_job(job, expected_version)
+
+    def delete_job(self, job_id: str) -> bool:
+        self.job_writes.append("delete_job")
+        return super().delete_job(job_id)
+
+    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
+        self.job_writes.append("advance_job")
+        return super().advance_job(job, next_run_at, now)
+
+    def claim_run(
+        self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+    ) -> Claim:
+        self.job_writes.append("claim_run")
+        return super().claim_run(job, run, queued_at, now, exclusive)
+
+    def release_run(self, job_id: str, run_id: str) -> None:
+        self.job_writes.append("release_run")
+        super().release_run(job_id, run_id)
+
+    def create_run(self, run: Run, now: datetime) -> bool:
+        self.run_writes.append("create_run")
+        return super().create_run(run, now)
+
+    def end_run(
+        self,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        reason: str,
+        only_from: Iterable[RunStatus],
+        attempt: Attempt | None = None,
+    ) -> bool:
+        self.run_writes.append("end_run")
+        return super().end_run(run, status, now, reason, only_from, attempt)
+
+    def delete_pending_run(self, job_id: str, run_id: str) -> bool:
+        self.run_writes.append("delete_pending_run")
+        return super().delete_pending_run(job_id, run_id)
+
+
+@dataclass
+class RacingStore(FakeStore):
+    """A jobs table in which ``race`` (another change of the same job) gets in just before
+    the next save of a job: that save then finds the job at another version."""
+
+    race: Callable[[], object] | None = None
+
+    def save_job(self, job: Job, expected_version: int) -> bool:
+        race, self.race = self.race, None
+        if race is not None:
+            race()
+        return super().save_job(job, expected_version)
+
+
+def a_change_that_lost(fakes: Fakes) -> tuple[Job, Run]:
+    """An hourly job (at minute 0) changed twice at once from the same version: to minute 30
+    (the change that wins) and to minute 15 (the one that loses, with a Conflict, after it
+    wrote its occurrence). The job as the winner left it, and the run of the loser's
+    occurrence: of the job's generation, but not a fire time of its schedule."""
+    assert isinstance(fakes.store, RacingStore)
+    job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "0 * * * *"}))
+
+    def winner() -> None:
+        patch = JobPatch.model_validate({"schedule": {"type": "cron", "expression": "30 * * * *"}})
+        fakes.jobs.update_job(OWNER, job.id, patch)
+
+    fakes.store.race = winner
+    loser = JobPatch.model_validate({"schedule": {"type": "cron", "expression": "15 * * * *"}})
+    with pytest.raises(Conflict):
+        fakes.jobs.update_job(OWNER, job.id, loser)
+    won = stored_job(fakes, job)
+    lost = run_at(won, fakes.clock().replace(minute=15, second=0, microsecond=0))
+    assert won.generation == lost.generation == 2
+    assert lost.id in [o.run_id for o in occurrences_of(fakes, job)]  # written, never removed
+    return won, lost

@@ -17,7 +17,14 @@ from chronoq.fakes import FakeQueues
 from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec
-from tests.unit.usecases.helpers import pending_run, sent_run_ids, stored, stored_job
+from tests.unit.usecases.helpers import (
+    CountingStore,
+    RacingStore,
+    a_change_that_lost,
+    occurrences_of,
+    sent_run_ids,
+    stored_job,
+)
 
 
 def t(hour: int, minute: int, second: int = 0, day: int = 25) -> datetime:
@@ -60,13 +67,10 @@ def test_given_a_cron_job_when_its_minute_is_dispatched_then_the_next_occurrence
     report = fakes.dispatcher.dispatch()
 
     assert (report.dispatched, report.scheduled) == (1, 1)
-    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(22, 0)
-    runs = fakes.runs.list_runs(OWNER, job.id)
-    assert [(x.scheduled_at, x.status) for x in runs] == [
-        (t(22, 0), RunStatus.SCHEDULED),
-        (t(21, 50), RunStatus.SCHEDULED),
-    ]
+    assert [o.scheduled_at for o in occurrences_of(fakes, job)] == [t(21, 50), t(22, 0)]
+    assert fakes.runs.list_runs(OWNER, job.id) == []  # recorded when they start
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 50))]
+    assert stored_job(fakes, job) == job  # the job item is not written
 
 
 def test_given_a_dispatched_minute_when_dispatching_again_then_nothing_is_sent_twice(
@@ -127,8 +131,8 @@ def test_given_a_recurring_job_created_inside_the_dispatched_window_when_sent_at
     job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))  # first fire 21:48
 
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
-    assert stored_job(fakes, job).next_run_at == t(21, 49)
-    assert stored(fakes, pending_run(fakes, stored_job(fakes, job))).status is RunStatus.SCHEDULED
+    assert [o.scheduled_at for o in occurrences_of(fakes, job)] == [t(21, 48), t(21, 49)]
+    assert stored_job(fakes, job) == job  # next_run_at stays its first occurrence, 21:48
 
 
 def test_given_a_job_rescheduled_into_the_dispatched_window_when_saved_then_its_new_run_goes_straight_to_the_queue(
@@ -142,9 +146,11 @@ def test_given_a_job_rescheduled_into_the_dispatched_window_when_saved_then_its_
     )
 
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20), generation=2)]
-    assert [x.id for x in fakes.runs.list_runs(OWNER, job.id)] == [
-        ids.run_id(job.id, t(21, 48, 20), generation=2)
+    assert [(o.scheduled_at, o.generation) for o in occurrences_of(fakes, job)] == [
+        (t(21, 48, 20), 2),
+        (t(22, 30), 1),
     ]
+    assert fakes.runs.list_runs(OWNER, job.id) == []
     assert changed.generation == 2
     assert stored_job(fakes, job).state is JobState.COMPLETED  # its only occurrence is sent
 
@@ -163,7 +169,8 @@ def test_given_an_outage_when_dispatching_resumes_then_every_missed_minute_is_pr
     assert sent_run_ids(fakes)[sent_before:] == [
         ids.run_id(job.id, t(21, m)) for m in range(49, 55)
     ]
-    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 55)
+    assert occurrences_of(fakes, job)[-1].scheduled_at == t(21, 55)  # chained on
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 54)  # the next to run
     assert fakes.store.checkpoints(fakes.shards) == dict.fromkeys(range(fakes.shards), t(21, 54))
 
 
@@ -194,14 +201,20 @@ def test_given_an_outage_longer_than_the_start_deadline_when_dispatching_resumes
 
     runs = {x.scheduled_at.minute: x for x in fakes.runs.list_runs(OWNER, job.id, limit=100)}
     # 150 s before 21:54:30 is 21:52:00: 21:49 .. 21:51 are too late, 21:52 on still run.
+    # The missed ones are recorded (from nothing); those sent are not (yet).
+    assert sorted(runs) == [49, 50, 51]
     assert [runs[m].status for m in (49, 50, 51)] == [RunStatus.MISSED] * 3
+    assert [(runs[m].id, runs[m].owner, runs[m].generation) for m in (49, 50, 51)] == [
+        (ids.run_id(job.id, t(21, m)), OWNER, 1) for m in (49, 50, 51)
+    ]
     assert runs[49].reason == "could not start within start_deadline_seconds (150 s)"
     assert runs[49].finished_at == t(21, 54, 30)
     assert sent_run_ids(fakes)[sent_before:] == [
         ids.run_id(job.id, t(21, m)) for m in range(52, 56)
     ]
     assert report.missed == 3
-    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 56)
+    assert occurrences_of(fakes, job)[-1].scheduled_at == t(21, 56)
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 55)
 
 
 def test_given_an_outage_of_hours_when_dispatching_resumes_then_each_tick_catches_up_at_most_an_hour(
@@ -217,7 +230,7 @@ def test_given_an_outage_of_hours_when_dispatching_resumes_then_each_tick_catche
     assert first.minutes == r.MAX_CATCH_UP_MINUTES * fakes.shards
     assert (first.dispatched, first.missed) == (0, r.MAX_CATCH_UP_MINUTES)
     assert fakes.store.checkpoints(fakes.shards) == dict.fromkeys(range(fakes.shards), t(22, 48))
-    assert stored_job(fakes, job).next_run_at == t(22, 49)
+    assert occurrences_of(fakes, job)[-1].scheduled_at == t(22, 49)
 
     later = [fakes.dispatcher.dispatch() for _ in range(3)]
 
@@ -227,7 +240,9 @@ def test_given_an_outage_of_hours_when_dispatching_resumes_then_each_tick_catche
         ids.run_id(job.id, t(0, m, day=26)) for m in range(33, 49)
     ]
     assert later[-1].minutes == 0
-    assert stored_job(fakes, job).next_run_at == t(0, 49, day=26)
+    assert occurrences_of(fakes, job)[-1].scheduled_at == t(0, 49, day=26)
+    assert len(fakes.runs.list_runs(OWNER, job.id, limit=1000)) == 11 + 60 + 60 + 33  # MISSED
+    assert stored_job(fakes, job) == job  # never written while it went on
 
 
 def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_the_job_completes(
@@ -240,7 +255,7 @@ def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_th
 
     done = fakes.jobs.get_job(OWNER, job.id)
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
-    assert [x.scheduled_at.minute for x in fakes.runs.list_runs(OWNER, job.id)] == [49, 48]
+    assert [o.scheduled_at.minute for o in occurrences_of(fakes, job)] == [48, 49]
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in (48, 49)]
 
 
@@ -303,7 +318,7 @@ def test_given_a_job_paused_then_resumed_when_dispatching_catches_up_then_no_mis
     fakes.clock.set(t(22, 34, 30))
     fakes.dispatcher.dispatch()
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(22, 35), resumed.generation)]
-    assert [x.status for x in fakes.runs.list_runs(OWNER, job.id)] == [RunStatus.SCHEDULED] * 2
+    assert fakes.runs.list_runs(OWNER, job.id) == []  # the old 21:50 was not recorded MISSED
 
 
 class FailingQueues(FakeQueues):
@@ -337,3 +352,130 @@ def test_given_a_job_rescheduled_into_the_dispatched_window_when_sqs_fails_then_
 
     changed = stored_job(fakes, job)
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48, 20), changed.generation)]
+
+
+# --- what the dispatcher does not write ------------------------------------------------------
+
+
+def counting_fakes() -> tuple[Fakes, CountingStore]:
+    store = CountingStore()
+    fakes = Fakes(store=store)
+    fakes.clock.set(t(21, 47, 30))
+    return fakes, store
+
+
+def test_given_a_recurring_job_that_goes_on_when_its_minutes_are_dispatched_then_no_job_item_is_written() -> (
+    None
+):
+    fakes, store = counting_fakes()
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    store.job_writes.clear()
+
+    for minute in range(48, 53):  # a tick a minute
+        fakes.clock.set(t(21, minute - 1, 30))
+        fakes.dispatcher.dispatch()
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in range(48, 53)]
+    assert [o.scheduled_at for o in occurrences_of(fakes, job)] == [t(21, m) for m in range(48, 54)]
+    assert store.job_writes == []
+    assert store.run_writes == []  # and no run record either
+    assert stored_job(fakes, job) == job
+
+
+def test_given_a_schedule_at_its_end_when_its_last_occurrence_is_dispatched_then_the_job_item_is_written_once() -> (
+    None
+):
+    fakes, store = counting_fakes()
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *", end_at="2026-11-25T21:50:00Z")))
+    store.job_writes.clear()
+
+    for minute in range(48, 53):
+        fakes.clock.set(t(21, minute - 1, 30))
+        fakes.dispatcher.dispatch()
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in (48, 49, 50)]
+    assert store.job_writes == ["advance_job"]  # COMPLETED
+    done = stored_job(fakes, job)
+    assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
+
+
+# --- next_run_at as of now ---------------------------------------------------------------------
+
+
+def test_given_occurrences_dispatched_when_the_job_is_read_then_its_next_run_at_is_the_next_fire_time_as_of_the_clock(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 48)
+
+    fakes.clock.set(t(21, 49, 5))
+    fakes.dispatcher.dispatch()  # 21:48, 21:49 and 21:50 sent; 21:51 planned
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in (48, 49, 50)]
+    # the stored job still names its first occurrence; the API answers as of now
+    assert stored_job(fakes, job).next_run_at == t(21, 48)
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 50)
+    assert [j.next_run_at for j in fakes.jobs.list_jobs(OWNER)] == [t(21, 50)]
+    # a run's second stays "next" until it is over
+    fakes.clock.set(t(21, 50).replace(microsecond=500_000))
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 50)
+    fakes.clock.set(t(21, 50, 1))
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 51)
+    assert stored_job(fakes, job) == job
+
+
+def test_given_a_paused_job_when_read_later_then_it_has_no_next_run(fakes: Fakes) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *")))
+    fakes.jobs.pause_job(OWNER, job.id)
+
+    fakes.clock.set(t(21, 55))
+
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at is None
+
+
+# --- an occurrence that is not one of the job's ------------------------------------------------
+
+
+def test_given_an_occurrence_written_by_a_change_that_lost_when_its_minute_is_dispatched_then_it_is_dropped_unsent() -> (
+    None
+):
+    fakes = Fakes(store=RacingStore())  # the clock at 12:00
+    job, lost = a_change_that_lost(fakes)  # the winner fires at :30, the loser wrote 12:15
+    assert job.next_run_at == t(12, 30, day=26)
+
+    fakes.clock.set(t(12, 14, 30, day=26))
+    report = fakes.dispatcher.dispatch()
+
+    assert (report.dispatched, report.missed, report.scheduled) == (0, 0, 0)
+    assert fakes.queues.sent == []
+    assert fakes.store.runs == {}
+    fakes.clock.set(t(12, 29, 30, day=26))
+    fakes.dispatcher.dispatch()
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(12, 30, day=26), generation=2)]
+    # chained on from the winner's occurrence only
+    assert [(o.scheduled_at, o.generation) for o in occurrences_of(fakes, job)] == [
+        (t(12, 15, day=26), 2),
+        (t(12, 30, day=26), 2),
+        (t(13, 0, day=26), 1),
+        (t(13, 30, day=26), 2),
+    ]
+    assert lost.id not in sent_run_ids(fakes)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [at(t(21, 48)), cron("* * * * *", end_at="2026-11-25T21:48:00Z")],
+    ids=["at", "cron-with-an-end"],
+)
+def test_given_a_job_renamed_after_its_last_fire_time_while_dispatching_is_behind_when_its_occurrence_is_dispatched_then_the_job_completes(
+    fakes: Fakes, schedule: dict[str, Any]
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(schedule))  # its one fire time: 21:48
+    fakes.clock.set(t(21, 48, 10))  # no tick since 21:47 (within the start deadline)
+    fakes.jobs.update_job(OWNER, job.id, JobPatch.model_validate({"name": "renamed"}))
+
+    fakes.dispatcher.dispatch()
+
+    assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
+    done = stored_job(fakes, job)
+    assert (done.name, done.state, done.next_run_at) == ("renamed", JobState.COMPLETED, None)

@@ -12,12 +12,22 @@ import pytest
 from chronoq.domain import ids
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import JobPatch, JobState
-from chronoq.domain.runs import RunStatus, Trigger
+from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.targets import HttpTarget
 from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec, seconds_from
-from tests.unit.usecases.helpers import due_job, message, pending_run, stored, stored_job
+from tests.unit.usecases.helpers import (
+    CountingStore,
+    due_job,
+    mark_running,
+    message,
+    occurrences_of,
+    pending_occurrence,
+    pending_run,
+    stored,
+    stored_job,
+)
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)  # the fake clock's start
 
@@ -33,7 +43,7 @@ def patch(**changes: Any) -> JobPatch:
 # --- create and read ------------------------------------------------------------------------
 
 
-def test_given_a_cron_job_when_created_then_it_is_active_with_one_scheduled_run_at_its_next_fire_time(
+def test_given_a_cron_job_when_created_then_it_is_active_with_one_occurrence_in_the_time_index_at_its_next_fire_time(
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec(cron("*/5 * * * *")))
@@ -41,12 +51,16 @@ def test_given_a_cron_job_when_created_then_it_is_active_with_one_scheduled_run_
     assert (job.state, job.version, job.generation) == (JobState.ACTIVE, 1, 1)
     assert job.next_run_at == NOW + timedelta(minutes=5)
     assert fakes.jobs.get_job(OWNER, job.id) == job
-    (run,) = fakes.runs.list_runs(OWNER, job.id)
-    assert (run.id, run.status, run.trigger) == (
-        ids.run_id(job.id, NOW + timedelta(minutes=5)),
-        RunStatus.SCHEDULED,
-        Trigger.SCHEDULE,
-    )
+    assert occurrences_of(fakes, job) == [
+        Occurrence(
+            job_id=job.id,
+            run_id=ids.run_id(job.id, NOW + timedelta(minutes=5)),
+            scheduled_at=NOW + timedelta(minutes=5),
+            priority=Priority.NORMAL,
+            generation=1,
+        )
+    ]
+    assert fakes.runs.list_runs(OWNER, job.id) == []  # recorded when it starts
     assert fakes.queues.sent == []  # its minute is not dispatched yet
 
 
@@ -180,21 +194,22 @@ def test_given_an_unknown_job_id_when_requested_then_not_found(fakes: Fakes) -> 
 # --- PATCH ----------------------------------------------------------------------------------
 
 
-def test_given_a_cron_job_when_its_schedule_is_changed_then_the_pending_run_is_replaced(
+def test_given_a_cron_job_when_its_schedule_is_changed_then_a_new_occurrence_is_planned_and_the_old_one_no_longer_belongs_to_it(
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec(cron("0 0 1 1 *")))
-    old_run = pending_run(fakes, job).id
+    old = pending_occurrence(fakes, job)
 
     changed = fakes.jobs.update_job(OWNER, job.id, patch(schedule=cron("0 12 * * *"), version=1))
 
     assert (changed.version, changed.generation) == (2, 2)
     assert changed.next_run_at == datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
-    runs = fakes.runs.list_runs(OWNER, job.id)
-    assert [(x.id, x.status, x.generation) for x in runs] == [
-        (ids.run_id(job.id, changed.next_run_at, 2), RunStatus.SCHEDULED, 2)
-    ]
-    assert old_run not in [x.id for x in runs]
+    new = pending_occurrence(fakes, changed)
+    assert (new.run_id, new.generation) == (ids.run_id(job.id, changed.next_run_at, 2), 2)
+    # the old item is left in the time index (no delete): it is of an older generation
+    assert occurrences_of(fakes, job) == [new, old]
+    assert [changed.is_current(o) for o in (new, old)] == [True, False]
+    assert fakes.runs.list_runs(OWNER, job.id) == []
     assert stored_job(fakes, job) == changed
 
 
@@ -210,17 +225,18 @@ def test_given_a_stale_version_when_patching_then_conflict_and_nothing_changes(
     assert fakes.jobs.get_job(OWNER, job.id).name == "every-minute"
 
 
-def test_given_the_current_version_when_patching_other_fields_then_the_pending_run_is_kept(
+def test_given_the_current_version_when_patching_other_fields_then_the_pending_occurrence_is_kept(
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec())
-    run = pending_run(fakes, job)
+    pending = pending_occurrence(fakes, job)
 
     changed = fakes.jobs.update_job(OWNER, job.id, patch(name="renamed", version=1))
 
     assert (changed.name, changed.version, changed.generation) == ("renamed", 2, 1)
     assert changed.next_run_at == job.next_run_at
-    assert fakes.runs.list_runs(OWNER, job.id) == [run]
+    assert occurrences_of(fakes, job) == [pending]
+    assert changed.is_current(pending)
     assert stored_job(fakes, job) == changed
 
 
@@ -266,9 +282,11 @@ def test_given_a_new_priority_when_patched_then_the_pending_run_is_sent_to_its_q
 
     fakes.dispatcher.dispatch()
 
-    run = pending_run(fakes, changed)
-    assert run.priority is Priority.HIGH
-    assert [(s.priority, s.message.run_id) for s in fakes.queues.sent] == [(Priority.HIGH, run.id)]
+    pending = pending_occurrence(fakes, changed)
+    assert pending.priority is Priority.HIGH
+    assert [(s.priority, s.message.run_id) for s in fakes.queues.sent] == [
+        (Priority.HIGH, pending.run_id)
+    ]
 
 
 # --- pause, resume, delete, trigger ---------------------------------------------------------
@@ -301,7 +319,10 @@ def test_given_a_paused_cron_job_when_resumed_then_the_next_run_is_the_next_futu
     assert resumed.state is JobState.ACTIVE
     assert resumed.next_run_at == datetime(2026, 11, 25, 22, 35, tzinfo=UTC)
     assert (resumed.version, resumed.generation) == (3, 3)
-    assert [x.scheduled_at for x in fakes.runs.list_runs(OWNER, job.id)] == [resumed.next_run_at]
+    current = [o for o in occurrences_of(fakes, job) if resumed.is_current(o)]
+    assert [o.scheduled_at for o in current] == [resumed.next_run_at]
+    assert pending_occurrence(fakes, resumed).generation == 3
+    assert fakes.runs.list_runs(OWNER, job.id) == []
     assert fakes.queues.sent == []  # no burst of the missed runs
 
 
@@ -322,6 +343,36 @@ def test_given_a_paused_one_time_job_whose_time_passed_when_resumed_then_it_comp
 
     assert (resumed.state, resumed.next_run_at) == (JobState.COMPLETED, None)
     assert fakes.runs.list_runs(OWNER, job.id) == []
+    assert [o.generation for o in occurrences_of(fakes, job)] == [1]  # nothing new planned
+
+
+CHANGES: dict[str, Callable[[Fakes, str], object]] = {
+    "reschedule": lambda f, job_id: f.jobs.update_job(
+        OWNER, job_id, patch(schedule=cron("0 12 * * *"))
+    ),
+    "pause": lambda f, job_id: f.jobs.pause_job(OWNER, job_id),
+    "pause and resume": lambda f, job_id: (
+        f.jobs.pause_job(OWNER, job_id),
+        f.jobs.resume_job(OWNER, job_id),
+    ),
+    "delete": lambda f, job_id: f.jobs.delete_job(OWNER, job_id),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_given_a_job_with_a_planned_occurrence_when_changed_or_deleted_then_no_run_record_is_written_or_deleted(
+    change: str,
+) -> None:
+    fakes = Fakes(store=CountingStore())
+    assert isinstance(fakes.store, CountingStore)
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/5 * * * *")))
+    planned = pending_occurrence(fakes, job)
+
+    CHANGES[change](fakes, job.id)
+
+    assert fakes.store.run_writes == []
+    assert planned in occurrences_of(fakes, job)  # left for the dispatcher to drop
+    assert fakes.store.runs == {}
 
 
 def test_given_a_completed_job_when_paused_then_conflict(fakes: Fakes) -> None:
@@ -334,7 +385,7 @@ def test_given_a_completed_job_when_paused_then_conflict(fakes: Fakes) -> None:
     assert stored_job(fakes, job).state is JobState.COMPLETED
 
 
-def test_given_a_deleted_job_when_its_run_arrives_then_nothing_starts_and_the_job_is_gone(
+def test_given_a_deleted_job_when_its_run_arrives_then_nothing_starts_or_is_recorded_and_the_job_is_gone(
     fakes: Fakes,
 ) -> None:
     job, run = due_job(fakes)
@@ -343,9 +394,11 @@ def test_given_a_deleted_job_when_its_run_arrives_then_nothing_starts_and_the_jo
 
     with pytest.raises(NotFound):
         fakes.jobs.get_job(OWNER, job.id)
-    assert fakes.store.get_run(job.id, run.id) is None  # its pending run is forgotten
+    # nothing to delete but the job: its occurrence is left for the worker to drop
+    assert [o.run_id for o in occurrences_of(fakes, job)] == [run.id]
     assert fakes.starter.start_run(message(fakes, run)) == "gone"
     assert fakes.executor.starts == {}
+    assert fakes.store.runs == {}
     with pytest.raises(NotFound):
         fakes.jobs.delete_job(OWNER, job.id)
 
@@ -385,4 +438,8 @@ def test_given_a_paused_job_when_triggered_then_one_run_starts_now(fakes: Fakes)
     target = fakes.executor.started[run.id].target
     assert isinstance(target, HttpTarget)
     assert target.url == "http://h.test/manual"
-    assert stored(fakes, run).status is RunStatus.QUEUED
+    assert fakes.executor.started[run.id].trigger == Trigger.MANUAL.value
+    # an allow job's run is not claimed: its record waits for the state machine
+    assert stored(fakes, run).status is RunStatus.SCHEDULED
+    assert mark_running(fakes, run)
+    assert stored(fakes, run).status is RunStatus.RUNNING

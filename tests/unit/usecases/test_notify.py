@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from chronoq.usecases import notify as notify_module
 from chronoq.usecases.notify import Notifier
 
 from tests.builders import OWNER, Fakes
-from tests.unit.usecases.helpers import due_job, finish, stored
+from tests.unit.usecases.helpers import due_job, finish, message, started_run, stored
 
 TOPIC = "arn:aws:sns:us-east-1:123456789012:chronoq-runs"
 SENDER = "chronoq@example.com"
@@ -117,10 +118,19 @@ def notifier(fakes: Fakes, channels: Channels, email_sender: str = SENDER) -> No
 def ended_run(
     fakes: Fakes, status: RunStatus, notify: dict[str, Any] | None = None, **changes: Any
 ) -> tuple[Job, Run]:
-    """A job (with ``notify``) whose run just ended so: the run as the runs stream shows it."""
-    job, run = due_job(fakes, notify=notify) if notify else due_job(fakes)
-    finish(fakes, run, status, **changes)
-    return job, stored(fakes, run)
+    """A job (with ``notify``) whose run just ended so: the run as the runs stream shows it.
+    A MISSED run never started: the worker recorded it so, too late to start it."""
+    extra: dict[str, Any] = {"notify": notify} if notify else {}
+    if status is RunStatus.MISSED:
+        job, run = due_job(fakes, **extra)
+        fakes.clock.set(run.scheduled_at + timedelta(seconds=job.start_deadline_seconds + 1))
+        assert fakes.starter.start_run(message(fakes, run)) == "missed"
+    else:
+        job, run = started_run(fakes, **extra)
+        finish(fakes, run, status, **changes)
+    ended = stored(fakes, run)
+    assert ended.status is status
+    return job, ended
 
 
 # --- the topic ------------------------------------------------------------------------------

@@ -4,6 +4,8 @@ output and logs (through the artifacts, as the runner keeps them)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from datetime import timedelta
 from typing import NoReturn
 
 import pytest
@@ -16,11 +18,13 @@ from chronoq.usecases.attempts import ContainerSettings, Runner
 
 from tests.builders import OWNER, Fakes, job_spec
 from tests.unit.usecases.helpers import (
+    LONGER_THAN_EXPRESS,
     due_job,
     finish,
     mark_running,
     message,
     pending_run,
+    started_run,
     stored,
     stored_job,
 )
@@ -28,34 +32,58 @@ from tests.unit.usecases.helpers import (
 # --- history --------------------------------------------------------------------------------
 
 
-def test_given_a_jobs_runs_when_listed_then_the_newest_come_first_up_to_the_limit(
+def start_sent(fakes: Fakes) -> None:
+    """At its second, the worker starts every run sent so far, and the state machine marks
+    each RUNNING."""
+    for queued in fakes.queues.take():
+        fakes.clock.set(max(fakes.clock(), queued.scheduled_at))
+        assert fakes.starter.start_run(queued) == "started"
+        assert mark_running(fakes, queued)
+
+
+def test_given_a_jobs_runs_when_listed_then_the_recorded_ones_come_newest_first_up_to_the_limit(
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
     fakes.clock.advance(30)
     fakes.dispatcher.dispatch()  # 12:01 sent, 12:02 planned
-    fakes.clock.advance(60)
-    fakes.dispatcher.dispatch()  # 12:02 sent, 12:03 planned
+    start_sent(fakes)  # 12:01 starts
+    fakes.clock.advance(30)
     manual = fakes.jobs.trigger_job(OWNER, job.id)  # at 12:01:30
+    start_sent(fakes)
+    fakes.dispatcher.dispatch()  # 12:02 sent, 12:03 planned
+    start_sent(fakes)  # 12:02 starts
+    assert fakes.clock() == manual.scheduled_at + timedelta(seconds=30)
 
     runs = fakes.runs.list_runs(OWNER, job.id)
 
+    # 12:03 is planned in the time index, but has no record yet
     assert [x.scheduled_at.strftime("%H:%M:%S") for x in runs] == [
-        "12:03:00",
         "12:02:00",
         "12:01:30",
         "12:01:00",
     ]
-    assert runs[2] == manual
+    assert {x.status for x in runs} == {RunStatus.RUNNING}
+    assert runs[1].id == manual.id
     assert fakes.runs.list_runs(OWNER, job.id, limit=2) == runs[:2]
 
 
 def test_given_alices_run_when_bob_asks_for_it_then_not_found(fakes: Fakes) -> None:
-    _, run = due_job(fakes)
+    _, run = started_run(fakes)
 
     assert fakes.runs.get_run(OWNER, run.id) == run
     with pytest.raises(NotFound, match=f"run {run.id} not found"):
         fakes.runs.get_run("bob", run.id)
+
+
+def test_given_a_scheduled_occurrence_not_yet_started_when_asked_for_or_listed_then_it_is_not_there(
+    fakes: Fakes,
+) -> None:
+    job, run = due_job(fakes)
+
+    with pytest.raises(NotFound, match=f"run {run.id} not found"):
+        fakes.runs.get_run(OWNER, run.id)
+    assert fakes.runs.list_runs(OWNER, job.id) == []
 
 
 @pytest.mark.parametrize(
@@ -71,50 +99,68 @@ def test_given_an_unknown_or_malformed_run_id_when_asked_for_then_not_found(
 # --- cancel ---------------------------------------------------------------------------------
 
 
-def test_given_a_scheduled_run_when_cancelled_then_it_never_starts(fakes: Fakes) -> None:
-    job, run = due_job(fakes)
+def test_given_a_manual_run_not_yet_started_when_cancelled_then_it_never_starts(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec())
+    run = fakes.jobs.trigger_job(OWNER, job.id)
+    (queued,) = fakes.queues.take()
 
     cancelled = fakes.runs.cancel_run(OWNER, run.id)
 
     assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
     assert cancelled.finished_at == fakes.clock()
-    assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
+    assert fakes.starter.start_run(queued) == "duplicate"
     assert fakes.executor.starts == {}
     assert stored(fakes, run) == cancelled
     assert stored_job(fakes, job).active_runs == frozenset()
 
 
-def test_given_a_scheduled_occurrence_of_a_cron_job_when_cancelled_then_the_job_keeps_its_schedule(
+def test_given_a_future_scheduled_occurrence_when_cancelled_then_not_found_and_it_still_runs(
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
     run = pending_run(fakes, job)
-    fakes.runs.cancel_run(OWNER, run.id)
 
+    with pytest.raises(NotFound, match=f"run {run.id} not found"):
+        fakes.runs.cancel_run(OWNER, run.id)
+
+    assert fakes.store.runs == {}  # nothing recorded it cancelled
     fakes.clock.advance(30)
     fakes.dispatcher.dispatch()
-
-    assert stored(fakes, run).status is RunStatus.CANCELLED
-    following = stored_job(fakes, job)
-    assert following.next_run_at == run.scheduled_at.replace(minute=2)
-    assert pending_run(fakes, following).status is RunStatus.SCHEDULED
-    assert [fakes.starter.start_run(m) for m in fakes.queues.take()] == ["duplicate"]
+    (queued,) = fakes.queues.take()
+    assert queued.run_id == run.id
+    fakes.clock.set(run.scheduled_at)
+    assert fakes.starter.start_run(queued) == "started"
 
 
-@pytest.mark.parametrize("running", [False, True], ids=["queued", "running"])
+@pytest.mark.parametrize("express", [False, True], ids=["standard", "express"])
+@pytest.mark.parametrize(
+    ("concurrency", "running"),
+    [("forbid", False), ("forbid", True), ("allow", True)],
+    ids=["queued", "running-forbid", "running-allow"],
+)
 def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_cancelled(
-    fakes: Fakes, running: bool
+    fakes: Fakes, concurrency: str, running: bool, express: bool
 ) -> None:
-    job, run = due_job(fakes)
+    """A STANDARD execution is stopped; an EXPRESS one cannot be: it finds the run
+    CANCELLED at its next conditional write and ends (tests/integration). (A run is QUEUED
+    only when claimed: of a job that keeps its active runs.)"""
+    timeout = {} if express else {"timeout_seconds": LONGER_THAN_EXPRESS}
+    job, run = due_job(fakes, concurrency=concurrency, **timeout)
     assert fakes.starter.start_run(message(fakes, run)) == "started"
     if running:
-        mark_running(fakes, run)
+        assert mark_running(fakes, run)
+    assert stored(fakes, run).status is (RunStatus.RUNNING if running else RunStatus.QUEUED)
 
     cancelled = fakes.runs.cancel_run(OWNER, run.id)
 
     assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
-    assert fakes.executor.stopped == {run.id: "cancelled by alice"}
+    assert fakes.executor.stopped == ({} if express else {run.id: "cancelled by alice"})
     assert stored_job(fakes, job).active_runs == frozenset()
+    if express and not running:  # its execution goes on, and stops at its first write
+        assert not mark_running(fakes, run)
+        assert stored(fakes, run) == cancelled
     assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
     assert fakes.executor.starts == {run.id: 1}
     # the attempt under way is recorded as cancelled (a queued run had none)
@@ -130,8 +176,7 @@ def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_c
 def test_given_a_finished_run_when_cancelled_then_conflict_and_it_is_left_as_it_is(
     fakes: Fakes, status: RunStatus
 ) -> None:
-    _, run = due_job(fakes)
-    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    _, run = started_run(fakes)
     finish(fakes, run, status)
     ended = stored(fakes, run)
 
@@ -146,9 +191,7 @@ def test_given_a_finished_run_when_cancelled_then_conflict_and_it_is_left_as_it_
 def test_given_someone_elses_run_when_cancelled_then_not_found_and_it_goes_on(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
-    assert fakes.starter.start_run(message(fakes, run)) == "started"
-    mark_running(fakes, run)
+    _, run = started_run(fakes)
 
     with pytest.raises(NotFound):
         fakes.runs.cancel_run("bob", run.id)
@@ -175,7 +218,7 @@ def succeed_with(fakes: Fakes, run: Run, output: str) -> None:
 def test_given_a_small_output_when_the_run_succeeds_then_it_is_kept_in_the_run_and_served(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
+    _, run = started_run(fakes)
     succeed_with(fakes, run, '{"result":{"colour":"blue"}}')
 
     assert stored(fakes, run).output_location is None
@@ -186,7 +229,7 @@ def test_given_a_small_output_when_the_run_succeeds_then_it_is_kept_in_the_run_a
 def test_given_an_output_over_32_kib_when_the_run_succeeds_then_it_is_kept_aside_and_served_whole(
     fakes: Fakes,
 ) -> None:
-    job, run = due_job(fakes)
+    job, run = started_run(fakes)
     big = json.dumps({"big": "x" * (r.INLINE_BYTES + 1000)})
     succeed_with(fakes, run, big)
 
@@ -196,12 +239,34 @@ def test_given_an_output_over_32_kib_when_the_run_succeeds_then_it_is_kept_aside
     assert fakes.runs.run_output(OWNER, run.id) == big
 
 
-@pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.SCHEDULED, RunStatus.CANCELLED])
+def failed_run(fakes: Fakes) -> Run:
+    _, run = started_run(fakes)
+    finish(fakes, run, RunStatus.FAILED, error="TargetError: answered HTTP 503")
+    return run
+
+
+def manual_run(fakes: Fakes) -> Run:
+    """A run triggered by hand, recorded SCHEDULED, not yet started."""
+    return fakes.jobs.trigger_job(OWNER, fakes.jobs.create_job(OWNER, job_spec()).id)
+
+
+def cancelled_run(fakes: Fakes) -> Run:
+    return fakes.runs.cancel_run(OWNER, manual_run(fakes).id)
+
+
+RUNS_WITHOUT_OUTPUT: dict[RunStatus, Callable[[Fakes], Run]] = {
+    RunStatus.FAILED: failed_run,
+    RunStatus.SCHEDULED: manual_run,
+    RunStatus.CANCELLED: cancelled_run,
+}
+
+
+@pytest.mark.parametrize("status", list(RUNS_WITHOUT_OUTPUT))
 def test_given_a_run_without_output_when_its_output_is_asked_for_then_not_found_says_there_is_none(
     fakes: Fakes, status: RunStatus
 ) -> None:
-    _, run = due_job(fakes)
-    fakes.store.update_run(run.job_id, run.id, status=status)
+    run = RUNS_WITHOUT_OUTPUT[status](fakes)
+    assert stored(fakes, run).status is status
 
     with pytest.raises(NotFound, match=f"has no output \\(status {status.value}\\)"):
         fakes.runs.run_output(OWNER, run.id)
@@ -210,7 +275,7 @@ def test_given_a_run_without_output_when_its_output_is_asked_for_then_not_found_
 def test_given_retried_attempts_when_the_logs_are_read_then_each_attempts_lines_come_in_order(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
+    _, run = started_run(fakes)
     for attempt in (2, 1, 3):  # however they were appended
         lines = [log_line(attempt, f"line {n} of attempt {attempt}") for n in (1, 2)]
         fakes.artifacts.append_logs(run.job_id, run.id, attempt, lines, None)
@@ -225,7 +290,7 @@ def test_given_retried_attempts_when_the_logs_are_read_then_each_attempts_lines_
 def test_given_someone_elses_run_when_its_output_or_logs_are_asked_for_then_not_found(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
+    _, run = started_run(fakes)
     succeed_with(fakes, run, '{"ok":true}')
     line = log_line(1, "hello")
     fakes.artifacts.append_logs(run.job_id, run.id, 1, [line], None)
@@ -246,7 +311,7 @@ def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_the
     fakes: Fakes,
 ) -> None:
     big = "y" * (r.INLINE_BYTES + 1)
-    job, run = due_job(
+    job, run = started_run(
         fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {"big": big}}
     )
     runner = Runner(
@@ -266,7 +331,9 @@ def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_the
             target=job.target,
         )
     )
+    # the state machine records the outcome, and with it the attempt's log lines
     finish(fakes, run, RunStatus.SUCCEEDED, output_location=result.output_location)
+    fakes.artifacts.keep_logs(job.id, run.id, result.lines(), result.objects())
 
     assert result.output == ""
     assert result.output_location.endswith(f"/{job.id}/{run.id}/output-1.json")

@@ -7,24 +7,31 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
+from chronoq import resources as r
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Job, JobPatch, JobState
-from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
-from chronoq.resources import CLAIM_LEASE_SECONDS
+from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
 from chronoq.usecases.ports import Claim
 from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld
 
 from tests.builders import OWNER, Fakes, job_spec, seconds_from
 from tests.unit.usecases.helpers import (
+    LONGER_THAN_EXPRESS,
+    CountingStore,
+    RacingStore,
+    a_change_that_lost,
     due_job,
     finish,
     mark_running,
     message,
     pending_run,
+    run_at,
     stored,
     stored_job,
 )
@@ -46,21 +53,86 @@ class ClockedExecutor(FakeExecutor):
 # --- one run --------------------------------------------------------------------------------
 
 
-def test_given_a_due_run_when_the_worker_gets_it_then_it_claims_it_and_starts_one_execution_named_by_the_run(
-    fakes: Fakes,
-) -> None:
-    job, run = due_job(fakes)
+def test_given_a_due_run_of_an_allow_job_when_the_worker_gets_it_then_it_starts_one_execution_named_by_the_run_without_a_claim_or_any_write() -> (
+    None
+):
+    fakes = Fakes(store=CountingStore())
+    assert isinstance(fakes.store, CountingStore)
+    job, run = due_job(fakes)  # concurrency allow, the default
     queued = message(fakes, run)
+    job_writes, run_writes = len(fakes.store.job_writes), len(fakes.store.run_writes)
 
     outcome = fakes.starter.start_run(queued)
 
     assert outcome == "started"
     assert fakes.executor.started == {
-        run.id: ExecutionInput.of(stored_job(fakes, job), run.id, run.scheduled_at)
+        run.id: ExecutionInput.of(
+            job,
+            run.id,
+            run.scheduled_at,
+            generation=1,
+            trigger=Trigger.SCHEDULE,
+            queued_at=queued.queued_at,
+        )
     }
+    assert not fakes.executor.started[run.id].exclusive
+    # no claim, no job write, no run record: the state machine's first state records it
+    assert fakes.store.job_writes[job_writes:] == []
+    assert fakes.store.run_writes[run_writes:] == []
+    assert fakes.store.get_run(job.id, run.id) is None
+    assert stored_job(fakes, job) == job  # active_runs untouched
+
+
+def test_given_an_allow_run_started_when_its_execution_marks_it_running_then_its_record_is_created_with_what_the_message_carried(
+    fakes: Fakes,
+) -> None:
+    job, run = due_job(fakes, priority="high")
+    queued = message(fakes, run)
+    assert fakes.starter.start_run(queued) == "started"
+
+    assert mark_running(fakes, run)
+
+    kept = stored(fakes, run)
+    assert (kept.status, kept.owner, kept.priority, kept.trigger, kept.generation) == (
+        RunStatus.RUNNING,
+        OWNER,
+        Priority.HIGH,
+        Trigger.SCHEDULE,
+        1,
+    )
+    assert (kept.scheduled_at, kept.queued_at, kept.started_at) == (
+        run.scheduled_at,
+        queued.queued_at,
+        fakes.clock(),
+    )
+    assert stored_job(fakes, job).active_runs == frozenset()
+
+
+@pytest.mark.parametrize("concurrency", ["forbid", "replace"])
+def test_given_a_due_run_of_an_exclusive_job_when_the_worker_gets_it_then_its_claim_creates_its_record_queued_and_it_starts(
+    fakes: Fakes, concurrency: str
+) -> None:
+    job, run = due_job(fakes, concurrency=concurrency)
+    queued = message(fakes, run)
+    assert fakes.store.get_run(job.id, run.id) is None
+
+    outcome = fakes.starter.start_run(queued)
+
+    assert outcome == "started"
     claimed = stored(fakes, run)
     assert (claimed.status, claimed.queued_at) == (RunStatus.QUEUED, queued.queued_at)
+    assert (claimed.owner, claimed.trigger, claimed.generation, claimed.scheduled_at) == (
+        OWNER,
+        Trigger.SCHEDULE,
+        1,
+        run.scheduled_at,
+    )
     assert stored_job(fakes, job).active_runs == {run.id}
+    started = fakes.executor.started[run.id]
+    assert started == ExecutionInput.of(
+        stored_job(fakes, job), run.id, run.scheduled_at, queued_at=queued.queued_at
+    )
+    assert started.exclusive  # the state machine releases it at its end
 
 
 def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_its_second() -> (
@@ -69,11 +141,12 @@ def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_
     fakes = Fakes(executor=ClockedExecutor())
     assert isinstance(fakes.executor, ClockedExecutor)
     fakes.executor.clock = fakes.clock
-    _, run = due_job(fakes, seconds=2)
+    early = max(r.DISPATCH_LEAD_SECONDS.values()) + 1  # as early as a worker waits for
+    _, run = due_job(fakes, seconds=early)
 
     assert fakes.starter.start_run(message(fakes, run)) == "started"
 
-    assert fakes.clock.slept == [2.0]
+    assert fakes.clock.slept == [early]
     assert fakes.executor.started_at == {run.id: run.scheduled_at}
 
 
@@ -88,10 +161,39 @@ def test_given_a_run_delivered_on_time_when_the_worker_takes_it_then_it_does_not
     assert fakes.clock.slept == []
 
 
-def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_executes_once(
+@pytest.mark.parametrize("express", [False, True], ids=["standard", "express"])
+def test_given_duplicate_deliveries_of_an_allow_run_when_the_worker_gets_them_then_only_one_execution_gets_past_marking_it_running(
+    fakes: Fakes, express: bool
+) -> None:
+    _, run = due_job(fakes, **({} if express else {"timeout_seconds": LONGER_THAN_EXPRESS}))
+    queued = message(fakes, run)
+
+    # twice in one batch, before any execution marked the run RUNNING: the worker starts it
+    # twice (it claims nothing for an allow job)
+    assert [fakes.starter.start_run(queued) for _ in range(2)] == ["started", "started"]
+    # STANDARD dedupes the name: one execution; EXPRESS starts two, and the state machine's
+    # conditional first write lets one of them through
+    assert fakes.executor.express == ({run.id: 2} if express else {})
+    executions = 2 if express else 1
+    assert [mark_running(fakes, run) for _ in range(executions)] == [True] + [False] * (
+        executions - 1
+    )
+    running = stored(fakes, run)
+
+    assert fakes.starter.start_run(queued) == "duplicate"  # and again while it runs
+    finish(fakes, run, RunStatus.SUCCEEDED)
+    assert fakes.starter.start_run(queued) == "duplicate"  # and again once it is over
+
+    assert fakes.executor.starts == {run.id: 2}  # the worker asked no more once it was recorded
+    assert list(fakes.executor.started) == [run.id]
+    ended = stored(fakes, run)
+    assert (ended.status, ended.started_at) == (RunStatus.SUCCEEDED, running.started_at)
+
+
+def test_given_duplicate_deliveries_of_a_forbid_run_when_the_worker_gets_them_then_the_second_waits_for_the_claim_and_the_run_executes_once(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
+    _, run = due_job(fakes, concurrency="forbid")
     queued = message(fakes, run)
 
     # twice in one batch, before the state machine marks the run RUNNING: the second finds
@@ -102,7 +204,7 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
     assert fakes.executor.starts == {run.id: 1}
     starts = fakes.executor.starts[run.id]
 
-    mark_running(fakes, run)
+    assert mark_running(fakes, run)
     assert fakes.starter.start_run(queued) == "duplicate"  # and again while it runs
     finish(fakes, run, RunStatus.SUCCEEDED)
     assert fakes.starter.start_run(queued) == "duplicate"  # and again once it is over
@@ -115,9 +217,9 @@ def test_given_duplicate_deliveries_when_the_worker_gets_them_then_the_run_execu
 def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_then_the_run_still_starts(
     fakes: Fakes,
 ) -> None:
-    job, run = due_job(fakes)
+    job, run = due_job(fakes, concurrency="forbid")
     now = fakes.clock()
-    assert fakes.store.claim_run(job, run, now, now, exclusive=False) == "claimed"
+    assert fakes.store.claim_run(job, run, now, now, exclusive=True) == "claimed"
     assert fakes.executor.starts == {}  # claimed, never started
     with pytest.raises(ClaimHeld):  # while its claim lasts, it may still be starting
         fakes.starter.start_run(message(fakes, run))
@@ -145,27 +247,52 @@ def test_given_a_message_for_a_deleted_job_when_the_worker_gets_it_then_nothing_
     assert fakes.executor.starts == {}
 
 
-def test_given_a_message_whose_run_record_is_gone_when_the_worker_gets_it_then_nothing_starts(
+def test_given_a_scheduled_run_whose_job_was_deleted_when_the_worker_gets_it_then_nothing_starts_or_is_recorded(
     fakes: Fakes,
 ) -> None:
     job, run = due_job(fakes)
-    assert fakes.store.delete_pending_run(job.id, run.id)
+    fakes.jobs.delete_job(OWNER, job.id)
 
     assert fakes.starter.start_run(message(fakes, run)) == "gone"
+
     assert fakes.executor.starts == {}
+    assert fakes.store.runs == {}
 
 
-def test_given_a_run_past_its_start_deadline_when_it_arrives_then_it_is_missed_not_started(
+def test_given_a_manual_run_whose_job_was_deleted_when_the_worker_gets_it_then_its_record_is_cancelled_and_nothing_starts(
     fakes: Fakes,
 ) -> None:
-    job, run = due_job(fakes, seconds=5, start_deadline_seconds=60)
+    job = fakes.jobs.create_job(OWNER, job_spec())
+    run = fakes.jobs.trigger_job(OWNER, job.id)
+    (queued,) = fakes.queues.take()
+    fakes.jobs.delete_job(OWNER, job.id)
+
+    assert fakes.starter.start_run(queued) == "gone"
+
+    assert fakes.executor.starts == {}
+    cancelled = stored(fakes, run)
+    assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "its job was deleted")
+    assert cancelled.finished_at == fakes.clock()
+
+
+@pytest.mark.parametrize("concurrency", ["allow", "forbid"])
+def test_given_a_run_past_its_start_deadline_when_it_arrives_then_a_missed_record_is_created_and_it_does_not_start(
+    fakes: Fakes, concurrency: str
+) -> None:
+    job, run = due_job(fakes, seconds=5, start_deadline_seconds=60, concurrency=concurrency)
+    assert fakes.store.get_run(job.id, run.id) is None  # nothing recorded it yet
 
     fakes.clock.set(run.scheduled_at + timedelta(seconds=61))
     outcome = fakes.starter.start_run(message(fakes, run))
 
     missed = stored(fakes, run)
     assert outcome == "missed"
-    assert missed.status is RunStatus.MISSED
+    assert (missed.status, missed.trigger, missed.owner, missed.scheduled_at) == (
+        RunStatus.MISSED,
+        Trigger.SCHEDULE,
+        OWNER,
+        run.scheduled_at,
+    )
     assert missed.reason == "could not start within start_deadline_seconds (60 s)"
     assert missed.finished_at == run.scheduled_at + timedelta(seconds=61)
     assert fakes.executor.starts == {}
@@ -182,7 +309,7 @@ def test_given_a_run_just_within_its_start_deadline_when_it_arrives_then_it_star
     assert fakes.starter.start_run(message(fakes, run)) == "started"
 
 
-def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_start(
+def test_given_a_paused_job_when_its_run_arrives_then_it_is_dropped_as_superseded(
     fakes: Fakes,
 ) -> None:
     job, run = due_job(fakes)
@@ -191,7 +318,7 @@ def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_sta
     outcome = fakes.starter.start_run(message(fakes, run))
 
     assert (paused.state, paused.next_run_at) == (JobState.PAUSED, None)
-    assert outcome == "gone"  # pausing forgot the pending run
+    assert outcome == "superseded"  # pausing deleted nothing: the worker drops it
     assert fakes.executor.starts == {}
     assert fakes.runs.list_runs(OWNER, job.id) == []
 
@@ -231,8 +358,24 @@ def test_given_a_rescheduled_job_when_its_superseded_occurrence_arrives_then_it_
 
     assert outcome == "superseded"
     assert fakes.executor.starts == {}
-    assert fakes.store.get_run(job.id, old.id) is None
-    assert [x.scheduled_at for x in fakes.runs.list_runs(OWNER, job.id)] == [changed.next_run_at]
+    assert fakes.runs.list_runs(OWNER, job.id) == []  # nothing recorded for it
+    # the job's current occurrence is still planned, in its new generation
+    assert pending_run(fakes, changed).generation == 2
+
+
+def test_given_an_occurrence_written_by_a_change_that_lost_when_it_arrives_then_it_is_superseded() -> (
+    None
+):
+    fakes = Fakes(store=RacingStore())
+    job, lost = a_change_that_lost(fakes)
+    assert not job.fires_at(lost.scheduled_at)
+
+    fakes.clock.set(lost.scheduled_at)
+    outcome = fakes.starter.start_run(message(fakes, lost))
+
+    assert outcome == "superseded"
+    assert fakes.executor.starts == {}
+    assert fakes.store.runs == {}
 
 
 def test_given_a_claimed_run_whose_job_was_paused_when_its_message_comes_back_then_it_still_runs(
@@ -252,7 +395,7 @@ def test_given_a_claimed_run_whose_job_was_paused_when_its_message_comes_back_th
 # --- overlap --------------------------------------------------------------------------------
 
 
-def running_job(fakes: Fakes, concurrency: str) -> tuple[Job, Run, RunMessage]:
+def running_job(fakes: Fakes, concurrency: str, **extra: Any) -> tuple[Job, Run, RunMessage]:
     """A job whose first run is executing (the state machine marked it RUNNING), and the
     message of a second run of it, triggered by hand and due now."""
     start = seconds_from(fakes.clock(), 1)
@@ -261,11 +404,12 @@ def running_job(fakes: Fakes, concurrency: str) -> tuple[Job, Run, RunMessage]:
         job_spec(
             {"type": "rate", "every": "1 minute", "start_at": start.isoformat()},
             concurrency=concurrency,
+            **extra,
         ),
     )
     first = pending_run(fakes, job)
     assert fakes.starter.start_run(message(fakes, first)) == "started"
-    mark_running(fakes, first)
+    assert mark_running(fakes, first)
     fakes.jobs.trigger_job(OWNER, job.id)
     (second,) = fakes.queues.take()
     return job, first, second
@@ -288,16 +432,20 @@ def test_given_forbid_when_a_run_is_due_while_one_is_active_then_it_is_skipped(
     assert stored_job(fakes, job).active_runs == {first.id}
 
 
+@pytest.mark.parametrize("express", [False, True], ids=["standard", "express"])
 def test_given_replace_when_a_run_is_due_while_one_is_active_then_the_old_one_is_cancelled_and_the_new_one_runs(
-    fakes: Fakes,
+    fakes: Fakes, express: bool
 ) -> None:
-    job, first, second = running_job(fakes, "replace")
+    # a timeout too long for EXPRESS puts the runs on STANDARD, whose executions stop
+    job, first, second = running_job(
+        fakes, "replace", **({} if express else {"timeout_seconds": LONGER_THAN_EXPRESS})
+    )
 
     outcome = fakes.starter.start_run(second)
 
     assert outcome == "started"
     reason = f"concurrency replace: replaced by run {second.run_id}"
-    assert fakes.executor.stopped == {first.id: reason}
+    assert fakes.executor.stopped == ({} if express else {first.id: reason})
     cancelled = stored(fakes, first)
     assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, reason)
     assert list(fakes.executor.started) == [first.id, second.run_id]
@@ -305,7 +453,7 @@ def test_given_replace_when_a_run_is_due_while_one_is_active_then_the_old_one_is
     assert stored_job(fakes, job).active_runs == {second.run_id}
 
 
-def test_given_allow_when_runs_overlap_then_both_run_and_the_job_lists_them_as_active(
+def test_given_allow_when_runs_overlap_then_both_run_and_the_job_keeps_no_active_runs(
     fakes: Fakes,
 ) -> None:
     job, first, second = running_job(fakes, "allow")
@@ -314,9 +462,37 @@ def test_given_allow_when_runs_overlap_then_both_run_and_the_job_lists_them_as_a
 
     assert outcome == "started"
     assert list(fakes.executor.started) == [first.id, second.run_id]
+    assert mark_running(fakes, fakes.runs.get_run(OWNER, second.run_id))
     assert fakes.executor.stopped == {}
     assert stored(fakes, first).status is RunStatus.RUNNING
-    assert stored_job(fakes, job).active_runs == {first.id, second.run_id}
+    assert fakes.runs.get_run(OWNER, second.run_id).status is RunStatus.RUNNING
+    assert stored_job(fakes, job).active_runs == frozenset()
+    # and each one's end leaves the job alone
+    finish(fakes, first, RunStatus.SUCCEEDED)
+    assert stored_job(fakes, job) == job
+
+
+def test_given_forbid_when_a_scheduled_occurrence_is_due_while_a_run_is_active_then_a_skipped_record_is_created_for_it(
+    fakes: Fakes,
+) -> None:
+    job, first, _ = running_job(fakes, "forbid")
+    following = run_at(job, first.scheduled_at + timedelta(minutes=1))
+    fakes.clock.set(following.scheduled_at)
+    assert fakes.store.get_run(job.id, following.id) is None
+
+    outcome = fakes.starter.start_run(message(fakes, following))
+
+    skipped = stored(fakes, following)
+    assert outcome == "skipped"
+    assert (skipped.status, skipped.trigger, skipped.generation) == (
+        RunStatus.SKIPPED,
+        Trigger.SCHEDULE,
+        1,
+    )
+    assert skipped.reason == f"concurrency forbid: run {first.id} is still active"
+    assert skipped.finished_at == following.scheduled_at
+    assert list(fakes.executor.started) == [first.id]
+    assert stored_job(fakes, job).active_runs == {first.id}
 
 
 @pytest.mark.parametrize("concurrency", ["forbid", "replace"])
@@ -352,7 +528,7 @@ def test_given_a_job_that_keeps_changing_when_the_worker_claims_its_run_then_it_
     None
 ):
     fakes = Fakes(store=ChangingStore())
-    _, run = due_job(fakes)
+    job, run = due_job(fakes, concurrency="forbid")
 
     with pytest.raises(Conflict, match="kept changing"):
         fakes.starter.start_run(message(fakes, run))
@@ -360,13 +536,13 @@ def test_given_a_job_that_keeps_changing_when_the_worker_claims_its_run_then_it_
     assert isinstance(fakes.store, ChangingStore)
     assert fakes.store.tries == CLAIM_ATTEMPTS
     assert fakes.executor.starts == {}
-    assert stored(fakes, run).status is RunStatus.SCHEDULED
+    assert fakes.store.get_run(job.id, run.id) is None  # no claim got to record it
 
 
-def test_given_two_workers_at_once_when_they_start_the_same_run_then_one_starts_it_and_the_other_is_refused(
+def test_given_two_workers_at_once_when_they_start_the_same_forbid_run_then_one_starts_it_and_the_other_is_refused(
     fakes: Fakes,
 ) -> None:
-    _, run = due_job(fakes)
+    _, run = due_job(fakes, concurrency="forbid")
     queued = message(fakes, run)
     fakes.clock.set(run.scheduled_at)
     together = threading.Barrier(2)

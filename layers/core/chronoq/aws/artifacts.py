@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from chronoq import resources as r
 from chronoq.aws import codecs
-from chronoq.domain.runs import Run, attempt_of_line
+from chronoq.domain.runs import Run, attempt_of_line, log_size
 from chronoq.domain.targets import split_location
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class S3Artifacts:
         ``INLINE_BYTES``, else as one S3 object for the attempt."""
         if not lines:
             return
-        size = sum(len(line.encode()) + 1 for line in lines)
+        size = log_size(lines)
         keys = codecs.run_key(job_id, run_id)
         if size <= r.INLINE_BYTES:
             try:
@@ -106,6 +106,15 @@ class S3Artifacts:
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return
+
+    def log_object(
+        self, job_id: str, run_id: str, attempt: int, lines: list[str], output_location: str | None
+    ) -> str | None:
+        if log_size(lines) <= r.INLINE_BYTES:
+            return None
+        location = self._key(output_location, job_id, run_id, f"attempt-{attempt}.log")
+        self._put(location, "\n".join(lines) + "\n", "text/plain")
+        return location
 
     def read_output(self, run: Run) -> str | None:
         """The run's output as JSON text, wherever it is kept (None: no output yet)."""

@@ -1,4 +1,5 @@
-"""Step Functions adapter: start the run state machine, one execution per run id."""
+"""Step Functions adapter: start a run's execution, on the EXPRESS state machine when the run
+fits it, else on the STANDARD one (one execution per run id)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,26 @@ if TYPE_CHECKING:
 
 
 class StepFunctionsExecutor:
-    def __init__(self, client: SFNClient, state_machine_arn: str) -> None:
+    def __init__(
+        self, client: SFNClient, state_machine_arn: str, express_arn: str | None = None
+    ) -> None:
+        """``express_arn`` None: an executor that only stops executions (the API's)."""
         self._sfn = client
         self._arn = state_machine_arn
+        self._express_arn = express_arn
 
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
-        """Start the execution named ``run_id``. Starting it again with the same input is a
-        no-op (Step Functions answers with the same execution); False when an execution of
-        that name already exists with other input."""
+        """Start the execution named ``run_id``. On STANDARD, starting it again with the
+        same input is a no-op (Step Functions answers with the same execution) and False
+        answers an execution of that name that already exists with other input. EXPRESS
+        starts a new execution every time (and may even run one twice): the state machine's
+        first state, a conditional write, lets only one of them run the target."""
+        express = execution_input.fits_express()
+        if express and self._express_arn is None:
+            raise ValueError("this executor was given no EXPRESS state machine")
         try:
             self._sfn.start_execution(
-                stateMachineArn=self._arn,
+                stateMachineArn=self._express_arn if express and self._express_arn else self._arn,
                 name=run_id,
                 input=json.dumps(execution_input.document(), sort_keys=True),
             )
@@ -32,10 +42,13 @@ class StepFunctionsExecutor:
         return True
 
     def execution_arn(self, run_id: str) -> str:
+        """The STANDARD execution of the run (an EXPRESS one has no ARN known in advance)."""
         return f"{self._arn.replace(':stateMachine:', ':execution:', 1)}:{run_id}"
 
     def stop(self, run_id: str, reason: str) -> None:
-        """Stop the run's execution (and with it the attempt); no-op if it is not running."""
+        """Stop the run's STANDARD execution (and with it the attempt); no-op if it is not
+        running. An EXPRESS execution cannot be stopped: it finds the run ended at its next
+        conditional write and ends without another attempt."""
         with contextlib.suppress(self._sfn.exceptions.ExecutionDoesNotExist):
             self._sfn.stop_execution(
                 executionArn=self.execution_arn(run_id), error="Cancelled", cause=reason[:32000]

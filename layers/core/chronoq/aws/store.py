@@ -321,17 +321,25 @@ class DynamoStore:
             return "job_changed"
         entered_before = run.id in _load(before).get("active_runs", set())
         try:
+            # A scheduled run has no record yet: the claim creates it.
+            base = {
+                k: v
+                for k, v in codecs.new_run_item(run, run.scheduled_at).items()
+                if k not in ("job_id", "run_id", "status")
+            }
+            names = {f"#b{i}": name for i, name in enumerate(base)}
             self._db.update_item(
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression=(
                     "SET #s = :queued, queued_at = if_not_exists(queued_at, :q), claimed_at = :now"
+                    + "".join(f", {n} = if_not_exists({n}, :b{n[2:]})" for n in names)
                 ),
                 ConditionExpression=(
-                    "#s = :scheduled OR (#s = :queued AND "
+                    "attribute_not_exists(run_id) OR #s = :scheduled OR (#s = :queued AND "
                     "(attribute_not_exists(claimed_at) OR claimed_at <= :lapsed))"
                 ),
-                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeNames={"#s": "status", **names},
                 ExpressionAttributeValues=_dump(
                     {
                         ":queued": RunStatus.QUEUED.value,
@@ -339,6 +347,7 @@ class DynamoStore:
                         ":q": format_instant(queued_at),
                         ":now": codecs.millis(now),
                         ":lapsed": codecs.millis(now) - r.CLAIM_LEASE_SECONDS * 1000,
+                        **{f":b{i}": value for i, value in enumerate(base.values())},
                     }
                 ),
             )

@@ -14,13 +14,14 @@ from pydantic import (
     ValidationInfo,
     create_model,
     field_validator,
+    model_validator,
 )
 from pydantic.fields import FieldInfo
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
-from chronoq.domain.schedules import Schedule
+from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
 from chronoq.resources import Priority
 
@@ -110,6 +111,17 @@ class JobSpec(Model):
     #: (default: the deployment's bucket).
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_timeout_by_target(cls, data: Any) -> Any:
+        """A container's default timeout is longer than other targets' (it starts a task)."""
+        if isinstance(data, dict) and "timeout_seconds" not in data:
+            target = data.get("target")
+            kind = target.get("type") if isinstance(target, dict) else getattr(target, "type", None)
+            if kind == "container":
+                return {**data, "timeout_seconds": r.DEFAULT_CONTAINER_TIMEOUT_SECONDS}
+        return data
+
     @field_validator("timeout_seconds")
     @classmethod
     def _within_the_targets_limit(cls, value: int, info: ValidationInfo) -> int:
@@ -155,7 +167,30 @@ class Job(JobSpec):
         always do.)"""
         if isinstance(run, Run) and run.trigger is Trigger.MANUAL:
             return True
-        return self.state is not JobState.PAUSED and run.generation == self.generation
+        return (
+            self.state is not JobState.PAUSED
+            and run.generation == self.generation
+            and self.fires_at(run.scheduled_at)
+        )
+
+    def fires_at(self, at: datetime) -> bool:
+        """Is ``at`` one of the fire times of the job's schedule? (An occurrence written for
+        a change that lost to a concurrent one carries the same generation as the winner's,
+        but not its fire times.)"""
+        return next_fire(self.schedule, at - timedelta(seconds=1)) == at
+
+    def as_of(self, now: datetime) -> Job:
+        """The job with ``next_run_at`` brought up to ``now``. The stored value is the first
+        occurrence planned for the job's current schedule: the dispatcher chains occurrences
+        in the time index without writing the job each time."""
+        if self.state is not JobState.ACTIVE or self.next_run_at is None:
+            return self
+        if self.next_run_at >= now:
+            return self
+        # the last due second is still "next" until its run has had a second to start
+        return self.model_copy(
+            update={"next_run_at": next_fire(self.schedule, now - timedelta(seconds=1))}
+        )
 
     def missed_reason(self) -> str:
         return f"could not start within start_deadline_seconds ({self.start_deadline_seconds} s)"

@@ -39,3 +39,10 @@ def decide(
     if policy.jitter:  # "full jitter": anywhere between half and all of the wait
         wait = (rng or random.Random()).uniform(wait / 2, wait)  # noqa: S311 - not a secret
     return Decision(True, max(1, round(wait)), f"retrying after attempt {attempt}")
+
+
+def worst_case_seconds(policy: RetryPolicy, timeout_seconds: int) -> float:
+    """The longest a run under ``policy`` can take: every attempt to its timeout, and the
+    longest wait before each retry."""
+    waits = sum(round(backoff(policy, attempt)) for attempt in range(1, policy.max_attempts))
+    return float(policy.max_attempts * timeout_seconds + waits)

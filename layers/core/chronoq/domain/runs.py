@@ -122,6 +122,8 @@ class RunMessage(BaseModel):
     run_id: str
     scheduled_at: datetime
     queued_at: datetime
+    #: The job's generation the occurrence was planned under (see Job.is_current).
+    generation: int = 1
 
 
 # --- Log lines --------------------------------------------------------------------------------
@@ -132,6 +134,11 @@ _ATTEMPT = re.compile(r"\[attempt (\d+)\]")
 def log_line(attempt: int, message: str, at: datetime | None = None) -> str:
     """One log line as kept: instant, attempt, message."""
     return f"{format_instant(at or datetime.now(UTC))} [attempt {attempt}] {message}"
+
+
+def log_size(lines: list[str]) -> int:
+    """What log lines weigh in a run record (``log_bytes``): their bytes and a separator each."""
+    return sum(len(line.encode()) + 1 for line in lines)
 
 
 def attempt_of_line(line: str) -> int:

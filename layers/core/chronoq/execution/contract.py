@@ -13,7 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chronoq.domain.jobs import Job, RetryPolicy
+from chronoq import resources as r
+from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
+from chronoq.domain.retry import worst_case_seconds
+from chronoq.domain.runs import Trigger
 from chronoq.domain.targets import (
     ContainerTarget,
     EventBridgeTarget,
@@ -22,6 +25,7 @@ from chronoq.domain.targets import (
     Target,
 )
 from chronoq.domain.time import format_instant
+from chronoq.resources import Priority
 
 
 class _Contract(BaseModel):
@@ -49,9 +53,29 @@ class ExecutionInput(_Contract):
     #: What the state machine's own service integrations send (sqs/sns/eventbridge targets),
     #: prepared as those APIs want it: ``{"message": text}`` or ``{"detail": text}``.
     delivery: dict[str, str] = Field(default_factory=dict)
+    #: What the state machine's first state writes when it records the run (the run item may
+    #: not exist yet: a scheduled run is recorded when it starts).
+    priority: str = Priority.NORMAL.value
+    trigger: str = Trigger.SCHEDULE.value
+    generation: int = 1
+    queued_at: str = ""
+    #: When the run's record expires (epoch seconds): RUN_RETENTION_SECONDS after its time.
+    expires_at: int = 0
+    #: The job keeps its active runs (concurrency forbid or replace): the state machine
+    #: takes the run off them at its end.
+    exclusive: bool = False
 
     @classmethod
-    def of(cls, job: Job, run_id: str, scheduled_at: datetime) -> ExecutionInput:
+    def of(
+        cls,
+        job: Job,
+        run_id: str,
+        scheduled_at: datetime,
+        *,
+        generation: int | None = None,
+        trigger: Trigger = Trigger.SCHEDULE,
+        queued_at: datetime | None = None,
+    ) -> ExecutionInput:
         return cls(
             job_id=job.id,
             run_id=run_id,
@@ -62,11 +86,26 @@ class ExecutionInput(_Contract):
             retry=job.retry,
             output_location=job.output_location or "",
             delivery=delivery(job.target),
+            priority=job.priority.value,
+            trigger=trigger.value,
+            generation=job.generation if generation is None else generation,
+            queued_at=format_instant(queued_at or scheduled_at),
+            expires_at=int(scheduled_at.timestamp()) + r.RUN_RETENTION_SECONDS,
+            exclusive=job.concurrency is not Concurrency.ALLOW,
         )
 
     def document(self) -> dict[str, Any]:
         """The JSON document the execution starts with."""
         return self.model_dump(mode="json")
+
+    def fits_express(self) -> bool:
+        """Can this run execute on the EXPRESS state machine? Not a container (its ``.sync``
+        integration needs STANDARD), and every attempt at its timeout plus every retry wait
+        within ``EXPRESS_BUDGET_SECONDS`` (an Express execution lasts 5 minutes at most)."""
+        return (
+            not isinstance(self.target, ContainerTarget)
+            and worst_case_seconds(self.retry, self.timeout_seconds) <= r.EXPRESS_BUDGET_SECONDS
+        )
 
 
 def message_text(message: Any) -> str:
@@ -128,12 +167,36 @@ class DecideRequest(BaseModel):
     cause: str = ""
 
 
+#: A list of strings as DynamoDB types it.
+TypedList = dict[str, list[dict[str, str]]]
+
+
+def _typed(strings: list[str]) -> TypedList:
+    return {"L": [{"S": text} for text in strings]}
+
+
 class AttemptResult(_Contract):
-    """The runner's answer to an attempt or a collect: the output inline, or where it is kept
-    (the other field ``""``: the ASL writes both as they are)."""
+    """The runner's answer to an attempt or a collect that succeeded: the output inline, or
+    where it is kept (the other field ``""``: the ASL writes both as they are); and the
+    attempt's log lines, which the state machine writes with the outcome: inline
+    (``logs``, ``log_bytes``) or the S3 object holding them (``log_objects``). The lists are
+    DynamoDB-typed (``{"L": [{"S": line}, ...]}``), as the ASL's DynamoDB tasks write them."""
 
     output: str
     output_location: str
+    logs: TypedList = Field(default_factory=lambda: _typed([]))
+    log_objects: TypedList = Field(default_factory=lambda: _typed([]))
+    log_bytes: int = 0
+
+    @staticmethod
+    def typed(strings: list[str]) -> TypedList:
+        return _typed(strings)
+
+    def lines(self) -> list[str]:
+        return [entry["S"] for entry in self.logs["L"]]
+
+    def objects(self) -> list[str]:
+        return [entry["S"] for entry in self.log_objects["L"]]
 
 
 class PrepareResult(_Contract):

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from chronoq import resources as r
 from chronoq.aws.queues import delay_seconds
-from chronoq.domain.runs import Run, RunMessage, attempt_of_line
+from chronoq.domain.runs import Run, RunMessage, attempt_of_line, log_size
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes.store import FakeStore
 from chronoq.resources import Priority
@@ -45,7 +45,9 @@ class FakeQueues:
 
 @dataclass
 class FakeExecutor:
-    """Executions by name, as Step Functions keeps them."""
+    """Executions by name, as Step Functions keeps them: STANDARD ones started once per
+    name and stoppable; EXPRESS ones (runs that fit them) started anew each time and never
+    stopped."""
 
     started: dict[str, ExecutionInput] = field(default_factory=dict)
     #: How often start was asked, per run (duplicates included).
@@ -53,11 +55,17 @@ class FakeExecutor:
     stopped: dict[str, str] = field(default_factory=dict)
     #: Executions that ended by themselves (see ``finish``).
     finished: set[str] = field(default_factory=set)
+    #: How many EXPRESS executions each run got.
+    express: dict[str, int] = field(default_factory=dict)
 
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
-        """As Step Functions: the same name and input again is a no-op while the execution
-        runs, refused once it has ended."""
+        """As Step Functions: on STANDARD the same name and input again is a no-op while
+        the execution runs, refused once it has ended; on EXPRESS another execution."""
         self.starts[run_id] = self.starts.get(run_id, 0) + 1
+        if execution_input.fits_express():
+            self.express[run_id] = self.express.get(run_id, 0) + 1
+            self.started.setdefault(run_id, execution_input)
+            return True
         if run_id in self.started:
             running = run_id not in self.stopped and run_id not in self.finished
             return running and self.started[run_id] == execution_input
@@ -69,6 +77,8 @@ class FakeExecutor:
         self.finished.add(run_id)
 
     def stop(self, run_id: str, reason: str) -> None:
+        if run_id in self.express:
+            return  # EXPRESS executions cannot be stopped
         if run_id in self.started and run_id not in self.stopped and run_id not in self.finished:
             self.stopped[run_id] = reason
 
@@ -103,6 +113,25 @@ class FakeArtifacts:
     ) -> None:
         if self.store.get_run(job_id, run_id) is not None:
             self.logs.setdefault((job_id, run_id), []).extend(lines)
+
+    def log_object(
+        self, job_id: str, run_id: str, attempt: int, lines: list[str], output_location: str | None
+    ) -> str | None:
+        if log_size(lines) <= r.INLINE_BYTES:
+            return None
+        base = (output_location or f"s3://{self.bucket}/runs").rstrip("/")
+        location = f"{base}/{job_id}/{run_id}/attempt-{attempt}.log"
+        self.objects[location] = "\n".join(lines) + "\n"
+        return location
+
+    def keep_logs(self, job_id: str, run_id: str, lines: list[str], objects: list[str]) -> None:
+        """What the state machine's final write does with an attempt's logs (played by tests
+        and fakes of the state machine)."""
+        if self.store.get_run(job_id, run_id) is not None:
+            kept = self.logs.setdefault((job_id, run_id), [])
+            kept.extend(lines)
+            for location in objects:
+                kept.extend(self.objects[location].splitlines())
 
     def read_output(self, run: Run) -> str | None:
         if run.output_location:

@@ -92,7 +92,9 @@ class FakeStore:
             )
             if kept is not None and kept.status is RunStatus.QUEUED and not lapsed:
                 return "held"
-            if kept is None or kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+            if kept is None:  # a scheduled run has no record yet: the claim creates it
+                kept = run.model_copy(update={"status": RunStatus.SCHEDULED})
+            if kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
                 if not entered_before:
                     self.release_run(job.id, run.id)
                 return "taken"

@@ -22,6 +22,7 @@ from chronoq.local.emulation import (
     LOCAL_SECURITY_GROUP,
     LOCAL_SUBNET,
     check_moto,
+    express_executions_as_on_aws,
     parse_each_definition_once,
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
@@ -56,6 +57,7 @@ class LocalAWS:
     env: dict[str, str] = field(default_factory=dict)
     queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arn: str = ""
+    express_state_machine_arn: str = ""
     runs_stream_arn: str = ""
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
@@ -87,6 +89,7 @@ class LocalAWS:
         self._mock.start()
         chronoq_aws.reset()
         reuse_state_machine_clients()
+        express_executions_as_on_aws()
         parse_each_definition_once()
         serialize_service_calls()
         run_containers_as_subprocesses(REGION)
@@ -266,18 +269,24 @@ class LocalAWS:
 
         self._create_notifications_and_outputs(env)
         network = self._create_containers(env, role)
-        definition = r.STATE_MACHINE.definition(
-            {
-                r.ASL_RUNS_TABLE: env[r.RUNS_TABLE.env],
-                r.ASL_JOBS_TABLE: env[r.JOBS_TABLE.env],
-                r.ASL_RUNNER_FUNCTION: arns[r.RUNNER_FUNCTION.name],
-                **network,
-            }
-        )
-        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
-            name=f"{PREFIX}-run", definition=definition, roleArn=role
+        values = {
+            r.ASL_RUNS_TABLE: env[r.RUNS_TABLE.env],
+            r.ASL_JOBS_TABLE: env[r.JOBS_TABLE.env],
+            r.ASL_RUNNER_FUNCTION: arns[r.RUNNER_FUNCTION.name],
+            **network,
+        }
+        sfn = self.client("stepfunctions")
+        self.state_machine_arn = sfn.create_state_machine(
+            name=f"{PREFIX}-run", definition=r.STATE_MACHINE.definition(values), roleArn=role
+        )["stateMachineArn"]
+        self.express_state_machine_arn = sfn.create_state_machine(
+            name=f"{PREFIX}-run-express",
+            definition=r.EXPRESS_STATE_MACHINE.definition(values),
+            roleArn=role,
+            type="EXPRESS",
         )["stateMachineArn"]
         env[r.ENV_STATE_MACHINE_ARN] = self.state_machine_arn
+        env[r.ENV_EXPRESS_STATE_MACHINE_ARN] = self.express_state_machine_arn
         self.env = env
 
     def _create_notifications_and_outputs(self, env: dict[str, str]) -> None:

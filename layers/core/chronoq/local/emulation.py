@@ -31,6 +31,8 @@ PATCHED: tuple[tuple[str, str], ...] = (
         "ExecutionWorker._get_evaluation_entrypoint",
     ),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend._validate_definition"),
+    ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.start_execution"),
+    ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.stop_execution"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.run_task"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.stop_task"),
     ("moto.moto_api", "state_manager.set_transition"),
@@ -174,6 +176,48 @@ def parse_each_definition_once() -> None:
     StepFunctionsParserBackend._validate_definition = staticmethod(  # type: ignore[method-assign]
         functools.lru_cache(maxsize=64)(validate)
     )
+
+
+def express_executions_as_on_aws() -> None:
+    """moto treats EXPRESS state machines as STANDARD ones. On AWS, starting an EXPRESS
+    execution is not idempotent (the same name again starts another execution) and
+    StopExecution refuses EXPRESS executions: so locally too, so that nothing chronoq does
+    locally leans on what AWS would not do."""
+    import uuid
+
+    from moto.stepfunctions.exceptions import ValidationException
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    start = StepFunctionsParserBackend.start_execution
+    if getattr(start, "express_as_on_aws", False):
+        return
+
+    def _express(machine: Any) -> bool:
+        return (
+            str(getattr(machine, "type", "")).upper() == "EXPRESS"
+        )  # (sm_type is always STANDARD)
+
+    @functools.wraps(start)
+    def start_execution(
+        self: Any, state_machine_arn: str, name: Any = None, *a: Any, **k: Any
+    ) -> Any:
+        if name is not None and _express(self.describe_state_machine(state_machine_arn)):
+            name = f"{name}-{uuid.uuid4().hex[:12]}"  # a new execution, whatever the name
+        return start(self, state_machine_arn, name, *a, **k)
+
+    start_execution.express_as_on_aws = True  # type: ignore[attr-defined]
+    StepFunctionsParserBackend.start_execution = start_execution  # type: ignore[method-assign]
+
+    stop = StepFunctionsParserBackend.stop_execution
+
+    @functools.wraps(stop)
+    def stop_execution(self: Any, execution_arn: str, *a: Any, **k: Any) -> Any:
+        execution = self.describe_execution(execution_arn)
+        if _express(getattr(execution, "state_machine", None)):
+            raise ValidationException("This operation is not supported by EXPRESS state machines")
+        return stop(self, execution_arn, *a, **k)
+
+    StepFunctionsParserBackend.stop_execution = stop_execution  # type: ignore[method-assign]
 
 
 #: The network the local state machine names for container tasks; they run in moto's default

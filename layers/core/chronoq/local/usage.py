@@ -149,7 +149,7 @@ class Usage:
     executions: dict[str, str] = field(default_factory=dict)
     #: execution ARN -> (transitions, billed ms) once it has ended
     ended_executions: dict[str, tuple[int, float]] = field(default_factory=dict)
-    express_memory_mb: int = 64
+    express_memory_mb: int = r.EXPRESS_MEMORY_MB
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reset(self) -> None:
@@ -196,8 +196,9 @@ class Usage:
             standard_transitions = sum(
                 self.ended_executions.get(a, (0, 0.0))[0] for a in by_kind["standard"]
             )
+            step = r.EXPRESS_BILLING_STEP_MS
             express_ms = sum(
-                math.ceil(self.ended_executions.get(a, (0, 0.0))[1] / 100) * 100
+                math.ceil(self.ended_executions.get(a, (0, 0.0))[1] / step) * step
                 for a in by_kind["express"]
             )
             requests = dict(sorted(self.requests.items()))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from chronoq.domain.retry import decide
+from chronoq.domain.runs import log_size
 from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
 from chronoq.execution import targets
 from chronoq.execution.contract import (
@@ -79,14 +80,17 @@ class Runner:
     def _keeping(
         self, request: AttemptRequest | CollectRequest, work: Callable[[targets.Log], Any]
     ) -> AttemptResult:
-        """Do ``work``, then keep the lines it logged (whatever happened) and its result."""
+        """Do ``work`` and keep its result. The lines it logged are kept here if it failed;
+        if it succeeded they go back with the result, and the state machine writes them with
+        the run's outcome (one write fewer on the common path)."""
         lines, log = targets.lines_collector(request.attempt)
         try:
             result = work(log)
-        finally:
+        except BaseException:
             self.artifacts.append_logs(
                 request.job_id, request.run_id, request.attempt, lines, request.output_location
             )
+            raise
         kept = self.artifacts.save_output(
             request.job_id,
             request.run_id,
@@ -94,7 +98,16 @@ class Runner:
             json.dumps(result, separators=(",", ":")),
             request.output_location,
         )
-        return AttemptResult.model_validate(kept)
+        location = self.artifacts.log_object(
+            request.job_id, request.run_id, request.attempt, lines, request.output_location
+        )
+        inline = [] if location else list(lines)
+        return AttemptResult(
+            **kept,
+            logs=AttemptResult.typed(inline),
+            log_objects=AttemptResult.typed([location] if location else []),
+            log_bytes=log_size(inline),
+        )
 
     def _run(self, request: AttemptRequest, log: targets.Log) -> Any:
         target = request.target

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.runs import Occurrence, RunStatus
+from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.usecases.ports import Clock, Store
-from chronoq.usecases.timeindex import TimeIndex
+from chronoq.usecases.timeindex import TimeIndex, end_unstarted, new_run
 
 
 @dataclass
@@ -73,20 +73,16 @@ class Dispatcher:
         report: DispatchReport,
     ) -> None:
         jobs = self.store.get_jobs(o.job_id for o in occurrences)
-        current = []
-        for o in occurrences:
-            if o.job_id in jobs and jobs[o.job_id].is_current(o):
-                current.append(o)
-            else:  # its job was deleted, paused or rescheduled after it was planned
-                self.store.delete_pending_run(o.job_id, o.run_id)
+        # An occurrence whose job was deleted, paused or rescheduled after it was planned is
+        # dropped (it has no run record: nothing to clean up).
+        current = [o for o in occurrences if o.job_id in jobs and jobs[o.job_id].is_current(o)]
         due = []
         for o in current:
             job = jobs[o.job_id]
             if job.is_late(o.scheduled_at, now):
-                run = self.store.get_run(o.job_id, o.run_id)
-                if run and self.store.end_run(
-                    run, RunStatus.MISSED, now, job.missed_reason(), [RunStatus.SCHEDULED]
-                ):
+                kept = self.store.get_run(o.job_id, o.run_id)
+                run = kept or new_run(job, o.run_id, o.scheduled_at, Trigger.SCHEDULE)
+                if end_unstarted(self.store, kept, run, RunStatus.MISSED, job.missed_reason(), now):
                     report.missed += 1
             else:
                 due.append(o)

@@ -51,25 +51,33 @@ class JobOperations:
         try:
             self.index.schedule([(job, first)], now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
-            self.store.delete_pending_run(job.id, ids.run_id(job.id, first, job.generation))
-            self.store.delete_job(job.id)
+            self.store.delete_job(job.id)  # (its schedule item, if written, is dropped unsent)
             raise
         return job
 
     def get_job(self, owner: str, job_id: str) -> Job:
+        """The job as of now (its next_run_at brought up to date)."""
+        return self._stored(owner, job_id).as_of(self.clock())
+
+    def _stored(self, owner: str, job_id: str) -> Job:
+        """The job as stored: what a change starts from."""
         job = self.store.get_job(job_id)
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} not found")
         return job
 
     def list_jobs(self, owner: str) -> list[Job]:
-        return sorted(self.store.list_jobs(owner), key=lambda j: (j.created_at, j.id))
+        now = self.clock()
+        return sorted(
+            (job.as_of(now) for job in self.store.list_jobs(owner)),
+            key=lambda j: (j.created_at, j.id),
+        )
 
     def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
         """Change a job. A new schedule or priority replaces the pending occurrence by the
         new schedule's next fire time (a run already claimed still runs); other changes
         apply to every run that has not started yet."""
-        job = self.get_job(owner, job_id)
+        job = self._stored(owner, job_id)
         if patch.version is not None and patch.version != job.version:
             raise Conflict(f"job {job_id} is at version {job.version}, not {patch.version}")
         now = self.clock()
@@ -94,7 +102,7 @@ class JobOperations:
 
     def pause_job(self, owner: str, job_id: str) -> Job:
         """No scheduled run of a paused job starts; its pending occurrence is dropped."""
-        job = self.get_job(owner, job_id)
+        job = self._stored(owner, job_id)
         if job.state is JobState.PAUSED:
             return job
         if job.state is JobState.COMPLETED:
@@ -105,7 +113,7 @@ class JobOperations:
 
     def resume_job(self, owner: str, job_id: str) -> Job:
         """Schedule the next future fire time; occurrences missed while paused never run."""
-        job = self.get_job(owner, job_id)
+        job = self._stored(owner, job_id)
         if job.state is not JobState.PAUSED:
             return job
         now = self.clock()
@@ -116,17 +124,14 @@ class JobOperations:
 
     def delete_job(self, owner: str, job_id: str) -> None:
         """No further run starts; a run already executing finishes."""
-        job = self.get_job(owner, job_id)
+        job = self._stored(owner, job_id)
         if not self.store.delete_job(job.id):
             raise NotFound(f"job {job_id} not found")
-        if job.next_run_at is not None:
-            self.store.delete_pending_run(
-                job.id, ids.run_id(job.id, job.next_run_at, job.generation)
-            )
+        # (its planned occurrence has no run record: the worker drops it, the job being gone)
 
     def trigger_job(self, owner: str, job_id: str) -> Run:
         """One run now, outside the schedule (also for a paused or completed job)."""
-        job = self.get_job(owner, job_id)
+        job = self._stored(owner, job_id)
         now = self.clock()
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
@@ -156,26 +161,21 @@ class JobOperations:
     def _save(self, old: Job, new: Job) -> Job:
         if not self.store.save_job(new, expected_version=old.version):
             raise Conflict(f"job {old.id} was changed meanwhile; read it again and retry")
-        return new
+        return new.as_of(self.clock())
 
     def _replace_occurrences(self, old: Job, new: Job, now: datetime) -> Job:
         """Save ``new`` (a new generation) and move the time index over to it: the new
         pending occurrence (a run id of its own, even at the same instant) is written first,
-        so that a crash never leaves an active job without one; the old one is forgotten
-        afterwards (if it was already dispatched, the worker drops it as belonging to an
-        older generation; if a worker had already claimed it, it still runs)."""
+        so that a crash never leaves an active job without one; the old one belongs to an
+        older generation: the dispatcher and the worker drop it (if a worker had already
+        claimed it, it still runs). An occurrence written for a change that then conflicts
+        is dropped the same way."""
         pending = [(new, new.next_run_at)] if new.next_run_at else []
         written = self.index.write(pending, now)
         if not self.store.save_job(new, expected_version=old.version):
-            for o in written:
-                self.store.delete_pending_run(o.job_id, o.run_id)
             raise Conflict(f"job {old.id} was changed meanwhile; read it again and retry")
-        if old.next_run_at is not None:
-            self.store.delete_pending_run(
-                old.id, ids.run_id(old.id, old.next_run_at, old.generation)
-            )
         self.index.send_if_dispatched(written, now)
-        return new
+        return new.as_of(now)
 
 
 def _first_fire(spec: JobSpec, now: datetime) -> datetime:

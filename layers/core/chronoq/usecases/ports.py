@@ -162,6 +162,14 @@ class Artifacts(Protocol):
         self, job_id: str, run_id: str, attempt: int, lines: list[str], output_location: str | None
     ) -> None: ...
 
+    def log_object(
+        self, job_id: str, run_id: str, attempt: int, lines: list[str], output_location: str | None
+    ) -> str | None:
+        """Lines too large for the run record go to an S3 object of the attempt: its
+        location; None (nothing written) when they fit the record: the state machine writes
+        them there with the run's outcome."""
+        ...
+
     def read_output(self, run: Run) -> str | None: ...
 
     def read_logs(self, job_id: str, run_id: str) -> list[str]: ...

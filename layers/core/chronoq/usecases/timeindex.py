@@ -11,10 +11,20 @@ from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.schedules import next_fire
-from chronoq.usecases.ports import Clock, Queues, Store
+from chronoq.usecases.ports import Clock, Queues, RunStore, Store
 
 #: Per shard, the last minute whose dispatch has begun (None: never).
 Dispatched = Mapping[int, datetime | None]
+
+
+def end_unstarted(
+    store: RunStore, kept: Run | None, run: Run, status: RunStatus, reason: str, now: datetime
+) -> bool:
+    """Give a run that will not execute (``kept``: its record, if it has one yet) its final
+    status; a run with no record yet is recorded first."""
+    if kept is None:
+        store.create_run(run, now)
+    return store.end_run(run, status, now, reason, [RunStatus.SCHEDULED, RunStatus.QUEUED])
 
 
 def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
@@ -39,11 +49,11 @@ class TimeIndex:
     clock: Clock
 
     def write(self, pairs: Iterable[tuple[Job, datetime]], now: datetime) -> list[Occurrence]:
-        """Record a SCHEDULED run and a schedule item for each (job, instant)."""
+        """Write a schedule item for each (job, instant). The run itself is recorded when it
+        starts (or when it is found too late to start)."""
         occurrences: list[Occurrence] = []
         for job, at in pairs:
             run = new_run(job, ids.run_id(job.id, at, job.generation), at, Trigger.SCHEDULE)
-            self.store.create_run(run, now)
             occurrences.append(Occurrence.of(run))
         if occurrences:
             self.store.put_occurrences(occurrences, self.shards, now)
@@ -95,7 +105,11 @@ class TimeIndex:
                 (
                     o.priority,
                     RunMessage(
-                        job_id=o.job_id, run_id=o.run_id, scheduled_at=o.scheduled_at, queued_at=now
+                        job_id=o.job_id,
+                        run_id=o.run_id,
+                        scheduled_at=o.scheduled_at,
+                        queued_at=now,
+                        generation=o.generation,
                     ),
                 )
                 for o in occurrences
@@ -112,16 +126,19 @@ class TimeIndex:
     ) -> int:
         """Chain each job on from the occurrence just dispatched to its next one."""
         pairs: list[tuple[Job, datetime]] = []
-        advances: list[tuple[Job, datetime | None]] = []
+        finished: list[Job] = []
         for o in occurrences:
             job = jobs.get(o.job_id)
-            if job is None or job.state is not JobState.ACTIVE or job.next_run_at != o.scheduled_at:
-                continue  # deleted, paused, finished, or already moved on by an earlier dispatch
+            if job is None or job.state is not JobState.ACTIVE or not job.is_current(o):
+                continue  # deleted, paused, finished, or rescheduled
             following = next_fire(job.schedule, o.scheduled_at)
             if following is not None:
+                # (chaining the same occurrence twice writes the same item twice: harmless)
                 pairs.append((job, following))
-            advances.append((job, following))
+            else:
+                finished.append(job)
         count = self.schedule(pairs, now, dispatched)
-        for job, following in advances:
-            self.store.advance_job(job, following, self.clock())
+        # The job item is written only when its state changes: a schedule at its end.
+        for job in finished:
+            self.store.advance_job(job, None, self.clock())
         return count
