@@ -107,11 +107,22 @@ ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
 # --- Tables -------------------------------------------------------------------------------
 
 
+class Projection(StrEnum):
+    """What a global secondary index copies of each item (DynamoDB's ProjectionType)."""
+
+    #: Every attribute: any change of the item rewrites its index entry too (billed).
+    ALL = "ALL"
+    #: The table's and the index's keys only: the entry is written only when the item enters
+    #: or leaves the index or its index keys change; readers fetch the items themselves.
+    KEYS_ONLY = "KEYS_ONLY"
+
+
 @dataclass(frozen=True)
 class Index:
     name: str
     partition_key: str
     sort_key: str | None = None
+    projection: Projection = Projection.KEYS_ONLY
 
 
 @dataclass(frozen=True)
@@ -134,7 +145,16 @@ JOBS_TABLE = Table(
     id="Jobs",
     env=ENV_JOBS_TABLE,
     partition_key="job_id",
-    indexes=(Index(JOBS_BY_OWNER_INDEX, partition_key="owner", sort_key="created_at"),),
+    # Keys only: a job is written on every run (claimed, released, moved on), and an index
+    # projecting all would be written each time too; listing fetches the jobs by key instead.
+    indexes=(
+        Index(
+            JOBS_BY_OWNER_INDEX,
+            partition_key="owner",
+            sort_key="created_at",
+            projection=Projection.KEYS_ONLY,
+        ),
+    ),
 )
 #: The time index: partition = minute bucket + shard, sort = due time + run id.
 SCHEDULE_TABLE = Table(

@@ -191,7 +191,7 @@ class LocalAWS:
                     {
                         "IndexName": index.name,
                         "KeySchema": [{"AttributeName": k, "KeyType": t} for k, t in index_keys],
-                        "Projection": {"ProjectionType": "ALL"},
+                        "Projection": {"ProjectionType": index.projection.value},
                     }
                 )
             ddb.create_table(
