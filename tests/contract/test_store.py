@@ -486,6 +486,21 @@ def test_given_a_new_run_when_created_then_got_back_as_it_was(backend: Backend) 
     assert backend.store.get_run(job.id, run.id) == run
 
 
+@pytest.mark.parametrize("notify", [True, False])
+def test_given_a_new_run_marked_notify_or_not_when_created_then_the_mark_is_kept_through_its_end(
+    backend: Backend, notify: bool
+) -> None:
+    job = a_job()
+    run = a_run(job).model_copy(update={"notify": notify})
+
+    assert backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status="SUCCEEDED", finished_at=NOW)
+
+    kept = backend.store.get_run(job.id, run.id)
+    assert kept is not None
+    assert (kept.notify, kept.status) == (notify, RunStatus.SUCCEEDED)
+
+
 def test_given_a_run_when_created_again_then_refused_and_the_first_kept(
     backend: Backend,
 ) -> None:

@@ -66,6 +66,10 @@ MAX_MESSAGE_BYTES = 64 * 1024
 WEBHOOK_ATTEMPTS = 4
 WEBHOOK_FIRST_BACKOFF_SECONDS = 1.0
 WEBHOOK_TIMEOUT_SECONDS = 5.0
+#: The final statuses of the runs published to the deployment's SNS topic (deployment setting
+#: ``topic_statuses``; it may be widened up to every final status). A job's own webhook and
+#: e-mail follow its ``notify.on`` instead, whatever the topic hears of.
+DEFAULT_TOPIC_STATUSES = ("FAILED", "TIMED_OUT", "MISSED")
 #: Header carrying a webhook's signature, and the one carrying its delivery id.
 SIGNATURE_HEADER = "X-Chronoq-Signature"
 DELIVERY_HEADER = "X-Chronoq-Delivery"
@@ -92,8 +96,11 @@ ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
 ENV_OUTPUT_BUCKET = "CHRONOQ_OUTPUT_BUCKET"
 #: Other buckets a job's output_location may name (comma-separated; "*": any).
 ENV_OUTPUT_BUCKETS = "CHRONOQ_OUTPUT_BUCKETS"
-#: The SNS topic every finished run is published to.
+#: The SNS topic finished runs are published to.
 ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
+#: The final statuses of the runs published to it (comma-separated; default
+#: DEFAULT_TOPIC_STATUSES; an unknown or not final status stops the notifier at cold start).
+ENV_TOPIC_STATUSES = "CHRONOQ_TOPIC_STATUSES"
 #: The Secrets Manager secret from which each owner's webhook signing secret is derived.
 ENV_SIGNING_SECRET_ARN = "CHRONOQ_SIGNING_SECRET_ARN"  # noqa: S105 - a variable name
 #: The SES identity notification e-mails are sent from (empty: no e-mail).
@@ -170,7 +177,7 @@ RUNS_TABLE = Table(
     partition_key="job_id",
     sort_key="run_id",
     ttl_attribute="expires_at",
-    stream=True,  # the notifier hears of every run that ends
+    stream=True,  # the notifier hears of the runs that end, filtered (see aws.streams)
 )
 TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
 
@@ -273,6 +280,7 @@ NOTIFIER_FUNCTION = Function(
         ENV_JOBS_TABLE,
         ENV_RUNS_TABLE,  # which notifications a retried record already sent
         ENV_TOPIC_ARN,
+        ENV_TOPIC_STATUSES,
         ENV_SIGNING_SECRET_ARN,
         ENV_EMAIL_SENDER,
     ),

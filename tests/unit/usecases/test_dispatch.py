@@ -69,6 +69,21 @@ def test_given_a_cron_job_when_its_minute_is_dispatched_then_the_next_occurrence
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 50))]
 
 
+def test_given_a_job_with_a_notify_block_when_chained_on_then_its_next_run_is_marked_notify_too(
+    fakes: Fakes,
+) -> None:
+    notify = {"on": ["SUCCEEDED"], "email": "oncall@example.com"}
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/10 * * * *"), notify=notify))
+    plain = fakes.jobs.create_job(OWNER, job_spec(cron("*/10 * * * *")))
+
+    fakes.clock.set(t(21, 49, 5))  # dispatches 21:50, writes 22:00
+    fakes.dispatcher.dispatch()
+
+    assert pending_run(fakes, stored_job(fakes, job)).scheduled_at == t(22, 0)
+    assert pending_run(fakes, stored_job(fakes, job)).notify
+    assert not pending_run(fakes, stored_job(fakes, plain)).notify
+
+
 def test_given_a_dispatched_minute_when_dispatching_again_then_nothing_is_sent_twice(
     fakes: Fakes,
 ) -> None:

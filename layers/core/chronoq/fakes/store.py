@@ -129,6 +129,7 @@ class FakeStore:
                 trigger=run.trigger,
                 generation=run.generation,
                 scheduled_at=run.scheduled_at,
+                notify=run.notify,
             )
             return True
 
