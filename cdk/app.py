@@ -5,6 +5,8 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 - ``shards``: number of schedule shards (default chronoq.resources.DEFAULT_SHARDS);
 - ``task_modules``, ``task_layers``: the deployment's own Python tasks and their layers;
 - ``email_sender``: the SES identity notification e-mails come from (default: no e-mail);
+- ``topic_statuses``: the final statuses of the runs published to the SNS topic (default
+  chronoq.resources.DEFAULT_TOPIC_STATUSES: FAILED, TIMED_OUT, MISSED);
 - ``output_buckets``: names of buckets, besides the deployment's own, jobs may write
   their output to (bucket ARNs and s3:// URIs are read as their buckets' names; default: none);
 - ``lambda_targets``, ``queue_targets``, ``topic_targets``, ``event_bus_targets``: ARNs of
@@ -27,6 +29,7 @@ from chronoq_cdk.stack import ChronoqStack
 def main() -> None:
     app = App(outdir=os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
     shards = app.node.try_get_context("shards")
+    statuses = context_list(app.node, "topic_statuses")
     ChronoqStack(
         app,
         "Chronoq",
@@ -35,6 +38,7 @@ def main() -> None:
         task_modules=app.node.try_get_context("task_modules") or "",
         task_layer_arns=context_list(app.node, "task_layers") or [],
         email_sender=app.node.try_get_context("email_sender") or "",
+        topic_statuses=r.DEFAULT_TOPIC_STATUSES if statuses is None else statuses,
         target_access=TargetAccess.from_context(app.node),
     )
     app.synth()

@@ -1,10 +1,11 @@
-"""Notifications: the notifier function, fed by the runs table's stream, and what it tells
-owners through: an SNS topic, webhooks signed with a secret derived from one Secrets Manager
-secret, and (when the deployment names a sender) SES e-mail."""
+"""Notifications: the notifier function, fed by the runs table's stream (filtered to the runs
+someone is to hear of), and what it tells owners through: an SNS topic (the runs whose final
+status is in the deployment's topic_statuses), webhooks signed with a secret derived from one
+Secrets Manager secret, and (when the deployment names a sender) SES e-mail."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy
@@ -15,7 +16,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from chronoq import resources as r
-from chronoq.domain.runs import TERMINAL_STATUSES
+from chronoq.aws.streams import notifier_filters
+from chronoq.domain.runs import RunStatus
 from constructs import Construct
 
 from .functions import python_function
@@ -26,27 +28,11 @@ SIGNING_SECRET_LENGTH = 64
 DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
 
 
-def finished_runs() -> list[Mapping[str, Any]]:
-    """The stream filters: a run written with a status it ends in, or changed into one
-    (later changes of an ended run, such as the notes of its notifications, stay out)."""
-    ended = sorted(TERMINAL_STATUSES)
-    return [
-        lambda_.FilterCriteria.filter(
-            {
-                "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                "dynamodb": {"NewImage": {"status": {"S": lambda_.FilterRule.or_(*ended)}}},
-            }
-        ),
-        lambda_.FilterCriteria.filter(
-            {
-                "eventName": lambda_.FilterRule.is_equal("MODIFY"),
-                "dynamodb": {
-                    "NewImage": {"status": {"S": lambda_.FilterRule.or_(*ended)}},
-                    "OldImage": {"status": {"S": [{"anything-but": ended}]}},
-                },
-            }
-        ),
-    ]
+def finished_runs(topic_statuses: Iterable[RunStatus]) -> list[Mapping[str, Any]]:
+    """The stream filters: a run written with a status it ends in, or changed into one (later
+    changes of an ended run, such as the notes of its notifications, stay out), when its
+    status is one the topic hears of or its job asked to be notified (see aws.streams)."""
+    return [lambda_.FilterCriteria.filter(p) for p in notifier_filters(topic_statuses)]
 
 
 class Notifications(Construct):
@@ -58,6 +44,7 @@ class Notifications(Construct):
         layer: lambda_.ILayerVersion,
         environment: Mapping[str, str],
         storage: Storage,
+        topic_statuses: frozenset[RunStatus],
         email_sender: str = "",
     ) -> None:
         super().__init__(scope, id)
@@ -78,6 +65,7 @@ class Notifications(Construct):
         #: The variables this construct provides to the functions that name them.
         self.environment = {
             r.ENV_TOPIC_ARN: self.topic.topic_arn,
+            r.ENV_TOPIC_STATUSES: ",".join(sorted(topic_statuses)),
             r.ENV_SIGNING_SECRET_ARN: self.signing_secret.secret_arn,
             r.ENV_EMAIL_SENDER: email_sender,
         }
@@ -118,7 +106,7 @@ class Notifications(Construct):
                 retry_attempts=r.NOTIFIER_MAX_RETRIES,
                 bisect_batch_on_error=True,
                 report_batch_item_failures=True,
-                filters=finished_runs(),
+                filters=finished_runs(topic_statuses),
                 on_failure=sources.SqsDlq(self.dead_letter),
             )
         )

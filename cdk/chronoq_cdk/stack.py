@@ -9,6 +9,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from chronoq import resources as r
+from chronoq.domain.notifications import topic_statuses as final_statuses
 from constructs import Construct
 
 from .access import TargetAccess
@@ -35,12 +36,18 @@ class ChronoqStack(Stack):
         task_modules: str = "",
         task_layer_arns: Sequence[str] = (),
         email_sender: str = "",
+        topic_statuses: Sequence[str] = r.DEFAULT_TOPIC_STATUSES,
         target_access: TargetAccess | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
         if not 1 <= shards <= MAX_SHARDS:
             raise ValueError(f"shards must be between 1 and {MAX_SHARDS}, not {shards}")
+        try:
+            # The final statuses of the runs published to the SNS topic.
+            audience = final_statuses(topic_statuses)
+        except ValueError as error:
+            raise ValueError(f"topic_statuses: {error}") from None
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
@@ -69,6 +76,7 @@ class ChronoqStack(Stack):
             layer=self.layer,
             environment=environment,
             storage=self.storage,
+            topic_statuses=audience,
             email_sender=email_sender,
         )
         environment = {**environment, **self.notifications.environment}

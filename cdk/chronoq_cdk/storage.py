@@ -63,6 +63,6 @@ class Storage(Construct):
                 index_name=index.name,
                 partition_key=_string(index.partition_key),
                 sort_key=_string(index.sort_key) if index.sort_key else None,
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType(index.projection.value),
             )
         return table

@@ -13,6 +13,7 @@ from chronoq import compose
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import JobPatch, JobSpec
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
 from chronoq.domain.time import utc_now
 from chronoq.resources import SIGNATURE_HEADER
@@ -29,8 +30,10 @@ class Unauthorized(Exception):
 
 
 def view(model: BaseModel) -> dict[str, Any]:
-    """The API's JSON form of a job or run (internal bookkeeping left out)."""
-    return model.model_dump(mode="json", exclude={"generation"})
+    """The API's JSON form of a job or run (internal bookkeeping left out: a run's ``notify``
+    mark; a job's ``notify`` is its notify block, and shown)."""
+    internal = {"generation", "notify"} if isinstance(model, Run) else {"generation"}
+    return model.model_dump(mode="json", exclude=internal)
 
 
 def _owner() -> str:

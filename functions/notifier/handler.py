@@ -1,5 +1,7 @@
-"""Notifier: hears of every run that ends (the runs table's stream, filtered to terminal
-statuses) and tells its owner: the SNS topic always, the job's webhook and e-mail if asked.
+"""Notifier: hears of the runs that end (the runs table's stream, filtered to final statuses
+the topic hears of and to runs whose job asked to be notified: see chronoq.aws.streams) and
+tells their owners: the SNS topic for the deployment's topic statuses, the job's webhook and
+e-mail as its ``notify`` asks.
 
 A record whose delivery raised is reported as a partial batch failure and retried."""
 
@@ -38,7 +40,8 @@ def notify(record: DynamoDBRecord) -> None:
         return
     run = run_from_item(new)
     outcomes = notifier.run_finished(run)
-    logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
+    if outcomes:
+        logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
 
 
 @logger.inject_lambda_context

@@ -61,6 +61,51 @@ def test_given_jobs_of_two_owners_when_listed_then_only_the_owners_jobs(backend:
     assert backend.store.list_jobs("carol") == []
 
 
+def test_given_jobs_created_in_turn_when_listed_then_oldest_first(backend: Backend) -> None:
+    jobs = [a_job(owner="alice", created_at=NOW + n * MINUTE) for n in (2, 0, 1)]
+    for job in jobs:
+        backend.store.put_new_job(job)
+
+    listed = backend.store.list_jobs("alice")
+
+    assert [j.id for j in listed] == [jobs[1].id, jobs[2].id, jobs[0].id]
+
+
+def test_given_more_jobs_than_one_batch_read_takes_when_listed_then_every_one_in_order(
+    backend: Backend,
+) -> None:
+    jobs = [a_job(owner="alice", created_at=NOW + n * timedelta(seconds=1)) for n in range(130)]
+    for job in jobs:
+        backend.store.put_new_job(job)
+
+    listed = backend.store.list_jobs("alice")
+
+    assert listed == jobs
+
+
+def test_given_a_changed_job_when_listed_then_it_is_listed_as_stored(backend: Backend) -> None:
+    job = a_job(owner="alice", active_runs=frozenset({"job_x_20261126T120000Z"}))
+    backend.store.put_new_job(job)
+    changed = job.model_copy(
+        update={"name": "renamed", "state": JobState.PAUSED, "next_run_at": None, "version": 2}
+    )
+    assert backend.store.save_job(changed, expected_version=1)
+
+    (listed,) = backend.store.list_jobs("alice")
+
+    assert listed == changed
+    assert listed == backend.store.get_job(job.id)
+
+
+def test_given_a_deleted_job_when_listed_then_it_is_gone(backend: Backend) -> None:
+    kept, deleted = a_job(owner="alice"), a_job(owner="alice", created_at=NOW + MINUTE)
+    for job in (kept, deleted):
+        backend.store.put_new_job(job)
+    assert backend.store.delete_job(deleted.id)
+
+    assert backend.store.list_jobs("alice") == [kept]
+
+
 def test_given_some_jobs_when_got_by_ids_then_the_existing_ones_by_id(backend: Backend) -> None:
     jobs = [a_job() for _ in range(3)]
     for job in jobs:
@@ -455,6 +500,21 @@ def test_given_a_new_run_when_created_then_got_back_as_it_was(backend: Backend) 
     assert backend.store.create_run(run, NOW) is True
 
     assert backend.store.get_run(job.id, run.id) == run
+
+
+@pytest.mark.parametrize("notify", [True, False])
+def test_given_a_new_run_marked_notify_or_not_when_created_then_the_mark_is_kept_through_its_end(
+    backend: Backend, notify: bool
+) -> None:
+    job = a_job()
+    run = a_run(job).model_copy(update={"notify": notify})
+
+    assert backend.store.create_run(run, NOW)
+    backend.state_machine_writes(job.id, run.id, status="SUCCEEDED", finished_at=NOW)
+
+    kept = backend.store.get_run(job.id, run.id)
+    assert kept is not None
+    assert (kept.notify, kept.status) == (notify, RunStatus.SUCCEEDED)
 
 
 def test_given_a_run_when_created_again_then_refused_and_the_first_kept(

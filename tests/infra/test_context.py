@@ -1,4 +1,5 @@
-"""A deployment configured through the app's context: e-mail sender and what targets reach."""
+"""A deployment configured through the app's context: e-mail sender, the topic's statuses and
+what targets reach."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ SENDER = "jobs@example.com"
 FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:reports"
 QUEUE = "arn:aws:sqs:eu-west-1:123456789012:orders"
 BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/default"
+#: A topic that hears of every run that ends (in any case, as the context may give them).
+EVERY_FINAL = ["succeeded", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]
 #: Output buckets as the context may give them: by name, ARN or s3:// URI.
 OUTPUT_BUCKETS = ["team-reports", "arn:aws:s3:::archive/*", "s3://exports/daily/"]
 
@@ -29,6 +32,7 @@ def configured(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
         app,
         "Chronoq",
         email_sender=SENDER,
+        topic_statuses=EVERY_FINAL,
         target_access=TargetAccess(
             lambda_functions=[FUNCTION],
             queues=[QUEUE],
@@ -52,6 +56,33 @@ def test_given_an_email_sender_when_synthesized_then_the_notifier_sends_only_fro
         ("ses:SendEmail", "*", from_sender),
         ("ses:SendRawEmail", "*", from_sender),
     }
+
+
+def test_given_every_final_status_for_the_topic_when_synthesized_then_the_notifier_hears_of_every_run_that_ends(
+    configured: Synthesis,
+) -> None:
+    notifier = configured.stack.notifications.function
+    variables = configured.resource(notifier)["Properties"]["Environment"]["Variables"]
+    (mapping,) = (
+        m["Properties"]
+        for m in configured.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == configured.ref(notifier)
+    )
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    final = ["CANCELLED", "FAILED", "MISSED", "SKIPPED", "SUCCEEDED", "TIMED_OUT"]
+
+    assert variables[r.ENV_TOPIC_STATUSES] == ",".join(final)
+    # every final status already passes: no pattern for runs marked notify is needed
+    assert [p["dynamodb"]["NewImage"] for p in patterns] == [{"status": {"S": final}}] * 2
+    assert [p["eventName"] for p in patterns] == [["INSERT"], ["MODIFY"]]
+
+
+@pytest.mark.parametrize("statuses", [["FAILED", "DONE"], ["RUNNING"], []])
+def test_given_a_topic_status_that_is_not_a_final_status_when_synthesized_then_it_is_refused(
+    statuses: list[str], tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=r"topic_statuses: .*final statuses: CANCELLED, FAILED"):
+        ChronoqStack(App(outdir=str(tmp_path)), "Chronoq", topic_statuses=statuses)
 
 
 def test_given_listed_targets_when_synthesized_then_the_runner_invokes_only_those_functions(

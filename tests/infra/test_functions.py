@@ -34,6 +34,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_OUTPUT_BUCKET: synth.ref(stack.storage.outputs),
         r.ENV_OUTPUT_BUCKETS: "",  # no other bucket than its own by default
         r.ENV_TOPIC_ARN: synth.ref(stack.notifications.topic),
+        r.ENV_TOPIC_STATUSES: "FAILED,MISSED,TIMED_OUT",  # the topic's audience by default
         r.ENV_SIGNING_SECRET_ARN: synth.ref(stack.notifications.signing_secret),
         r.ENV_EMAIL_SENDER: "",  # no e-mail unless the deployment names a sender
         r.ENV_CONTAINER_LOG_GROUP: synth.ref(containers.log_group),

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.aws.streams import notifier_filters
+from chronoq.domain.notifications import topic_statuses
 
 from tests.infra.synthesis import Synthesis, grants, rendered
 
@@ -66,19 +68,33 @@ def test_given_the_notifier_when_synthesized_then_a_batch_of_retried_webhooks_fi
     assert r.NOTIFIER_BATCH_SIZE * one_webhook <= timeout
 
 
-def test_given_the_notifier_when_synthesized_then_only_runs_that_ended_reach_it(
+def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_someone_is_to_hear_of_reach_the_notifier(
     synth: Synthesis,
 ) -> None:
-    inserted, modified = (
+    patterns = [
         json.loads(f["Pattern"]) for f in _notifier_mapping(synth)["FilterCriteria"]["Filters"]
-    )
+    ]
+    topic = {"status": {"S": ["FAILED", "MISSED", "TIMED_OUT"]}}
+    asked = {"status": {"S": FINISHED}, "notify": {"BOOL": [True]}}
+    not_ended = {"status": {"S": [{"anything-but": FINISHED}]}}
 
-    assert inserted["eventName"] == ["INSERT"]
-    assert sorted(inserted["dynamodb"]["NewImage"]["status"]["S"]) == FINISHED
-    assert modified["eventName"] == ["MODIFY"]
-    assert sorted(modified["dynamodb"]["NewImage"]["status"]["S"]) == FINISHED
-    (anything_but,) = modified["dynamodb"]["OldImage"]["status"]["S"]
-    assert sorted(anything_but["anything-but"]) == FINISHED
+    # written ended, or changed from a status a run does not end in into one it ends in;
+    # with a topic status, or by a run whose job asked to be notified
+    assert patterns == [
+        {"eventName": ["INSERT"], "dynamodb": {"NewImage": topic}},
+        {"eventName": ["MODIFY"], "dynamodb": {"NewImage": topic, "OldImage": not_ended}},
+        {"eventName": ["INSERT"], "dynamodb": {"NewImage": asked}},
+        {"eventName": ["MODIFY"], "dynamodb": {"NewImage": asked, "OldImage": not_ended}},
+    ]
+    assert patterns == notifier_filters(topic_statuses(r.DEFAULT_TOPIC_STATUSES))
+
+
+def test_given_the_default_topic_statuses_when_synthesized_then_the_notifier_is_told_them(
+    synth: Synthesis,
+) -> None:
+    props = synth.resource(synth.stack.notifications.function)["Properties"]
+
+    assert props["Environment"]["Variables"][r.ENV_TOPIC_STATUSES] == "FAILED,MISSED,TIMED_OUT"
 
 
 def test_given_the_topic_when_synthesized_then_the_notifier_publishes_only_to_it(

@@ -44,7 +44,7 @@ def test_given_the_stack_when_synthesized_then_tables_match_resources(
         {
             "IndexName": i.name,
             "KeySchema": _key_schema(i.partition_key, i.sort_key),
-            "Projection": {"ProjectionType": "ALL"},
+            "Projection": {"ProjectionType": i.projection.value},
         }
         for i in spec.indexes
     ]
@@ -52,6 +52,17 @@ def test_given_the_stack_when_synthesized_then_tables_match_resources(
     assert props.get("TimeToLiveSpecification") == (expected_ttl if spec.ttl_attribute else None)
     expected_stream = {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert props.get("StreamSpecification") == (expected_stream if spec.stream else None)
+
+
+def test_given_the_jobs_table_when_synthesized_then_its_owner_index_holds_keys_only(
+    synth: Synthesis,
+) -> None:
+    props = synth.resource(synth.stack.storage.jobs)["Properties"]
+
+    (index,) = props["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == r.JOBS_BY_OWNER_INDEX
+    # a job is written on every run of it: only a change of its keys may write the index
+    assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
 def test_given_the_runs_table_when_synthesized_then_it_streams_new_and_old_images(

@@ -13,10 +13,10 @@ from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients
 from chronoq.domain import ids
-from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
+from chronoq.domain.runs import Run, RunStatus
 from chronoq.domain.time import utc_now
 from chronoq.local.aws import LocalAWS, function_name
-from chronoq.local.drivers import StreamPoller, stream_filter
+from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
 
@@ -30,13 +30,15 @@ class Harness:
 
     def __init__(self, aws: LocalAWS) -> None:
         self.aws = aws
+        #: Every run id whose stream record reached the notifier through ``notify``.
+        self.heard: list[str] = []
         # The runs table's stream, from now on, as the notifier's event source mapping reads it.
         self.stream = StreamPoller(
             aws.client("dynamodbstreams"),
             aws.runs_stream_arn,
-            lambda event: self.invoke(r.NOTIFIER_FUNCTION, event),
+            self._to_notifier,
             threading.Event(),
-            stream_filter(frozenset(s.value for s in TERMINAL_STATUSES)),
+            aws.notifier_filter,  # as chronoq local and the CDK stack filter the stream
             r.NOTIFIER_BATCH_SIZE,
             r.NOTIFIER_MAX_RETRIES,
         )
@@ -113,9 +115,13 @@ class Harness:
         )
 
     def notify(self) -> None:
-        """Feed the notifier every stream record written so far."""
+        """Feed the notifier every stream record written so far (that passes the filter)."""
         while self.stream.poll_once():
             pass
+
+    def _to_notifier(self, event: dict[str, Any]) -> Any:
+        self.heard.extend(rec["dynamodb"]["NewImage"]["run_id"]["S"] for rec in event["Records"])
+        return self.invoke(r.NOTIFIER_FUNCTION, event)
 
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
@@ -184,9 +190,16 @@ class _AnyRegisteredTask(set[str]):
 
 
 @pytest.fixture
-def harness() -> Iterator[Harness]:
+def topic_statuses() -> str:
+    """The final statuses the deployment's topic hears of (a test module may widen them by
+    overriding this fixture)."""
+    return ",".join(r.DEFAULT_TOPIC_STATUSES)
+
+
+@pytest.fixture
+def harness(topic_statuses: str) -> Iterator[Harness]:
     saved = dict(os.environ)
-    aws = LocalAWS(shards=4).start()
+    aws = LocalAWS(shards=4, topic_statuses=topic_statuses).start()
     try:
         yield Harness(aws)
     finally:

@@ -281,6 +281,13 @@ class Ledger:
         assert self.notified(*faults) == Counter(run_ids)
 
 
+@pytest.fixture
+def topic_statuses() -> str:
+    """A deployment whose topic hears of every run that ends: how each test here counts that
+    nobody is told twice (and nobody left out)."""
+    return ",".join(sorted(s.value for s in TERMINAL_STATUSES))
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 

@@ -1,5 +1,7 @@
-"""Notifications of ended runs, fed by the runs table's stream: the SNS topic with filterable
-attributes, signed webhooks verified by a real receiving server, e-mail through SES."""
+"""Notifications of ended runs, fed by the runs table's stream (filtered as the CDK stack
+filters it): the SNS topic, for the deployment's topic statuses, with filterable attributes;
+signed webhooks verified by a real receiving server and e-mail through SES, as each job asks;
+and nothing at all, not even a notifier invocation, for a run nobody is to hear of."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain.notifications import verify
-from chronoq.domain.runs import RunStatus
+from chronoq.domain.runs import Run, RunStatus
 
 from tests.integration.conftest import Harness
 from tests.support import Sink, api_event, load_event
@@ -41,12 +43,21 @@ def received(harness: Harness, url: str) -> list[dict[str, Any]]:
     return [json.loads(m["Body"]) for m in answer.get("Messages", [])]
 
 
-def test_given_runs_that_end_when_notified_then_the_topic_gets_each_with_filterable_attributes(
+def run_item(harness: Harness, run: Run) -> dict[str, Any]:
+    """The run's item as DynamoDB keeps it."""
+    item: dict[str, Any] = harness.aws.client("dynamodb").get_item(
+        TableName=harness.aws.env[r.ENV_RUNS_TABLE],
+        Key={"job_id": {"S": run.job_id}, "run_id": {"S": run.id}},
+    )["Item"]
+    return item
+
+
+def test_given_the_default_topic_statuses_when_runs_fail_and_succeed_then_the_topic_gets_the_failure_with_filterable_attributes_and_the_success_reaches_nobody(
     harness: Harness,
 ) -> None:
-    url = subscribe(harness, policy={"status": ["FAILED"], "owner": ["alice"]})
+    url = subscribe(harness, policy={"owner": ["alice"]})
     failed = harness.run(harness.create_job(python_target("fail")))
-    harness.run(harness.create_job(python_target("echo")))  # SUCCEEDED: filtered out
+    succeeded = harness.run(harness.create_job(python_target("echo")))
 
     harness.notify()
 
@@ -56,6 +67,47 @@ def test_given_runs_that_end_when_notified_then_the_topic_gets_each_with_filtera
     document = json.loads(envelope["Message"])
     assert (document["run_id"], document["status"]) == (failed.id, "FAILED")
     assert document["error"].startswith("RuntimeError")
+    # the success never reached the notifier: its job has no notify block
+    assert harness.heard == [failed.id]
+    assert "notify" not in run_item(harness, succeeded)
+    assert harness.wiring().runs.get_run("alice", succeeded.id).notifications == {}
+
+
+def test_given_a_deployment_that_widens_the_topic_to_successes_when_a_run_succeeds_then_the_topic_gets_it(
+    harness: Harness,
+) -> None:
+    harness.aws.configure(r.ENV_TOPIC_STATUSES, "SUCCEEDED,FAILED,TIMED_OUT,MISSED")
+    url = subscribe(harness)
+    succeeded = harness.run(harness.create_job(python_target("echo")))
+
+    harness.notify()
+
+    (envelope,) = received(harness, url)
+    assert json.loads(envelope["Message"])["run_id"] == succeeded.id
+    assert envelope["MessageAttributes"]["status"]["Value"] == "SUCCEEDED"
+    assert harness.heard == [succeeded.id]
+
+
+def test_given_a_job_asking_for_successes_when_its_run_succeeds_then_its_webhook_gets_it_and_the_topic_does_not(
+    harness: Harness, sink: Sink
+) -> None:
+    url = subscribe(harness)
+    job = harness.create_job(
+        python_target("echo"), notify={"on": ["SUCCEEDED"], "webhook": sink.url + "/ok"}
+    )
+
+    run = harness.run(job)
+    harness.notify()
+
+    assert run.status is RunStatus.SUCCEEDED
+    assert run_item(harness, run)["notify"] == {"BOOL": True}  # how the stream let it through
+    assert harness.heard == [run.id]
+    (hit,) = sink.hits_to("/ok")
+    assert json.loads(hit.body)["status"] == "SUCCEEDED"
+    assert received(harness, url) == []
+    outcome = harness.api(api_event("get_run", path=f"/runs/{run.id}"))[1]
+    assert outcome["notifications"] == {"webhook": "delivered (HTTP 200, attempt 1)"}
+    assert "notify" not in outcome  # bookkeeping, not part of the API
 
 
 def test_given_a_webhook_when_a_run_fails_then_it_receives_one_request_signed_with_the_owners_secret(
@@ -87,13 +139,17 @@ def test_given_a_webhook_when_a_run_fails_then_it_receives_one_request_signed_wi
 def test_given_a_status_the_job_did_not_ask_for_when_the_run_ends_then_no_webhook_is_called(
     harness: Harness, sink: Sink
 ) -> None:
+    url = subscribe(harness)
     job = harness.create_job(python_target("echo"), notify={"webhook": sink.url})  # default on
 
     run = harness.run(job)
     harness.notify()
 
     assert run.status is RunStatus.SUCCEEDED
+    assert harness.heard == [run.id]  # marked notify: the notifier decides, and tells nobody
     assert sink.hits == []
+    assert received(harness, url) == []
+    assert harness.wiring().runs.get_run("alice", run.id).notifications == {}
 
 
 def test_given_an_email_when_a_run_times_out_then_ses_sends_it(harness: Harness) -> None:

@@ -47,3 +47,18 @@ def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(
 
     assert code == 0
     assert capsys.readouterr().out.split() == ["2030-12-31T23:00:00Z", "2030-12-31T23:00:00+00:00"]
+
+
+def test_given_topic_statuses_when_chronoq_local_is_started_then_they_are_checked_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from chronoq.cli.main import parser
+
+    assert parser().parse_args(["local"]).topic_statuses == "FAILED,MISSED,TIMED_OUT"
+    widened = parser().parse_args(["local", "--topic-statuses", "succeeded,failed"])
+    assert widened.topic_statuses == "FAILED,SUCCEEDED"
+    with pytest.raises(SystemExit) as exited:
+        parser().parse_args(["local", "--topic-statuses", "FAILED,DONE"])
+
+    assert exited.value.code == 2
+    assert "--topic-statuses: not a final status: DONE" in capsys.readouterr().err

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
-from chronoq.aws.codecs import ATTEMPT_ATTRIBUTES, RUN_ATTRIBUTES, new_run_item
+from chronoq.aws.codecs import (
+    ATTEMPT_ATTRIBUTES,
+    RUN_ATTRIBUTES,
+    dump,
+    new_run_item,
+    run_from_item,
+)
 from chronoq.domain.runs import RunStatus
 from chronoq.execution import contract
 from pydantic import BaseModel
@@ -131,8 +137,14 @@ def test_given_a_new_run_when_encoded_then_every_attribute_is_one_the_codec_decl
         scheduled_at=datetime(2030, 1, 1, tzinfo=UTC),
     )
     item = new_run_item(run, datetime(2030, 1, 1, tzinfo=UTC))
+    marked = new_run_item(run.model_copy(update={"notify": True}), datetime(2030, 1, 1, tzinfo=UTC))
 
     assert set(item) <= set(RUN_ATTRIBUTES)
+    assert set(marked) <= set(RUN_ATTRIBUTES)
+    assert dump(item).get("notify") is None  # written only when true
+    assert dump(marked)["notify"] == {"BOOL": True} == {RUN_ATTRIBUTES["notify"]: True}
+    assert run_from_item(dump(marked)).notify is True
+    assert run_from_item(dump(item)).notify is False
 
 
 # --- what the runner is handed, and what the state machine reads from its answers ----------

@@ -161,6 +161,7 @@ class StepFunctions(FakeExecutor):
                 trigger=Trigger(execution_input.trigger),
                 scheduled_at=datetime.fromisoformat(execution_input.scheduled_at),
                 generation=execution_input.generation,
+                notify=execution_input.notify,
             )
             self.store.create_run(run, self.clock())
         self.store.update_run(run.job_id, run_id, status=RunStatus.RUNNING, started_at=self.clock())

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain.runs import RunStatus
 from chronoq.settings import (
     SETTINGS,
     ApiSettings,
     FunctionSettings,
+    NotifierSettings,
     RunnerSettings,
     SettingsError,
     WorkerSettings,
@@ -90,3 +92,51 @@ def test_given_a_function_environment_when_set_then_settings_read_it_instead_of_
     assert inside.jobs_table == "from-the-function"
     with pytest.raises(SettingsError):
         load(WorkerSettings)  # the process lacks the others
+
+
+NOTIFIER_ENV = {
+    r.ENV_JOBS_TABLE: "jobs",
+    r.ENV_RUNS_TABLE: "runs",
+    r.ENV_TOPIC_ARN: "arn:aws:sns:us-east-1:123456789012:runs",
+    r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s",
+}
+
+
+def test_given_no_topic_statuses_when_the_notifier_loads_then_the_topic_hears_of_failures_timeouts_and_misses() -> (
+    None
+):
+    settings = load(NotifierSettings, NOTIFIER_ENV)
+
+    assert settings.topic_statuses == {RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.MISSED}
+    assert r.DEFAULT_TOPIC_STATUSES == ("FAILED", "TIMED_OUT", "MISSED")
+
+
+def test_given_topic_statuses_when_the_notifier_loads_then_they_are_split_and_read_in_any_case() -> (
+    None
+):
+    settings = load(
+        NotifierSettings, {**NOTIFIER_ENV, r.ENV_TOPIC_STATUSES: " succeeded,FAILED , Cancelled,"}
+    )
+
+    assert settings.topic_statuses == {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("FAILED,SUCEEDED", "not a final status: SUCEEDED"),
+        ("RUNNING", "not a final status: RUNNING"),  # a status, but not one a run ends in
+        ("", "no status named"),
+        (" , ", "no status named"),
+    ],
+)
+def test_given_a_wrong_topic_status_when_the_notifier_loads_then_the_error_names_it_and_the_statuses_allowed(
+    value: str, problem: str
+) -> None:
+    with pytest.raises(SettingsError) as raised:
+        load(NotifierSettings, {**NOTIFIER_ENV, r.ENV_TOPIC_STATUSES: value})
+
+    message = str(raised.value)
+    assert message.startswith(f"function notifier: {r.ENV_TOPIC_STATUSES}: ")
+    assert problem in message
+    assert "CANCELLED, FAILED, MISSED, SKIPPED, SUCCEEDED, TIMED_OUT" in message

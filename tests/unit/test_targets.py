@@ -6,7 +6,6 @@ import time
 
 import pytest
 from chronoq.domain.errors import PermanentError
-from chronoq.domain.runs import TERMINAL_STATUSES
 from chronoq.domain.targets import PythonTarget
 from chronoq.execution.targets import (
     AttemptTimedOut,
@@ -14,7 +13,6 @@ from chronoq.execution.targets import (
     run_python,
     runner_deadline,
 )
-from chronoq.local.drivers import stream_filter
 
 
 def sleep_target(seconds: float) -> PythonTarget:
@@ -72,34 +70,6 @@ def test_given_a_task_raising_permanent_error_when_run_then_its_message_is_kept_
         run_python(target, (), "job", "run", 1, "2030-01-01T00:00:00Z", 5, log)
 
     assert str(raised.value) == "no such account"
-
-
-def image(status: str) -> dict[str, dict[str, str]]:
-    return {"status": {"S": status}}
-
-
-@pytest.mark.parametrize(
-    ("event", "old", "new", "kept"),
-    [
-        ("INSERT", None, "MISSED", True),
-        ("INSERT", None, "SCHEDULED", False),
-        ("MODIFY", "RUNNING", "FAILED", True),
-        ("MODIFY", "FAILED", "FAILED", False),  # a note on an ended run
-        ("MODIFY", "QUEUED", "RUNNING", False),
-        ("REMOVE", "SUCCEEDED", None, False),
-    ],
-)
-def test_given_stream_records_when_filtered_then_only_runs_that_just_ended_pass(
-    event: str, old: str | None, new: str | None, kept: bool
-) -> None:
-    change: dict[str, object] = {}
-    if old:
-        change["OldImage"] = image(old)
-    if new:
-        change["NewImage"] = image(new)
-    keep = stream_filter(frozenset(s.value for s in TERMINAL_STATUSES))
-
-    assert keep({"eventName": event, "dynamodb": change}) is kept
 
 
 def test_given_a_task_running_off_the_main_thread_when_its_timeout_passes_then_it_is_given_up_with_its_log() -> (

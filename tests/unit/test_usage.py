@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
@@ -53,18 +54,33 @@ def test_given_sizes_when_units_are_counted_then_writes_are_per_kb_and_reads_per
     assert read_units(8193, consistent=False) == 1.5
 
 
-def test_given_an_indexed_item_when_it_changes_then_the_index_is_written_too() -> None:
+def test_given_an_index_of_keys_only_when_its_item_changes_then_only_key_changes_write_it() -> None:
     job = {"job_id": {"S": "j"}, "owner": {"S": "alice"}, "created_at": {"S": "t"}}
-    changed = {**job, "state": {"S": "PAUSED"}}
+    changed = {**job, "state": {"S": "PAUSED"}, "spec": {"S": "x" * 3000}}
     other_owner = {**job, "owner": {"S": "bob"}}
     unindexed = {"job_id": {"S": "j"}}
 
-    assert index_write_units(None, job, BY_OWNER) == 1  # a new entry
-    assert index_write_units(job, changed, BY_OWNER) == 1  # rewritten (it projects all)
-    assert index_write_units(job, job, BY_OWNER) == 0  # nothing changed
-    assert index_write_units(job, other_owner, BY_OWNER) == 2  # moved: written and deleted
-    assert index_write_units(job, None, BY_OWNER) == 1  # deleted
-    assert index_write_units(None, unindexed, BY_OWNER) == 0
+    assert BY_OWNER.projection is r.Projection.KEYS_ONLY
+    assert index_write_units(None, job, BY_OWNER, r.JOBS_TABLE) == 1  # a new entry
+    assert index_write_units(job, changed, BY_OWNER, r.JOBS_TABLE) == 0  # its keys are the same
+    assert index_write_units(changed, None, BY_OWNER, r.JOBS_TABLE) == 1  # deleted
+    assert index_write_units(job, other_owner, BY_OWNER, r.JOBS_TABLE) == 2  # moved
+    assert index_write_units(None, unindexed, BY_OWNER, r.JOBS_TABLE) == 0
+
+
+def test_given_an_index_projecting_all_when_its_item_changes_then_the_index_is_written_too() -> (
+    None
+):
+    everything = dataclasses.replace(BY_OWNER, projection=r.Projection.ALL)
+    job = {"job_id": {"S": "j"}, "owner": {"S": "alice"}, "created_at": {"S": "t"}}
+    changed = {**job, "state": {"S": "PAUSED"}, "spec": {"S": "x" * 3000}}
+    other_owner = {**job, "owner": {"S": "bob"}}
+
+    assert index_write_units(None, job, everything, r.JOBS_TABLE) == 1  # a new entry
+    assert index_write_units(job, changed, everything, r.JOBS_TABLE) == 3  # rewritten, 3 KB
+    assert index_write_units(job, job, everything, r.JOBS_TABLE) == 0  # nothing changed
+    assert index_write_units(job, other_owner, everything, r.JOBS_TABLE) == 2  # moved
+    assert index_write_units(job, None, everything, r.JOBS_TABLE) == 1  # deleted
 
 
 def test_given_a_workload_when_priced_then_each_service_is_at_list_price() -> None:

@@ -130,6 +130,7 @@ def notifier(settings: NotifierSettings) -> Notifier:
         sns=clients.client("sns"),
         ses=clients.client("ses"),
         topic_arn=settings.topic_arn,
+        topic_statuses=settings.topic_statuses,
         email_sender=settings.email_sender,
         master_secret=cache(lambda: secret_value(arn)),
     )

@@ -69,6 +69,10 @@ MAX_MESSAGE_BYTES = 64 * 1024
 WEBHOOK_ATTEMPTS = 4
 WEBHOOK_FIRST_BACKOFF_SECONDS = 1.0
 WEBHOOK_TIMEOUT_SECONDS = 5.0
+#: The final statuses of the runs published to the deployment's SNS topic (deployment setting
+#: ``topic_statuses``; it may be widened up to every final status). A job's own webhook and
+#: e-mail follow its ``notify.on`` instead, whatever the topic hears of.
+DEFAULT_TOPIC_STATUSES = ("FAILED", "TIMED_OUT", "MISSED")
 #: Header carrying a webhook's signature, and the one carrying its delivery id.
 SIGNATURE_HEADER = "X-Chronoq-Signature"
 DELIVERY_HEADER = "X-Chronoq-Delivery"
@@ -97,8 +101,11 @@ ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
 ENV_OUTPUT_BUCKET = "CHRONOQ_OUTPUT_BUCKET"
 #: Other buckets a job's output_location may name (comma-separated; "*": any).
 ENV_OUTPUT_BUCKETS = "CHRONOQ_OUTPUT_BUCKETS"
-#: The SNS topic every finished run is published to.
+#: The SNS topic finished runs are published to.
 ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
+#: The final statuses of the runs published to it (comma-separated; default
+#: DEFAULT_TOPIC_STATUSES; an unknown or not final status stops the notifier at cold start).
+ENV_TOPIC_STATUSES = "CHRONOQ_TOPIC_STATUSES"
 #: The Secrets Manager secret from which each owner's webhook signing secret is derived.
 ENV_SIGNING_SECRET_ARN = "CHRONOQ_SIGNING_SECRET_ARN"  # noqa: S105 - a variable name
 #: The SES identity notification e-mails are sent from (empty: no e-mail).
@@ -112,11 +119,22 @@ ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
 # --- Tables -------------------------------------------------------------------------------
 
 
+class Projection(StrEnum):
+    """What a global secondary index copies of each item (DynamoDB's ProjectionType)."""
+
+    #: Every attribute: any change of the item rewrites its index entry too (billed).
+    ALL = "ALL"
+    #: The table's and the index's keys only: the entry is written only when the item enters
+    #: or leaves the index or its index keys change; readers fetch the items themselves.
+    KEYS_ONLY = "KEYS_ONLY"
+
+
 @dataclass(frozen=True)
 class Index:
     name: str
     partition_key: str
     sort_key: str | None = None
+    projection: Projection = Projection.KEYS_ONLY
 
 
 @dataclass(frozen=True)
@@ -139,7 +157,16 @@ JOBS_TABLE = Table(
     id="Jobs",
     env=ENV_JOBS_TABLE,
     partition_key="job_id",
-    indexes=(Index(JOBS_BY_OWNER_INDEX, partition_key="owner", sort_key="created_at"),),
+    # Keys only: a job is written on every run (claimed, released, moved on), and an index
+    # projecting all would be written each time too; listing fetches the jobs by key instead.
+    indexes=(
+        Index(
+            JOBS_BY_OWNER_INDEX,
+            partition_key="owner",
+            sort_key="created_at",
+            projection=Projection.KEYS_ONLY,
+        ),
+    ),
 )
 #: The time index: partition = minute bucket + shard, sort = due time + run id.
 SCHEDULE_TABLE = Table(
@@ -155,7 +182,7 @@ RUNS_TABLE = Table(
     partition_key="job_id",
     sort_key="run_id",
     ttl_attribute="expires_at",
-    stream=True,  # the notifier hears of every run that ends
+    stream=True,  # the notifier hears of the runs that end, filtered (see aws.streams)
 )
 TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
 
@@ -258,6 +285,7 @@ NOTIFIER_FUNCTION = Function(
         ENV_JOBS_TABLE,
         ENV_RUNS_TABLE,  # which notifications a retried record already sent
         ENV_TOPIC_ARN,
+        ENV_TOPIC_STATUSES,
         ENV_SIGNING_SECRET_ARN,
         ENV_EMAIL_SENDER,
     ),

@@ -15,6 +15,8 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chronoq import resources as r
+from chronoq.domain import notifications
+from chronoq.domain.runs import RunStatus
 
 _environment: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
     "chronoq_environment", default=None
@@ -50,6 +52,12 @@ def _buckets(value: Any) -> Any:
         if value.strip() == "*":
             return None
         return frozenset(b.strip() for b in value.split(",") if b.strip())
+    return value
+
+
+def _statuses(value: Any) -> Any:
+    if isinstance(value, str):
+        return notifications.topic_statuses(value)  # unknown or not final: refused
     return value
 
 
@@ -153,9 +161,16 @@ class NotifierSettings(FunctionSettings):
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
     topic_arn: str = Field(alias=r.ENV_TOPIC_ARN, min_length=1)
+    #: The final statuses published to the topic.
+    topic_statuses: frozenset[RunStatus] = Field(
+        default=notifications.topic_statuses(r.DEFAULT_TOPIC_STATUSES),
+        alias=r.ENV_TOPIC_STATUSES,
+    )
     signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
     #: The SES identity e-mails come from ("": no e-mail).
     email_sender: str = Field(default="", alias=r.ENV_EMAIL_SENDER)
+
+    _topic_statuses = field_validator("topic_statuses", mode="before")(_statuses)
 
 
 #: Every function's settings class.

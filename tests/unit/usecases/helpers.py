@@ -113,6 +113,7 @@ def mark_running(fakes: Fakes, run: Run | RunMessage) -> bool:
         trigger=Trigger(started.trigger),
         generation=started.generation,
         scheduled_at=datetime.fromisoformat(started.scheduled_at),
+        notify=started.notify,
     )
     if fakes.store.create_run(record, now):
         queued_at = datetime.fromisoformat(started.queued_at)

@@ -73,6 +73,28 @@ def test_given_a_cron_job_when_its_minute_is_dispatched_then_the_next_occurrence
     assert stored_job(fakes, job) == job  # the job item is not written
 
 
+def test_given_a_job_with_a_notify_block_when_chained_on_then_its_next_run_is_marked_notify_too(
+    fakes: Fakes,
+) -> None:
+    notify = {"on": ["SUCCEEDED"], "email": "oncall@example.com"}
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("*/10 * * * *"), notify=notify))
+    plain = fakes.jobs.create_job(OWNER, job_spec(cron("*/10 * * * *")))
+    fakes.clock.set(t(21, 49, 5))  # dispatches 21:50, writes 22:00
+    fakes.dispatcher.dispatch()
+    fakes.queues.take()
+
+    fakes.clock.set(t(21, 59, 5))  # dispatches 22:00, the chained occurrences
+    fakes.dispatcher.dispatch()
+    fakes.clock.set(t(22, 0))
+    for sent in fakes.queues.take():
+        assert fakes.starter.start_run(sent) == "started"
+
+    started = {i.job_id: i for i in fakes.executor.started.values() if "T2200" in i.run_id}
+    # the state machine writes the mark with the run's record
+    assert started[job.id].notify is True
+    assert started[plain.id].notify is False
+
+
 def test_given_a_dispatched_minute_when_dispatching_again_then_nothing_is_sent_twice(
     fakes: Fakes,
 ) -> None:

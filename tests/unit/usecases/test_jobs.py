@@ -443,3 +443,30 @@ def test_given_a_paused_job_when_triggered_then_one_run_starts_now(fakes: Fakes)
     assert stored(fakes, run).status is RunStatus.SCHEDULED
     assert mark_running(fakes, run)
     assert stored(fakes, run).status is RunStatus.RUNNING
+
+
+# --- whether anyone is to hear of a run -------------------------------------------------------
+
+NOTIFY = {"on": ["SUCCEEDED"], "webhook": "https://hooks.example.com/x"}
+
+
+def test_given_a_job_with_a_notify_block_when_created_and_triggered_then_its_runs_are_marked_notify(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("0 0 1 1 *"), notify=NOTIFY))
+
+    triggered = fakes.jobs.trigger_job(OWNER, job.id)
+
+    assert pending_run(fakes, job).notify
+    assert stored(fakes, triggered).notify
+
+
+def test_given_a_job_without_a_notify_block_when_created_and_triggered_then_its_runs_are_not_marked(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec(cron("0 0 1 1 *")))
+
+    triggered = fakes.jobs.trigger_job(OWNER, job.id)
+
+    assert not pending_run(fakes, job).notify
+    assert not stored(fakes, triggered).notify

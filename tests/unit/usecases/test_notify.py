@@ -1,5 +1,7 @@
-"""The notifier on the fake store, with stub SNS, SES and HTTP pool: the topic always, the
-job's webhook and e-mail when its ``notify`` asks, each channel at most once per run."""
+"""The notifier on the fake store, with stub SNS, SES and HTTP pool: the topic for the
+deployment's topic statuses (default FAILED, TIMED_OUT, MISSED), the job's webhook and e-mail
+when its ``notify`` asks, each channel at most once per run; a run nobody is to hear of is let
+go without a read."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 import urllib3
 from chronoq import resources as r
 from chronoq.domain.jobs import Job
-from chronoq.domain.notifications import signing_secret, verify
+from chronoq.domain.notifications import signing_secret, topic_statuses, verify
 from chronoq.domain.runs import Run, RunStatus
 from chronoq.usecases import notify as notify_module
 from chronoq.usecases.notify import Notifier
@@ -24,6 +26,8 @@ TOPIC = "arn:aws:sns:us-east-1:123456789012:chronoq-runs"
 SENDER = "chronoq@example.com"
 WEBHOOK = "https://hooks.example.com/chronoq/T0KEN"
 NOW = 1_800_000_000.0
+#: The topic statuses of a deployment that left the setting alone.
+DEFAULT = topic_statuses(r.DEFAULT_TOPIC_STATUSES)
 
 
 @dataclass
@@ -102,12 +106,37 @@ def channels(monkeypatch: pytest.MonkeyPatch) -> Channels:
     return stubs
 
 
-def notifier(fakes: Fakes, channels: Channels, email_sender: str = SENDER) -> Notifier:
+@pytest.fixture
+def reads(fakes: Fakes, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every read of the store from now on: ``job <id>``, ``run <id>``."""
+    seen: list[str] = []
+    get_job, get_run = fakes.store.get_job, fakes.store.get_run
+
+    def job(job_id: str) -> Job | None:
+        seen.append(f"job {job_id}")
+        return get_job(job_id)
+
+    def run(job_id: str, run_id: str) -> Run | None:
+        seen.append(f"run {run_id}")
+        return get_run(job_id, run_id)
+
+    monkeypatch.setattr(fakes.store, "get_job", job)
+    monkeypatch.setattr(fakes.store, "get_run", run)
+    return seen
+
+
+def notifier(
+    fakes: Fakes,
+    channels: Channels,
+    email_sender: str = SENDER,
+    statuses: frozenset[RunStatus] = DEFAULT,
+) -> Notifier:
     return Notifier(
         store=fakes.store,
         sns=channels.sns,
         ses=channels.ses,
         topic_arn=TOPIC,
+        topic_statuses=statuses,
         email_sender=email_sender,
         master_secret=lambda: "master",
         sleep=channels.slept.append,
@@ -158,17 +187,60 @@ def test_given_a_run_that_ends_when_notified_then_the_topic_gets_it_with_filtera
     assert stored(fakes, run).notifications == outcomes
 
 
-def test_given_a_job_that_asks_for_nothing_when_its_run_succeeds_then_the_topic_still_gets_it(
-    fakes: Fakes, channels: Channels
+@pytest.mark.parametrize("status", [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.MISSED])
+def test_given_the_default_topic_statuses_when_a_run_ends_so_then_the_topic_gets_it(
+    fakes: Fakes, channels: Channels, status: RunStatus
 ) -> None:
-    _, run = ended_run(fakes, RunStatus.SUCCEEDED)
+    _, run = ended_run(fakes, status)
 
     outcomes = notifier(fakes, channels).run_finished(run)
 
+    assert [json.loads(p["Message"])["status"] for p in channels.sns.published] == [status.value]
+    assert outcomes == {"sns": "published sns-1"}
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.CANCELLED], ids=str
+)
+def test_given_a_job_that_asks_for_nothing_when_its_run_ends_with_a_status_the_topic_does_not_hear_of_then_nobody_is_told_and_nothing_is_read(
+    fakes: Fakes, channels: Channels, reads: list[str], status: RunStatus
+) -> None:
+    _, run = ended_run(fakes, status)
+    assert not run.notify
+    reads.clear()
+
+    outcomes = notifier(fakes, channels).run_finished(run)
+
+    assert outcomes == {}
+    assert channels.sns.published == []
+    assert reads == []  # decided from the stream record alone
+    assert stored(fakes, run).notifications == {}
+
+
+def test_given_a_deployment_whose_topic_hears_of_every_final_status_when_a_run_succeeds_then_the_topic_gets_it(
+    fakes: Fakes, channels: Channels
+) -> None:
+    every = topic_statuses("SUCCEEDED,FAILED,TIMED_OUT,SKIPPED,MISSED,CANCELLED")
+    _, run = ended_run(fakes, RunStatus.SUCCEEDED)
+
+    outcomes = notifier(fakes, channels, statuses=every).run_finished(run)
+
     assert [json.loads(p["Message"])["status"] for p in channels.sns.published] == ["SUCCEEDED"]
     assert outcomes == {"sns": "published sns-1"}
-    assert channels.http.requests == []
-    assert channels.ses.sent == []
+
+
+def test_given_a_topic_that_does_not_hear_of_failures_when_a_run_fails_then_only_the_jobs_webhook_gets_it(
+    fakes: Fakes, channels: Channels
+) -> None:
+    _, run = ended_run(fakes, RunStatus.FAILED, notify={"on": ["FAILED"], "webhook": WEBHOOK})
+
+    outcomes = notifier(fakes, channels, statuses=frozenset({RunStatus.SUCCEEDED})).run_finished(
+        run
+    )
+
+    assert channels.sns.published == []
+    assert len(channels.http.requests) == 1
+    assert outcomes == {"webhook": "delivered (HTTP 200, attempt 1)"}
 
 
 def test_given_a_run_whose_job_is_gone_when_notified_then_the_topic_gets_it_without_a_job_name(
@@ -253,16 +325,37 @@ def test_given_a_webhook_answering_a_client_error_when_notified_then_it_is_not_r
     assert outcomes["webhook"] == f"failed (HTTP {status}, attempt 1)"
 
 
-def test_given_a_status_the_job_did_not_ask_for_when_the_run_ends_then_no_webhook_is_called(
+def test_given_a_job_asking_for_success_when_its_run_succeeds_then_its_webhook_gets_it_and_the_topic_does_not(
     fakes: Fakes, channels: Channels
 ) -> None:
+    job, run = ended_run(
+        fakes, RunStatus.SUCCEEDED, notify={"on": ["SUCCEEDED"], "webhook": WEBHOOK}
+    )
+    assert run.notify  # marked when it was planned: the stream lets its end through
+
+    outcomes = notifier(fakes, channels).run_finished(run)
+
+    (hit,) = channels.http.requests
+    assert json.loads(hit.body)["status"] == "SUCCEEDED"
+    assert json.loads(hit.body)["job_id"] == job.id
+    assert channels.sns.published == []  # SUCCEEDED is not a topic status by default
+    assert outcomes == {"webhook": "delivered (HTTP 200, attempt 1)"}
+    assert stored(fakes, run).notifications == outcomes
+
+
+def test_given_a_status_the_job_did_not_ask_for_when_the_run_ends_then_no_webhook_is_called(
+    fakes: Fakes, channels: Channels, reads: list[str]
+) -> None:
     _, run = ended_run(fakes, RunStatus.SUCCEEDED, notify={"webhook": WEBHOOK})  # default on
+    reads.clear()
 
     outcomes = notifier(fakes, channels).run_finished(run)
 
     assert channels.http.requests == []
-    assert outcomes == {"sns": "published sns-1"}
-    assert "webhook" not in stored(fakes, run).notifications
+    assert channels.sns.published == []
+    assert outcomes == {}
+    assert reads == [f"job {run.job_id}"]  # whom its job wants to tell; the run is not read
+    assert stored(fakes, run).notifications == {}
 
 
 # --- e-mail ---------------------------------------------------------------------------------

@@ -125,6 +125,9 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "logs": "L",
     "log_bytes": "N",
     "log_objects": "L",
+    #: true when its job asked to be notified (the runs stream filter lets its end through
+    #: whatever the status); absent otherwise.
+    "notify": "BOOL",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -167,6 +170,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "generation": run.generation,
         "scheduled_at": format_instant(run.scheduled_at),
         "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
+        "notify": True if run.notify else None,  # written only when true
     }
 
 

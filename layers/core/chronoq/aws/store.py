@@ -57,6 +57,11 @@ class DynamoStore:
         return codecs.job_from_item(item) if item else None
 
     def list_jobs(self, owner: str) -> list[Job]:
+        """The owner's jobs, in the owner index's order (oldest first). The index holds keys
+        only, so that the many writes to a job do not rewrite its entry too: the keys come
+        from the index (every page of it), the jobs from the table, 100 per BatchGetItem.
+        Reads are eventually consistent, as the index itself is; a job deleted meanwhile is
+        left out."""
         pages = self._db.get_paginator("query").paginate(
             TableName=self._jobs,
             IndexName=r.JOBS_BY_OWNER_INDEX,
@@ -64,7 +69,21 @@ class DynamoStore:
             ExpressionAttributeNames={"#o": "owner"},
             ExpressionAttributeValues=_dump({":o": owner}),
         )
-        return [codecs.job_from_item(item) for page in pages for item in page["Items"]]
+        job_ids = list(dict.fromkeys(_load(i)["job_id"] for page in pages for i in page["Items"]))
+        found: dict[str, Job] = {}
+        for chunk in _chunks(job_ids, 100):
+            request: dict[str, Any] = {self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk]}}
+            pause = 0.05
+            while request:
+                answer = self._db.batch_get_item(RequestItems=request)
+                for item in answer["Responses"].get(self._jobs, []):
+                    job = codecs.job_from_item(item)
+                    found[job.id] = job
+                request = dict(answer.get("UnprocessedKeys") or {})
+                if request:
+                    time.sleep(pause)
+                    pause = min(pause * 2, 1.0)
+        return [found[j] for j in job_ids if j in found and found[j].owner == owner]
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
         """Many jobs by id, 100 per request (missing ones are absent from the answer)."""
@@ -325,7 +344,7 @@ class DynamoStore:
             base = {
                 k: v
                 for k, v in codecs.new_run_item(run, run.scheduled_at).items()
-                if k not in ("job_id", "run_id", "status")
+                if k not in ("job_id", "run_id", "status") and v is not None
             }
             names = {f"#b{i}": name for i, name in enumerate(base)}
             self._db.update_item(

@@ -30,6 +30,7 @@ def _local(args: argparse.Namespace) -> int:
         port=args.port,
         data_dir=args.data_dir,
         shards=args.shards,
+        topic_statuses=args.topic_statuses,
         tick_seconds=args.tick_seconds,
     ).start()
     token = tokens.mint(args.data_dir, args.user)
@@ -174,6 +175,15 @@ def _cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def _topic_statuses(text: str) -> str:
+    from chronoq.domain.notifications import topic_statuses
+
+    try:
+        return ",".join(sorted(topic_statuses(text)))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
     commands = main.add_subparsers(dest="command", required=True)
@@ -200,6 +210,13 @@ def parser() -> argparse.ArgumentParser:
         "--task-modules",
         default="",
         help="comma-separated modules holding your own Python tasks (importable from here)",
+    )
+    local.add_argument(
+        "--topic-statuses",
+        type=_topic_statuses,
+        default=",".join(r.DEFAULT_TOPIC_STATUSES),
+        help="comma-separated final statuses of the runs published to the SNS topic"
+        " (default: %(default)s; jobs' own webhooks and e-mails follow their notify.on)",
     )
     local.set_defaults(run=_local)
 

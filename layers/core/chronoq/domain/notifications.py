@@ -1,4 +1,5 @@
-"""Notifications of finished runs: what they say and how webhooks are signed. Pure.
+"""Notifications of finished runs: who hears of them, what they say and how webhooks are
+signed. Pure.
 
 A webhook request carries ``X-Chronoq-Signature: t=<unix seconds>,v1=<hex>``, where ``<hex>``
 is HMAC-SHA256 over ``"<t>.<body>"`` keyed with the owner's signing secret
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from chronoq.domain.jobs import Job
@@ -62,6 +64,20 @@ def has_just_finished(old_status: str | None, new_status: str | None) -> bool:
         and old_status != new_status
         and old_status not in TERMINAL_STATUSES
     )
+
+
+def topic_statuses(value: str | Iterable[str]) -> frozenset[RunStatus]:
+    """The statuses a deployment publishes to its SNS topic, as it names them (comma-separated
+    text, or a list): at least one, each a final status (in any case). Anything else raises
+    ValueError, naming the statuses allowed."""
+    names = value.split(",") if isinstance(value, str) else list(value)
+    wanted = [name.strip().upper() for name in names if name.strip()]
+    final = sorted(s.value for s in TERMINAL_STATUSES)
+    unknown = [name for name in wanted if name not in final]
+    if unknown or not wanted:
+        problem = f"not a final status: {', '.join(unknown)}" if unknown else "no status named"
+        raise ValueError(f"{problem} (final statuses: {', '.join(final)})")
+    return frozenset(RunStatus(name) for name in wanted)
 
 
 def wants(job: Job | None, status: RunStatus) -> bool:

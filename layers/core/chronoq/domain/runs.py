@@ -82,6 +82,9 @@ class Run(BaseModel):
     #: How each notification of the run's end went, per channel (sns, webhook, email).
     notifications: dict[str, str] = Field(default_factory=dict)
     generation: int = 1
+    #: Its job had a ``notify`` block when the run was created: the notifier hears of its end
+    #: whatever the status (otherwise only of the statuses the SNS topic is told about).
+    notify: bool = False
 
     @computed_field  # type: ignore[prop-decorator]
     @property

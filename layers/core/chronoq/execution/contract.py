@@ -64,6 +64,8 @@ class ExecutionInput(_Contract):
     #: The job keeps its active runs (concurrency forbid or replace): the state machine
     #: takes the run off them at its end.
     exclusive: bool = False
+    #: The job has a ``notify`` block: the run's end goes to the notifier whatever its status.
+    notify: bool = False
 
     @classmethod
     def of(
@@ -92,6 +94,7 @@ class ExecutionInput(_Contract):
             queued_at=format_instant(queued_at or scheduled_at),
             expires_at=int(scheduled_at.timestamp()) + r.RUN_RETENTION_SECONDS,
             exclusive=job.concurrency is not Concurrency.ALLOW,
+            notify=job.notify is not None,
         )
 
     def document(self) -> dict[str, Any]:

@@ -41,7 +41,10 @@ class FakeStore:
         return {j: self.jobs[j] for j in set(job_ids) if j in self.jobs}
 
     def list_jobs(self, owner: str) -> list[Job]:
-        return [j for j in self.jobs.values() if j.owner == owner]
+        # (the owner index's order: by creation, stable among jobs created together)
+        return sorted(
+            (j for j in self.jobs.values() if j.owner == owner), key=lambda j: j.created_at
+        )
 
     def save_job(self, job: Job, expected_version: int) -> bool:
         with self._lock:
@@ -128,6 +131,7 @@ class FakeStore:
                 trigger=run.trigger,
                 generation=run.generation,
                 scheduled_at=run.scheduled_at,
+                notify=run.notify,
             )
             return True
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
 import os
 import secrets
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,8 +18,11 @@ import boto3
 
 from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
-from chronoq.domain.runs import TERMINAL_STATUSES
+from chronoq.aws.streams import notifier_filters
+from chronoq.domain import notifications
+from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.local import emulation
+from chronoq.local.drivers import stream_filter
 from chronoq.local.emulation import (
     LOCAL_SECURITY_GROUP,
     LOCAL_SUBNET,
@@ -46,6 +51,11 @@ def function_name(function: r.Function) -> str:
     return f"{PREFIX}-{function.name}"
 
 
+@functools.cache
+def _notifier_filter(topic_statuses: str) -> Callable[[dict[str, Any]], bool]:
+    return stream_filter(notifier_filters(notifications.topic_statuses(topic_statuses)))
+
+
 @dataclass
 class LocalAWS:
     """Starts moto in this process and creates the deployment's resources in it."""
@@ -61,6 +71,9 @@ class LocalAWS:
     runs_stream_arn: str = ""
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
+    #: The final statuses of the runs published to the SNS topic, as ``-c topic_statuses=``
+    #: in CDK (comma-separated).
+    topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
     runtime: LambdaRuntime | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
@@ -70,6 +83,8 @@ class LocalAWS:
 
     def start(self) -> LocalAWS:
         from moto import mock_aws
+
+        audience = notifications.topic_statuses(self.topic_statuses)  # refused before starting
 
         check_moto()
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
@@ -99,7 +114,7 @@ class LocalAWS:
             {function_name(f): f for f in r.FUNCTIONS}, region=REGION, account=ACCOUNT
         )
         install_into_moto(self.runtime)
-        self._create()
+        self._create(audience)
         self._give_functions_their_environment()
         self._meter = Meter(
             self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION, ACCOUNT
@@ -173,8 +188,17 @@ class LocalAWS:
             )
         return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
-    def _create(self) -> None:
-        env: dict[str, str] = {r.ENV_SHARDS: str(self.shards)}
+    def notifier_filter(self, record: dict[str, Any]) -> bool:
+        """The notifier's event source mapping filter, as CDK deploys it with this
+        deployment's topic statuses (as configured now: a ``configure`` changes it, as a
+        redeployment would)."""
+        return _notifier_filter(self.env[r.ENV_TOPIC_STATUSES])(record)
+
+    def _create(self, audience: frozenset[RunStatus]) -> None:
+        env: dict[str, str] = {
+            r.ENV_SHARDS: str(self.shards),
+            r.ENV_TOPIC_STATUSES: ",".join(sorted(audience)),
+        }
         if self.task_modules:
             env[r.ENV_TASK_MODULES] = self.task_modules
         ddb = self.client("dynamodb")
@@ -194,7 +218,7 @@ class LocalAWS:
                     {
                         "IndexName": index.name,
                         "KeySchema": [{"AttributeName": k, "KeyType": t} for k, t in index_keys],
-                        "Projection": {"ProjectionType": "ALL"},
+                        "Projection": {"ProjectionType": index.projection.value},
                     }
                 )
             ddb.create_table(

@@ -9,10 +9,11 @@ import json
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from chronoq.aws.streams import matches
 from chronoq.local.usage import EVENT_SOURCES, calling_as
 
 logger = logging.getLogger(__name__)
@@ -145,17 +146,12 @@ class QueuePoller(threading.Thread):
             )
 
 
-def stream_filter(statuses: frozenset[str]) -> Callable[[dict[str, Any]], bool]:
-    """The event source mapping's filters: records that bring a status in ``statuses``
-    (written with one, or changed from another status into one)."""
+def stream_filter(patterns: Sequence[Mapping[str, Any]]) -> Callable[[dict[str, Any]], bool]:
+    """The event source mapping's filter criteria: a record passes when any of ``patterns``
+    matches it (see chronoq.aws.streams)."""
 
     def keep(record: dict[str, Any]) -> bool:
-        change = record.get("dynamodb", {})
-        new = (change.get("NewImage") or {}).get("status", {}).get("S")
-        old = (change.get("OldImage") or {}).get("status", {}).get("S")
-        if record.get("eventName") == "INSERT":
-            return new in statuses
-        return record.get("eventName") == "MODIFY" and new in statuses and old not in statuses
+        return any(matches(pattern, record) for pattern in patterns)
 
     return keep
 

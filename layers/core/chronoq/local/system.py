@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
-from chronoq.domain.runs import TERMINAL_STATUSES
 from chronoq.local import tokens
 from chronoq.local.aws import LocalAWS, function_name
-from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker, stream_filter
+from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
 from chronoq.local.gateway import serve
 
 logger = logging.getLogger(__name__)
@@ -26,6 +25,8 @@ class LocalSystem:
     shards: int = r.DEFAULT_SHARDS
     #: The deployment's own task modules (comma-separated).
     task_modules: str = ""
+    #: The final statuses of the runs published to the SNS topic (comma-separated).
+    topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
     tick_seconds: float = 1.0
     #: Concurrent worker invocations (AWS: the event source mappings scale them).
     pollers: int = 4
@@ -40,7 +41,9 @@ class LocalSystem:
         return self.aws.runtime.invoke(function_name(function), event)
 
     def start(self) -> LocalSystem:
-        self.aws = LocalAWS(shards=self.shards, task_modules=self.task_modules).start()
+        self.aws = LocalAWS(
+            shards=self.shards, task_modules=self.task_modules, topic_statuses=self.topic_statuses
+        ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
             lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt
@@ -63,7 +66,7 @@ class LocalSystem:
                 self.aws.runs_stream_arn,
                 lambda e: self.invoke(r.NOTIFIER_FUNCTION, e),
                 self._halt,
-                stream_filter(frozenset(s.value for s in TERMINAL_STATUSES)),
+                self.aws.notifier_filter,
                 r.NOTIFIER_BATCH_SIZE,
                 r.NOTIFIER_MAX_RETRIES,
             )

@@ -107,15 +107,24 @@ def read_units(size: int, consistent: bool) -> float:
 
 
 def index_write_units(
-    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, index: r.Index
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    index: r.Index,
+    table: r.Table,
 ) -> int:
-    """What a change from ``old`` to ``new`` costs in one global secondary index that
-    projects every attribute: an index entry written when the item is (or stays) in the index
-    and changed, one more deleted when its index key changed."""
+    """What a change from ``old`` to ``new`` of an item of ``table`` costs in one of its
+    global secondary indexes: an index entry written when the item is (or stays) in the index
+    and its entry changed (any attribute, if the index projects all; its keys, if it projects
+    keys only), one more deleted when its index key changed."""
     keys = [k for k in (index.partition_key, index.sort_key) if k]
+    projected = {*keys, table.partition_key, *([table.sort_key] if table.sort_key else [])}
 
     def entry(item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-        return item if item and all(k in item for k in keys) else None
+        if not item or not all(k in item for k in keys):
+            return None
+        if index.projection is r.Projection.ALL:
+            return item
+        return {name: value for name, value in item.items() if name in projected}
 
     before, after = entry(old), entry(new)
     if before == after:
@@ -455,8 +464,9 @@ class Meter:
             for (table, key), old in before.items():
                 new = self._get(table, json.loads(key))
                 units += write_units(max(item_size(old), item_size(new)))
-                for index in self.tables[table].indexes:
-                    units += index_write_units(old, new, index)
+                spec = self.tables[table]
+                for index in spec.indexes:
+                    units += index_write_units(old, new, index, spec)
             self.usage.units(write=units)
             return
         answer = _json(_content(response))

@@ -1,5 +1,6 @@
-"""Telling owners about finished runs: the deployment's SNS topic always, the job's webhook
-and e-mail when its ``notify`` asks. How each delivery went is noted on the run."""
+"""Telling owners about finished runs: the deployment's SNS topic when the run's final status
+is one it hears of (``topic_statuses``), the job's webhook and e-mail when its ``notify``
+asks. How each delivery went is noted on the run."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import urllib3
 
 from chronoq import resources as r
 from chronoq.domain import notifications as notify
-from chronoq.domain.runs import Run
+from chronoq.domain.runs import Run, RunStatus
 from chronoq.usecases.ports import JobRunStore
 
 logger = logging.getLogger(__name__)
@@ -28,27 +29,40 @@ class Notifier:
     sns: Any
     ses: Any
     topic_arn: str
+    #: The final statuses published to the topic.
+    topic_statuses: frozenset[RunStatus]
     email_sender: str
     master_secret: Callable[[], str]
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
 
     def run_finished(self, run: Run) -> dict[str, str]:
-        """Publish the run's end, deliver it where its job asks; returns, per channel, how
-        the delivery went. Each outcome is kept on the run (``notifications``) as soon as it
-        is known, and a channel with an outcome is not tried again: a batch retried by the
-        event source mapping sends nothing twice."""
+        """Publish the run's end if the topic hears of its status, deliver it where its job
+        asks; returns, per channel, how the delivery went (nothing: nobody was to be told).
+        Each outcome is kept on the run (``notifications``) as soon as it is known, and a
+        channel with an outcome is not tried again: a batch retried by the event source
+        mapping sends nothing twice.
+
+        ``run`` is as the stream shows it: a run whose status the topic does not hear of and
+        whose job did not ask to be notified (``run.notify``) is let go without a read."""
+        to_topic = run.status in self.topic_statuses
+        if not to_topic and not run.notify:
+            return {}
         job = self.store.get_job(run.job_id)
-        kept = self.store.get_run(run.job_id, run.id)
-        done = dict(kept.notifications) if kept else {}
         document = notify.message(run, job)
-        channels: dict[str, Callable[[], str]] = {"sns": lambda: self._publish(document)}
+        channels: dict[str, Callable[[], str]] = {}
+        if to_topic:
+            channels["sns"] = lambda: self._publish(document)
         if job is not None and job.notify is not None and notify.wants(job, run.status):
             webhook, email = job.notify.webhook, job.notify.email
             if webhook:
                 channels["webhook"] = lambda: self._post(webhook, run, document)
             if email:
                 channels["email"] = lambda: self._email(email, document)
+        if not channels:  # (its job wants other statuses, or is gone)
+            return {}
+        kept = self.store.get_run(run.job_id, run.id)
+        done = dict(kept.notifications) if kept else {}
         outcomes = {}
         for channel, deliver in channels.items():
             if channel in done:

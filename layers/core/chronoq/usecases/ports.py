@@ -33,7 +33,9 @@ class JobStore(Protocol):
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]: ...
 
-    def list_jobs(self, owner: str) -> list[Job]: ...
+    def list_jobs(self, owner: str) -> list[Job]:
+        """The owner's jobs, oldest (``created_at``) first."""
+        ...
 
     def save_job(self, job: Job, expected_version: int) -> bool:
         """Write a changed job unless its version is no longer ``expected_version``; its run

@@ -28,7 +28,8 @@ def end_unstarted(
 
 
 def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
-    """A new run of ``job`` at ``at``, not yet claimed."""
+    """A new run of ``job`` at ``at``, not yet claimed (marked ``notify`` if the job asks to
+    be told how its runs end)."""
     return Run(
         id=run_id,
         job_id=job.id,
@@ -38,6 +39,7 @@ def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
         trigger=trigger,
         scheduled_at=at,
         generation=job.generation,
+        notify=job.notify is not None,
     )
 
 

@@ -1,0 +1,67 @@
+"""Which records of the runs table's stream reach the notifier: the event source mapping's
+filter patterns, defined once for the CDK stack (which deploys them) and chronoq local (which
+applies them with ``matches``).
+
+A record passes when it ends a run (the run written with a final status, or changed into one
+from another status) and someone is to hear of it: its status is one the SNS topic is told
+about, or the run is marked ``notify`` (its job has a notify block). Everything else (most
+successful runs, later changes of an ended run such as the notes of its notifications) never
+invokes the notifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+
+#: Every status a run ends in, as the stream shows it.
+FINAL = sorted(s.value for s in TERMINAL_STATUSES)
+
+
+def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
+    """The filter patterns (Lambda event filtering, any one passes a record) for a deployment
+    whose topic hears of ``topic_statuses``: at most four (Lambda allows five)."""
+    audience = sorted(s.value for s in topic_statuses)
+    images: list[dict[str, Any]] = [{"status": {"S": audience}}]
+    if audience != FINAL:  # (otherwise every run that ends passes already)
+        images.append({"status": {"S": FINAL}, "notify": {"BOOL": [True]}})
+    patterns: list[dict[str, Any]] = []
+    for image in images:
+        patterns.append({"eventName": ["INSERT"], "dynamodb": {"NewImage": image}})
+        patterns.append(
+            {
+                "eventName": ["MODIFY"],
+                "dynamodb": {
+                    "NewImage": image,
+                    "OldImage": {"status": {"S": [{"anything-but": FINAL}]}},
+                },
+            }
+        )
+    return patterns
+
+
+def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
+    """Does ``event`` match ``pattern``, as Lambda event filtering decides? (The part of its
+    syntax the patterns above use: nested fields, lists of values, ``anything-but``; a field
+    the event lacks matches nothing.)"""
+    for name, rule in pattern.items():
+        if name not in event:
+            return False
+        value = event[name]
+        if isinstance(rule, Mapping):
+            if not isinstance(value, Mapping) or not matches(rule, value):
+                return False
+        elif not any(_allows(choice, value) for choice in rule):
+            return False
+    return True
+
+
+def _allows(choice: Any, value: Any) -> bool:
+    if isinstance(choice, Mapping):
+        ((operator, operand),) = choice.items()
+        if operator == "anything-but":
+            return isinstance(value, str | int | float) and value not in operand
+        raise ValueError(f"filter rule {operator!r} is not supported here")
+    return type(choice) is type(value) and bool(choice == value)
