@@ -38,9 +38,10 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
-bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput; start lag
+bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput; start lag; the whole run path's requests, units and cost per run
 	$(BIN)/python -m bench.dispatch --jobs 1000
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
+	$(BIN)/python -m bench.runpath
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -79,10 +79,14 @@ def whole_second_after(seconds: float) -> datetime:
 
 @dataclass
 class Sink:
-    """An HTTP server on this machine: when each run's request arrived, by run id."""
+    """An HTTP server on this machine: when each run's request arrived, by run id, and the
+    jobs whose requests arrived. It answers 500 to the first attempt of the jobs in
+    ``fail_first`` (by the X-Chronoq-Job-Id and X-Chronoq-Attempt headers), 200 otherwise."""
 
     url: str = ""
     arrived: dict[str, datetime] = field(default_factory=dict)
+    jobs: set[str] = field(default_factory=set)
+    fail_first: set[str] = field(default_factory=set)
 
     def count(self) -> int:
         return len(self.arrived)
@@ -97,7 +101,10 @@ def http_sink() -> Iterator[Sink]:
             at = datetime.now(UTC)
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             sink.arrived.setdefault(self.headers.get("X-Chronoq-Run-Id", ""), at)
-            self.send_response(200)
+            job_id = self.headers.get("X-Chronoq-Job-Id", "")
+            sink.jobs.add(job_id)
+            fail = job_id in sink.fail_first and self.headers.get("X-Chronoq-Attempt") == "1"
+            self.send_response(500 if fail else 200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", "2")
             self.end_headers()
@@ -155,10 +162,11 @@ class Api:
 
 
 @contextmanager
-def chronoq_local(data_dir: Path, clock: Clock) -> Iterator[Api]:
-    """``chronoq local`` in a subprocess on a free port, until the block ends."""
+def chronoq_local(data_dir: Path, clock: Clock, options: Sequence[str] = ()) -> Iterator[Api]:
+    """``chronoq local`` in a subprocess on a free port, until the block ends; ``options``
+    are more of its command-line options."""
     log = (data_dir / "local.log").open("w")
-    command = [sys.executable, "-m", "chronoq.cli.main", "local", "--port", "0"]
+    command = [sys.executable, "-m", "chronoq.cli.main", "local", "--port", "0", *options]
     process = subprocess.Popen(  # noqa: S603 - this interpreter running chronoq, fixed arguments
         [*command, "--data-dir", str(data_dir), "--user", "bench"],
         stdout=subprocess.PIPE,
@@ -316,8 +324,7 @@ def burst(api: Api, sink: Sink, count: int, priority: str, clock: Clock) -> Burs
             lags.missing.append(f"{job_id}: moving it answered {status}: {answer}")
     moved_in = time.monotonic() - started
     wanted = set(moved)
-    # Run ids are <job id>_<scheduled instant>[-g<generation>].
-    clock.poll(lambda: wanted <= {r.rsplit("_", 1)[0] for r in sink.arrived}, "the burst", 0.5)
+    clock.poll(lambda: wanted <= sink.jobs, "the burst", 0.5)
     for job_id in moved:
         run = clock.poll(partial(finished_run, api, job_id), f"the run of {job_id}")
         lags.add(run, sink)
