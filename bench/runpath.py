@@ -481,6 +481,9 @@ def main() -> None:
     parser.add_argument(
         "--time-limit", type=float, default=900.0, help="give up after this many seconds"
     )
+    parser.add_argument(
+        "--usage-json", type=Path, help="also write each phase's usage document to this file"
+    )
     args = parser.parse_args()
     if args.cron_runs < 1 or args.cron_jobs < 0 or args.at_jobs < 0:
         parser.error("--cron-runs must be at least 1, job counts at least 0")
@@ -529,6 +532,10 @@ def main() -> None:
             figures.update(phase_figures(phase.key, phase.usage))
         complete = complete and phase.usage is not None and not phase.problems
 
+    if args.usage_json:
+        args.usage_json.write_text(
+            json.dumps({p.key: p.usage for p in phases}, indent=2, default=str) + "\n"
+        )
     for phase in phases:
         print_phase(phase, figures, before)
     if args.burst > 0:

@@ -59,7 +59,12 @@ class Execution(Construct):
             sfn.StateMachine(
                 self,
                 machine.id,
-                definition_body=sfn.DefinitionBody.from_file(str(machine.path)),
+                # STANDARD: the ASL file as it is; EXPRESS: its batches, made from it
+                definition_body=(
+                    sfn.DefinitionBody.from_string(machine.text())
+                    if machine.express
+                    else sfn.DefinitionBody.from_file(str(machine.path))
+                ),
                 definition_substitutions={name: values[name] for name in machine.substitutions},
                 state_machine_type=(
                     sfn.StateMachineType.EXPRESS

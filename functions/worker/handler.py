@@ -1,22 +1,23 @@
-"""Worker: takes SQS batches of due runs and starts each run's execution on its second, the
-runs of a batch concurrently (each waits only for its own second: SQS delivers it in the
-second before).
+"""Worker: takes SQS batches of due runs and starts each run on its second: the runs of a
+batch due in the same second together (decided concurrently; those that fit EXPRESS in one
+execution). SQS delivers a run in the second before it is due, so a batch waits less than a
+second.
 
 A record that fails (for instance Step Functions throttling, or a run another worker is
 starting at this moment) is reported back as a partial batch failure and retried by SQS after
-the queue's visibility timeout; the claim and the execution name keep retries harmless.
+the queue's visibility timeout; the claim and the state machine's first write keep retries
+harmless.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import (
-    AsyncBatchProcessor,
+    BatchProcessor,
     EventType,
-    async_process_partial_response,
+    process_partial_response,
 )
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -24,24 +25,38 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.domain.runs import RunMessage
 from chronoq.settings import WorkerSettings, load
+from pydantic import ValidationError
 
 logger = Logger(service="chronoq-worker")
 # A batch whose every record must come back later (say, each is being started by another
 # worker) is answered like any other: every record listed as failed, none lost.
-processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 starter = compose.worker(load(WorkerSettings))
 
 
-async def start(record: SQSRecord) -> str:
-    message = RunMessage.model_validate_json(record.body)
-    # (in a thread: the waits and AWS calls of the batch's runs overlap)
-    outcome = await asyncio.to_thread(starter.start_run, message)
-    logger.info("run", extra={"run_id": message.run_id, "outcome": outcome})
-    return outcome
+def _message(record: dict[str, Any]) -> RunMessage | None:
+    try:
+        return RunMessage.model_validate_json(record["body"])
+    except (ValidationError, KeyError, TypeError):
+        return None  # malformed: its record fails
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return async_process_partial_response(
-        event=event, record_handler=start, processor=processor, context=context
+    messages = {r["messageId"]: _message(r) for r in event["Records"]}
+    valid = {i: m for i, m in messages.items() if m is not None}
+    results = dict(zip(valid, starter.start_runs(list(valid.values())), strict=True))
+
+    def outcome(record: SQSRecord) -> str:
+        """The record's part of the batch's outcome: what became of its run, or its error."""
+        result = results.get(record.message_id)
+        if result is None:
+            raise ValueError(f"message {record.message_id} is not a run message")
+        if isinstance(result, Exception):
+            raise result
+        logger.info("run", extra={"run_id": valid[record.message_id].run_id, "outcome": result})
+        return str(result)
+
+    return process_partial_response(
+        event=event, record_handler=outcome, processor=processor, context=context
     )

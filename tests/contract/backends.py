@@ -22,6 +22,7 @@ from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec, JobState
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
+from chronoq.execution import batches
 from chronoq.fakes import FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
 from chronoq.resources import Priority
 from chronoq.usecases.ports import Artifacts, Executor, Queues, Store
@@ -134,6 +135,10 @@ class Backend(ABC):
         """The input (the JSON document) of every execution named ``run_id``."""
 
     @abstractmethod
+    def express_executions(self, run_ids: set[str]) -> int:
+        """How many EXPRESS executions carry any of ``run_ids``."""
+
+    @abstractmethod
     def is_stopped(self, run_id: str) -> bool:
         """Was the execution named ``run_id`` stopped (ABORTED)? On moto, once it is no
         longer RUNNING: moto stops executions asynchronously."""
@@ -167,6 +172,9 @@ class FakeBackend(Backend):
             for s in self.fake_queues.sent
             if s.priority is priority and s.delay_seconds == 0
         ]
+
+    def express_executions(self, run_ids: set[str]) -> int:
+        return sum(1 for batch in self.fake_executor.express_batches if run_ids & set(batch))
 
     def executions(self, run_id: str) -> list[dict[str, Any]]:
         started = self.fake_executor.started.get(run_id)
@@ -241,6 +249,18 @@ class MotoBackend(Backend):
                 return messages
             messages.extend(RunMessage.model_validate_json(m["Body"]) for m in received)
 
+    def express_executions(self, run_ids: set[str]) -> int:
+        pages = self._sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=self.aws.express_state_machine_arn
+        )
+        count = 0
+        for page in pages:
+            for e in page["executions"]:
+                described = self._sfn.describe_execution(executionArn=e["executionArn"])
+                carried = {d["run_id"] for d in json.loads(described["input"])[batches.RUNS]}
+                count += bool(carried & run_ids)
+        return count
+
     def executions(self, run_id: str) -> list[dict[str, Any]]:
         """The inputs of the run's executions, on either state machine."""
         found = []
@@ -250,8 +270,10 @@ class MotoBackend(Backend):
                     document = json.loads(
                         self._sfn.describe_execution(executionArn=e["executionArn"])["input"]
                     )
-                    if document["run_id"] == run_id:
-                        found.append(document)
+                    # (an EXPRESS execution carries a batch of runs)
+                    for run in document.get(batches.RUNS, [document]):
+                        if run["run_id"] == run_id:
+                            found.append(run)
         return found
 
     def _arn(self, run_id: str) -> str:

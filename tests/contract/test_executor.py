@@ -125,3 +125,21 @@ def test_given_a_run_that_fits_express_when_started_twice_then_two_executions(
     assert backend.executor.start(run.id, execution_input) is True
 
     assert backend.executions(run.id) == [execution_input.document()] * 2
+
+
+def test_given_runs_that_fit_express_when_started_as_a_batch_then_one_execution_carries_them_all(
+    backend: Backend,
+) -> None:
+    inputs = []
+    for _ in range(3):
+        job = a_job(retry={"max_attempts": 1})
+        run = a_run(job, status=RunStatus.QUEUED)
+        backend.store.put_new_job(job)
+        backend.store.create_run(run, NOW)
+        inputs.append(ExecutionInput.of(job, run.id, run.scheduled_at))
+
+    backend.executor.start_batch(inputs)
+
+    for execution_input in inputs:
+        assert backend.executions(execution_input.run_id) == [execution_input.document()]
+    assert backend.express_executions({i.run_id for i in inputs}) == 1

@@ -18,7 +18,7 @@ from chronoq.aws.codecs import (
     run_from_item,
 )
 from chronoq.domain.runs import RunStatus
-from chronoq.execution import contract
+from chronoq.execution import batches, contract
 from pydantic import BaseModel
 
 from tests.builders import job_spec
@@ -206,3 +206,44 @@ def test_given_the_execution_input_when_the_asl_reads_it_then_every_path_is_a_fi
     # (Payload: what a Lambda invocation answers; Item: what a getItem answers)
     unknown = read - _fields(contract.ExecutionInput) - written_by_the_asl - {"Payload", "Item"}
     assert unknown == set()
+
+
+# --- the EXPRESS state machine: the run states, for each run of a batch ----------------------
+
+
+def test_given_the_express_definition_when_read_then_it_runs_the_run_states_for_each_run_of_a_batch() -> (
+    None
+):
+    express = json.loads(r.EXPRESS_STATE_MACHINE.text())
+
+    (name,) = express["States"]
+    runs = express["States"][name]
+    assert express["StartAt"] == name
+    assert runs["Type"] == "Map"
+    assert runs["ItemsPath"] == f"$.{batches.RUNS}"
+    assert runs["MaxConcurrency"] == 0  # side by side
+    iteration = runs["ItemProcessor"]
+    assert iteration["StartAt"] == ASL["StartAt"]
+    assert set(iteration["States"]) == set(STATES)
+    for state_name, state in STATES.items():
+        if state["Type"] == "Fail":  # a run's end is not the batch's: the others go on
+            assert iteration["States"][state_name]["Type"] == "Succeed", state_name
+        else:
+            assert iteration["States"][state_name] == state, state_name
+
+
+def test_given_runs_too_large_for_one_input_when_batched_then_each_execution_input_stays_under_the_limit() -> (
+    None
+):
+    big = "x" * (100 * 1024)
+    documents = [{"run_id": f"r{i}", "delivery": {"message": big}} for i in range(5)]
+
+    chunked = list(batches.chunks(documents))
+
+    assert [d["run_id"] for batch in chunked for d in batch] == [f"r{i}" for i in range(5)]
+    assert len(chunked) == 3
+    for batch in chunked:
+        assert len(json.dumps({batches.RUNS: batch}).encode()) <= batches.MAX_INPUT_BYTES
+    assert list(batches.chunks([{"run_id": "a"}, {"run_id": "b"}])) == [
+        [{"run_id": "a"}, {"run_id": "b"}]
+    ]

@@ -139,18 +139,34 @@ class StepFunctions(FakeExecutor):
         self.crash_next = False
 
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
+        if execution_input.fits_express():
+            self.start_batch([execution_input])
+            return True
         if self.crash_next:
             self.crash_next = False
             raise Crash("the worker died between its claim and StartExecution")
         first = run_id not in self.started
         accepted = super().start(run_id, execution_input)
-        if not (accepted and first):
-            return accepted
+        if accepted and first:
+            self._begin(run_id, execution_input)
+        return accepted
+
+    def start_batch(self, inputs: list[ExecutionInput]) -> None:
+        if self.crash_next:
+            self.crash_next = False
+            raise Crash("the worker died between its claim and StartExecution")
+        super().start_batch(inputs)
+        for execution_input in inputs:  # each run's iteration, as the first to get there
+            self._begin(execution_input.run_id, execution_input)
+
+    def _begin(self, run_id: str, execution_input: ExecutionInput) -> None:
+        """The execution's first state (MarkRunning) and its target called."""
         ledger = self.store.ledger
         run = self.store.get_run(execution_input.job_id, run_id)
         if run is not None and run.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
-            self.finish(run_id)  # NotStarted: cancelled or ended meanwhile
-            return accepted
+            if run_id not in self.started or self.started[run_id] is execution_input:
+                self.finish(run_id)  # NotStarted: cancelled or ended meanwhile
+            return
         if run is None:  # a scheduled run is recorded when it starts
             run = Run(
                 id=run_id,
@@ -171,7 +187,6 @@ class StepFunctions(FakeExecutor):
             left = ledger.left.get((run.job_id, run.generation))
             if left is not None and ledger.claimed.get(run_id, ledger.seq) > left:
                 ledger.removed_but_started.append(run_id)
-        return accepted
 
     def stop(self, run_id: str, reason: str) -> None:
         super().stop(run_id, reason)  # the run's status is the canceller's to write

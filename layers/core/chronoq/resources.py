@@ -7,10 +7,13 @@ performs I/O.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources as _pkg_resources
 from pathlib import Path
+
+from chronoq.execution.batches import in_batches
 
 
 class Priority(StrEnum):
@@ -346,9 +349,16 @@ class StateMachine:
     def path(self) -> Path:
         return Path(str(_pkg_resources.files("chronoq") / STATE_MACHINE_FILE))
 
+    def text(self) -> str:
+        """The ASL text, placeholders unfilled: the file, or the batches made from it."""
+        text = self.path.read_text()
+        if not self.express:
+            return text
+        return json.dumps(in_batches(json.loads(text)), indent=2) + "\n"
+
     def definition(self, values: dict[str, str]) -> str:
         """The ASL text with every ``${Placeholder}`` replaced by ``values``."""
-        text = self.path.read_text()
+        text = self.text()
         for name in self.substitutions:
             text = text.replace("${" + name + "}", values[name])
         return text

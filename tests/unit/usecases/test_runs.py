@@ -110,8 +110,10 @@ def test_given_a_manual_run_not_yet_started_when_cancelled_then_it_never_starts(
 
     assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
     assert cancelled.finished_at == fakes.clock()
-    assert fakes.starter.start_run(queued) == "duplicate"
-    assert fakes.executor.starts == {}
+    # (an allow run starts without reading its record: its execution ends at its first write)
+    assert fakes.starter.start_run(queued) == "started"
+    assert not mark_running(fakes, run)
+    assert fakes.executor.starts == {run.id: 1}
     assert stored(fakes, run) == cancelled
     assert stored_job(fakes, job).active_runs == frozenset()
 
@@ -161,8 +163,14 @@ def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_c
     if express and not running:  # its execution goes on, and stops at its first write
         assert not mark_running(fakes, run)
         assert stored(fakes, run) == cancelled
-    assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
-    assert fakes.executor.starts == {run.id: 1}
+    again = fakes.starter.start_run(message(fakes, run))
+    if concurrency == "allow" and express:  # a new execution, which ends at its first write
+        assert again == "started"
+        assert not mark_running(fakes, run)
+    else:  # forbid: the worker reads the record; STANDARD: the stopped name is refused
+        assert again == "duplicate"
+    assert fakes.executor.starts == {run.id: 2 if concurrency == "allow" else 1}
+    assert stored(fakes, run) == cancelled
     # the attempt under way is recorded as cancelled (a queued run had none)
     assert [(a.attempt, a.outcome, a.error) for a in cancelled.attempts] == (
         [(1, "Cancelled", "cancelled by alice")] if running else []

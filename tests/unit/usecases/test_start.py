@@ -18,7 +18,7 @@ from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
 from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
 from chronoq.usecases.ports import Claim
-from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld
+from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld, RunStarter
 
 from tests.builders import OWNER, Fakes, job_spec, seconds_from
 from tests.unit.usecases.helpers import (
@@ -48,6 +48,12 @@ class ClockedExecutor(FakeExecutor):
         assert self.clock is not None
         self.started_at.setdefault(run_id, self.clock())
         return super().start(run_id, execution_input)
+
+    def start_batch(self, inputs: list[ExecutionInput]) -> None:
+        assert self.clock is not None
+        for execution_input in inputs:
+            self.started_at.setdefault(execution_input.run_id, self.clock())
+        super().start_batch(inputs)
 
 
 # --- one run --------------------------------------------------------------------------------
@@ -180,11 +186,17 @@ def test_given_duplicate_deliveries_of_an_allow_run_when_the_worker_gets_them_th
     )
     running = stored(fakes, run)
 
-    assert fakes.starter.start_run(queued) == "duplicate"  # and again while it runs
+    # and again while it runs, and once it is over: STANDARD answers with the same execution,
+    # then refuses the name; EXPRESS starts others, which end at their first write
+    assert fakes.starter.start_run(queued) == "started"
+    if express:
+        assert not mark_running(fakes, run)
     finish(fakes, run, RunStatus.SUCCEEDED)
-    assert fakes.starter.start_run(queued) == "duplicate"  # and again once it is over
+    assert fakes.starter.start_run(queued) == ("started" if express else "duplicate")
+    if express:
+        assert not mark_running(fakes, run)
 
-    assert fakes.executor.starts == {run.id: 2}  # the worker asked no more once it was recorded
+    assert fakes.executor.starts == {run.id: 4}
     assert list(fakes.executor.started) == [run.id]
     ended = stored(fakes, run)
     assert (ended.status, ended.started_at) == (RunStatus.SUCCEEDED, running.started_at)
@@ -565,3 +577,103 @@ def test_given_two_workers_at_once_when_they_start_the_same_forbid_run_then_one_
     # asked once: an executor that does not refuse a second start of the same name (Express
     # starts at-least-once) still runs the target once
     assert fakes.executor.starts == {run.id: 1}
+
+
+# --- a batch ----------------------------------------------------------------------------------
+
+
+def test_given_a_batch_of_runs_due_in_the_same_second_when_the_worker_gets_it_then_those_that_fit_express_start_in_one_execution(
+    fakes: Fakes,
+) -> None:
+    due = seconds_from(fakes.clock(), 1)  # delivered in the second before, as SQS does
+    express = [
+        fakes.jobs.create_job(OWNER, job_spec({"type": "at", "at": due.isoformat()}))
+        for _ in range(3)
+    ]
+    standard = fakes.jobs.create_job(
+        OWNER,
+        job_spec({"type": "at", "at": due.isoformat()}, timeout_seconds=LONGER_THAN_EXPRESS),
+    )
+    messages = [message(fakes, pending_run(fakes, job)) for job in [*express, standard]]
+
+    outcomes = fakes.starter.start_runs(messages)
+
+    assert outcomes == ["started"] * 4
+    # one EXPRESS execution for the three that fit; the other on STANDARD, named by its run
+    assert [sorted(b) for b in fakes.executor.express_batches] == [
+        sorted(m.run_id for m in messages[:3])
+    ]
+    assert set(fakes.executor.started) == {m.run_id for m in messages}
+    assert messages[3].run_id not in fakes.executor.express
+    # the batch waited once, for the second its runs were due
+    assert fakes.clock() >= due
+    assert len(fakes.clock.slept) == 1
+
+
+def test_given_a_batch_of_runs_due_in_two_seconds_when_the_worker_gets_it_then_each_second_starts_at_its_time(
+    fakes: Fakes,
+) -> None:
+    first, second = seconds_from(fakes.clock(), 1), seconds_from(fakes.clock(), 2)
+    jobs = [
+        fakes.jobs.create_job(OWNER, job_spec({"type": "at", "at": at.isoformat()}))
+        for at in (second, first, second)
+    ]
+    messages = [message(fakes, pending_run(fakes, job)) for job in jobs]
+    executor = ClockedExecutor(clock=fakes.clock)
+    fakes.executor = executor
+
+    assert fakes.starter.start_runs(messages) == ["started"] * 3
+
+    assert [sorted(b) for b in executor.express_batches] == [
+        [messages[1].run_id],
+        sorted([messages[0].run_id, messages[2].run_id]),
+    ]
+    assert {m.run_id: executor.started_at[m.run_id] for m in messages} == {
+        messages[0].run_id: second,
+        messages[1].run_id: first,
+        messages[2].run_id: second,
+    }
+
+
+def test_given_a_batch_where_one_run_cannot_be_decided_when_the_worker_gets_it_then_only_that_message_comes_back(
+    fakes: Fakes,
+) -> None:
+    job, run = due_job(fakes)
+    _, other_run = due_job(fakes)
+    broken = message(fakes, run)
+
+    class Failing(FakeStore):
+        def get_job(self, job_id: str) -> Job | None:
+            if job_id == job.id:
+                raise ConnectionError("DynamoDB timed out")
+            return super().get_job(job_id)
+
+    failing = Failing()
+    failing.jobs, failing.runs, failing.schedule = (
+        fakes.store.jobs,
+        fakes.store.runs,
+        fakes.store.schedule,
+    )
+    starter = RunStarter(failing, fakes.executor, fakes.canceller, fakes.clock, fakes.sleep)
+
+    outcomes = starter.start_runs([broken, message(fakes, other_run)])
+
+    assert isinstance(outcomes[0], ConnectionError)
+    assert outcomes[1] == "started"
+    assert fakes.executor.express_batches == [[other_run.id]]
+
+
+def test_given_a_batch_whose_start_fails_when_the_worker_gets_it_then_every_message_of_the_execution_comes_back(
+    fakes: Fakes,
+) -> None:
+    runs = [due_job(fakes)[1] for _ in range(2)]
+
+    class Throttled(FakeExecutor):
+        def start_batch(self, inputs: list[ExecutionInput]) -> None:
+            raise RuntimeError("ThrottlingException")
+
+    fakes.executor = Throttled()
+
+    outcomes = fakes.starter.start_runs([message(fakes, run) for run in runs])
+
+    assert [type(o) for o in outcomes] == [RuntimeError, RuntimeError]

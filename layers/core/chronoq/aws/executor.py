@@ -7,6 +7,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING
 
+from chronoq.execution import batches
 from chronoq.execution.contract import ExecutionInput
 
 if TYPE_CHECKING:
@@ -23,23 +24,36 @@ class StepFunctionsExecutor:
         self._express_arn = express_arn
 
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
-        """Start the execution named ``run_id``. On STANDARD, starting it again with the
-        same input is a no-op (Step Functions answers with the same execution) and False
-        answers an execution of that name that already exists with other input. EXPRESS
-        starts a new execution every time (and may even run one twice): the state machine's
-        first state, a conditional write, lets only one of them run the target."""
-        express = execution_input.fits_express()
-        if express and self._express_arn is None:
-            raise ValueError("this executor was given no EXPRESS state machine")
+        """Start the run's execution: on EXPRESS when it fits (see ``start_batch``), else on
+        STANDARD, named ``run_id``: starting it again with the same input is a no-op (Step
+        Functions answers with the same execution) and False answers an execution of that
+        name that already exists with other input."""
+        if execution_input.fits_express():
+            self.start_batch([execution_input])
+            return True
         try:
             self._sfn.start_execution(
-                stateMachineArn=self._express_arn if express and self._express_arn else self._arn,
+                stateMachineArn=self._arn,
                 name=run_id,
                 input=json.dumps(execution_input.document(), sort_keys=True),
             )
         except self._sfn.exceptions.ExecutionAlreadyExists:
             return False
         return True
+
+    def start_batch(self, inputs: list[ExecutionInput]) -> None:
+        """One EXPRESS execution per batch of runs, as many runs per execution as its input
+        size allows. EXPRESS starts anew every time (and may even run an execution twice):
+        the first state, a conditional write, lets one execution of a run through."""
+        if self._express_arn is None:
+            raise ValueError("this executor was given no EXPRESS state machine")
+        for batch in batches.chunks([i.document() for i in inputs]):
+            first = batch[0]["run_id"]
+            self._sfn.start_execution(
+                stateMachineArn=self._express_arn,
+                name=f"{first}-{len(batch)}"[:80],
+                input=json.dumps({batches.RUNS: batch}, sort_keys=True),
+            )
 
     def execution_arn(self, run_id: str) -> str:
         """The STANDARD execution of the run (an EXPRESS one has no ARN known in advance)."""

@@ -86,12 +86,12 @@ class DynamoStore:
         return [found[j] for j in job_ids if j in found and found[j].owner == owner]
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
-        """Many jobs by id, 100 per request (missing ones are absent from the answer)."""
+        """Many jobs by id, 100 per request (missing ones are absent from the answer).
+        Eventually consistent reads (half the price): what the dispatcher decides from them,
+        the worker checks again with a strongly consistent read."""
         found: dict[str, Job] = {}
         for chunk in _chunks(sorted(set(job_ids)), 100):
-            request: dict[str, Any] = {
-                self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk], "ConsistentRead": True}
-            }
+            request: dict[str, Any] = {self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk]}}
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):

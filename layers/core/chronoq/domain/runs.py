@@ -104,6 +104,8 @@ class Occurrence(BaseModel):
     scheduled_at: datetime
     priority: Priority
     generation: int = 1
+    #: (The time index holds scheduled occurrences only; a manual run is sent at once.)
+    trigger: Trigger = Trigger.SCHEDULE
 
     @classmethod
     def of(cls, run: Run) -> Occurrence:
@@ -113,6 +115,7 @@ class Occurrence(BaseModel):
             scheduled_at=run.scheduled_at,
             priority=run.priority,
             generation=run.generation,
+            trigger=run.trigger,
         )
 
 
@@ -127,6 +130,7 @@ class RunMessage(BaseModel):
     queued_at: datetime
     #: The job's generation the occurrence was planned under (see Job.is_current).
     generation: int = 1
+    trigger: Trigger = Trigger.SCHEDULE
 
 
 # --- Log lines --------------------------------------------------------------------------------

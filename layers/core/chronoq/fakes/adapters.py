@@ -9,6 +9,7 @@ from datetime import datetime
 from chronoq import resources as r
 from chronoq.aws.queues import delay_seconds
 from chronoq.domain.runs import Run, RunMessage, attempt_of_line, log_size
+from chronoq.execution import batches
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes.store import FakeStore
 from chronoq.resources import Priority
@@ -58,19 +59,30 @@ class FakeExecutor:
     #: How many EXPRESS executions each run got.
     express: dict[str, int] = field(default_factory=dict)
 
+    #: The runs of each EXPRESS execution started, in order.
+    express_batches: list[list[str]] = field(default_factory=list)
+
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
         """As Step Functions: on STANDARD the same name and input again is a no-op while
         the execution runs, refused once it has ended; on EXPRESS another execution."""
-        self.starts[run_id] = self.starts.get(run_id, 0) + 1
         if execution_input.fits_express():
-            self.express[run_id] = self.express.get(run_id, 0) + 1
-            self.started.setdefault(run_id, execution_input)
+            self.start_batch([execution_input])
             return True
+        self.starts[run_id] = self.starts.get(run_id, 0) + 1
         if run_id in self.started:
             running = run_id not in self.stopped and run_id not in self.finished
             return running and self.started[run_id] == execution_input
         self.started[run_id] = execution_input
         return True
+
+    def start_batch(self, inputs: list[ExecutionInput]) -> None:
+        for batch in batches.chunks([i.document() for i in inputs]):
+            self.express_batches.append([d["run_id"] for d in batch])
+        for execution_input in inputs:
+            run_id = execution_input.run_id
+            self.starts[run_id] = self.starts.get(run_id, 0) + 1
+            self.express[run_id] = self.express.get(run_id, 0) + 1
+            self.started.setdefault(run_id, execution_input)
 
     def finish(self, run_id: str) -> None:
         """The execution ended (what the state machine does at its end)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,8 +57,12 @@ class Dispatcher:
                 self.store.close_minute(shard, minute)
             return part
 
+        # (each shard's thread runs in a copy of this context: whoever is calling, as the
+        # local usage accounting tells callers apart, stays the caller)
+        contexts = [contextvars.copy_context() for _ in range(self.shards)]
         with ThreadPoolExecutor(max_workers=min(self.shards, 8)) as pool:
-            for shard, part in enumerate(pool.map(one_shard, range(self.shards))):
+            parts = pool.map(lambda s: contexts[s].run(one_shard, s), range(self.shards))
+            for shard, part in enumerate(parts):
                 report.minutes += part.minutes
                 report.dispatched += part.dispatched
                 report.missed += part.missed

@@ -142,8 +142,16 @@ class Queues(Protocol):
 
 class Executor(Protocol):
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
-        """Start the execution named ``run_id``; again with the same input is a no-op; False
-        when an execution of that name exists with other input."""
+        """Start the run's execution. STANDARD (a run that does not fit EXPRESS): named
+        ``run_id``; again with the same input is a no-op; False when an execution of that
+        name exists with other input. EXPRESS: as ``start_batch`` of the one run."""
+        ...
+
+    def start_batch(self, inputs: list[ExecutionInput]) -> None:
+        """Start runs that all fit EXPRESS together, in as few EXPRESS executions as their
+        size allows (each run goes through the run states, side by side). Never idempotent:
+        each call starts executions anew, whose first state lets one execution of a run
+        through."""
         ...
 
     def stop(self, run_id: str, reason: str) -> None:

@@ -1,14 +1,20 @@
-"""The worker: start one queued run at its second, once, unless it must not start."""
+"""The worker: start a batch's runs, each at its second, once, unless it must not start."""
 
 from __future__ import annotations
 
+import contextvars
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from datetime import datetime
+from typing import Literal, TypeVar
 
 from chronoq import resources as r
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
-from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.domain.time import utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.ports import Clock, Executor, JobRunStore, Sleep
@@ -36,30 +42,85 @@ class RunStarter:
     sleep: Sleep
 
     def start_run(self, message: RunMessage) -> Outcome:
-        """Start one queued run at its scheduled second, unless it must not start. Runs
-        reach the worker up to DISPATCH_LEAD_SECONDS early, by design: the wait here is what
-        makes a run start on its second, and it is taken in queue order, so a burst of runs
-        due together starts in priority order. Returns what happened.
+        """Start one run at its second (see ``start_runs``); raises what must send its
+        message back to SQS."""
+        (result,) = self.start_runs([message])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def start_runs(self, messages: list[RunMessage]) -> list[Outcome | Exception]:
+        """Start a batch's runs, each at its scheduled second, unless it must not start.
+        Runs reach the worker in the second before they are due: the wait here is what makes
+        a run start on its second. The runs due in the same second are decided together
+        (concurrently), and those that fit EXPRESS start in one execution. Answers, for each
+        message, what happened, or the error that sends it back to SQS (delivered again
+        after the queue's visibility timeout).
 
         A run already claimed (QUEUED) still starts whatever changed in its job since: the
-        claim was the decision. A message that cannot be settled now raises, and SQS
-        delivers it again after the queue's visibility timeout."""
-        early = (message.scheduled_at - self.clock()).total_seconds()
-        if early > 0:
-            self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
-        for _ in range(CLAIM_ATTEMPTS):
-            outcome = self._try_start(message)
-            if outcome != "job_changed":
-                return outcome
-        raise Conflict(f"job {message.job_id} kept changing; run {message.run_id} retried later")
+        claim was the decision."""
+        results: list[Outcome | Exception] = ["gone"] * len(messages)
+        by_second: dict[datetime, list[int]] = defaultdict(list)
+        for i, message in enumerate(messages):
+            by_second[utc_second(message.scheduled_at)].append(i)
+        for second in sorted(by_second):
+            indexes = by_second[second]
+            early = (second - self.clock()).total_seconds()
+            if early > 0:
+                self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
+            decisions = _concurrently(self._decide, [messages[i] for i in indexes])
+            together: list[tuple[int, ExecutionInput]] = []
+            for i, decision in zip(indexes, decisions, strict=True):
+                if not isinstance(decision, ExecutionInput):
+                    results[i] = decision
+                elif decision.fits_express():
+                    together.append((i, decision))
+                else:
+                    results[i] = self._start_one(decision)
+            if together:
+                try:
+                    self.executor.start_batch([d for _, d in together])
+                    outcome: Outcome | Exception = "started"
+                except Exception as error:  # each message goes back to SQS
+                    outcome = error
+                for i, _ in together:
+                    results[i] = outcome
+        return results
 
-    def _try_start(self, message: RunMessage) -> Outcome | Literal["job_changed"]:
+    def _start_one(self, execution_input: ExecutionInput) -> Outcome | Exception:
+        try:
+            started = self.executor.start(execution_input.run_id, execution_input)
+        except Exception as error:  # the message goes back to SQS
+            return error
+        return "started" if started else "duplicate"
+
+    def _decide(self, message: RunMessage) -> Outcome | ExecutionInput | Exception:
+        """What to do with one message: the execution to start, what became of it instead,
+        or the error that sends it back."""
+        try:
+            for _ in range(CLAIM_ATTEMPTS):
+                decision = self._try_start(message)
+                if decision != "job_changed":
+                    return decision
+            raise Conflict(
+                f"job {message.job_id} kept changing; run {message.run_id} retried later"
+            )
+        except Exception as error:  # the message goes back to SQS
+            return error
+
+    def _try_start(self, message: RunMessage) -> Outcome | ExecutionInput | Literal["job_changed"]:
         job = self.store.get_job(message.job_id)
-        kept = self.store.get_run(message.job_id, message.run_id)
-        if kept is not None and kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
-            return "duplicate"
         now = self.clock()
         not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
+        # The run's record is read only where it decides something: for a job that keeps its
+        # active runs (the run may be claimed), and for a run that will not start. An `allow`
+        # run starts without it: the state machine's first write settles duplicates.
+        exclusive = job is not None and job.concurrency is not Concurrency.ALLOW
+        kept = (
+            self.store.get_run(message.job_id, message.run_id) if job is None or exclusive else None
+        )
+        if kept is not None and kept.status not in not_started:
+            return "duplicate"
         if job is None:  # deleted: a run that had not started never will
             if kept is not None:
                 self.store.end_run(
@@ -68,7 +129,7 @@ class RunStarter:
             return "gone"
         # A scheduled run has no record until it starts (the state machine writes it).
         run = kept or new_run(
-            job, message.run_id, message.scheduled_at, Trigger.SCHEDULE
+            job, message.run_id, message.scheduled_at, message.trigger
         ).model_copy(update={"generation": message.generation})
         claimed = run.status is RunStatus.QUEUED  # by a worker that may have died meanwhile
         if not claimed and not job.is_current(run):
@@ -76,11 +137,14 @@ class RunStarter:
                 self.store.delete_pending_run(run.job_id, run.id)
             return "superseded"
         if job.is_late(run.scheduled_at, now):
+            if not exclusive:
+                kept = self.store.get_run(message.job_id, message.run_id)
+                if kept is not None and kept.status not in not_started:
+                    return "duplicate"
             self._end(kept, run, RunStatus.MISSED, job.missed_reason())
             if claimed:
                 self.store.release_run(job.id, run.id)
             return "missed"
-        exclusive = job.concurrency is not Concurrency.ALLOW
         if exclusive and not claimed:
             active = self._still_active(job, run)
             if active and job.concurrency is Concurrency.FORBID:
@@ -99,7 +163,7 @@ class RunStarter:
                 raise ClaimHeld(f"run {run.id} is being started by another worker; ask again later")
             if claim != "claimed":
                 return claim
-        execution_input = ExecutionInput.of(
+        return ExecutionInput.of(
             job,
             run.id,
             run.scheduled_at,
@@ -107,8 +171,6 @@ class RunStarter:
             trigger=run.trigger,
             queued_at=run.queued_at or message.queued_at,
         )
-        started = self.executor.start(run.id, execution_input)
-        return "started" if started else "duplicate"
 
     def _end(self, kept: Run | None, run: Run, status: RunStatus, reason: str) -> None:
         end_unstarted(self.store, kept, run, status, reason, self.clock())
@@ -135,3 +197,18 @@ class RunStarter:
             else:
                 active.add(other)
         return active
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _concurrently(work: Callable[[T], R], items: list[T]) -> list[R]:
+    """``work`` on each item, in threads (each in a copy of this context), in order."""
+    if len(items) == 1:
+        return [work(items[0])]
+    contexts = [contextvars.copy_context() for _ in items]
+    with ThreadPoolExecutor(max_workers=len(items)) as pool:
+        return list(
+            pool.map(lambda pair: pair[0].run(work, pair[1]), zip(contexts, items, strict=True))
+        )

@@ -112,6 +112,7 @@ class TimeIndex:
                         scheduled_at=o.scheduled_at,
                         queued_at=now,
                         generation=o.generation,
+                        trigger=o.trigger,
                     ),
                 )
                 for o in occurrences

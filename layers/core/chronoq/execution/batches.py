@@ -1,0 +1,66 @@
+"""The EXPRESS state machine, made from the run state machine's one ASL file: the runs of a
+batch (runs due in the same second, started together by a worker) each go through the run
+states, side by side, in one execution. An EXPRESS execution is billed per start and per
+100 ms of its duration: a batch pays for one start and for its slowest run, not for each.
+
+Pure (no chronoq imports): ``chronoq.resources`` builds both definitions with it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+#: The input of an EXPRESS execution: ``{"runs": [<ExecutionInput document>, ...]}``.
+RUNS = "runs"
+#: The largest input Step Functions accepts is 256 KiB: a batch stays under this.
+MAX_INPUT_BYTES = 240 * 1024
+#: The Map state that holds the runs of a batch.
+MAP_STATE = "Runs"
+
+
+def in_batches(run: dict[str, Any]) -> dict[str, Any]:
+    """The EXPRESS definition from the run (STANDARD) definition ``run``: a Map over
+    ``$.runs`` whose iterations are the run's states. A run's end is not the execution's:
+    the run's Fail states become Succeed states (in a Map a failed iteration would stop the
+    others; each run's outcome is in its record, not in the execution's status)."""
+    states: dict[str, Any] = {}
+    for name, state in copy.deepcopy(run["States"]).items():
+        if state["Type"] == "Fail":
+            comment = state.get("Comment") or state.get("Cause") or f"the run ends: {name}"
+            state = {"Type": "Succeed", "Comment": comment}
+        states[name] = state
+    return {
+        "Comment": "chronoq: the runs of a batch, each as in the STANDARD run state machine",
+        "StartAt": MAP_STATE,
+        "States": {
+            MAP_STATE: {
+                "Type": "Map",
+                "ItemsPath": f"$.{RUNS}",
+                "MaxConcurrency": 0,
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "INLINE"},
+                    "StartAt": run["StartAt"],
+                    "States": states,
+                },
+                "ResultPath": None,
+                "End": True,
+            }
+        },
+    }
+
+
+def chunks(documents: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """The runs' input documents in batches whose input stays under ``MAX_INPUT_BYTES``."""
+    batch: list[dict[str, Any]] = []
+    size = len(json.dumps({RUNS: []}))
+    for document in documents:
+        weight = len(json.dumps(document).encode()) + 2
+        if batch and size + weight > MAX_INPUT_BYTES:
+            yield batch
+            batch, size = [], len(json.dumps({RUNS: []}))
+        batch.append(document)
+        size += weight
+    if batch:
+        yield batch
