@@ -122,10 +122,6 @@ class RecordingStore(FakeStore):
         self.ledger.tick()
         super().close_minute(shard, minute)
 
-    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
-        self.ledger.tick()
-        return super().advance_job(job, next_run_at, now)
-
 
 class StepFunctions(FakeExecutor):
     """Executions that begin at once: MarkRunning (only from QUEUED, as the state machine's

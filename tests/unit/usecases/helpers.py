@@ -170,10 +170,6 @@ class CountingStore(FakeStore):
         self.job_writes.append("delete_job")
         return super().delete_job(job_id)
 
-    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
-        self.job_writes.append("advance_job")
-        return super().advance_job(job, next_run_at, now)
-
     def claim_run(
         self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
     ) -> Claim:

@@ -51,6 +51,8 @@ def test_given_a_due_at_job_when_dispatched_then_its_run_is_enqueued_and_the_job
 
     assert report.dispatched == 1
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == t(21, 48)  # not yet due
+    fakes.clock.set(t(21, 48, 1))  # once its only fire time has passed
     done = fakes.jobs.get_job(OWNER, job.id)
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
     assert fakes.dispatcher.dispatch().dispatched == 0
@@ -174,7 +176,8 @@ def test_given_a_job_rescheduled_into_the_dispatched_window_when_saved_then_its_
     ]
     assert fakes.runs.list_runs(OWNER, job.id) == []
     assert changed.generation == 2
-    assert stored_job(fakes, job).state is JobState.COMPLETED  # its only occurrence is sent
+    fakes.clock.set(t(21, 48, 21))  # its only fire time (the new one) has passed
+    assert fakes.jobs.get_job(OWNER, job.id).state is JobState.COMPLETED
 
 
 def test_given_an_outage_when_dispatching_resumes_then_every_missed_minute_is_processed_in_order(
@@ -275,6 +278,7 @@ def test_given_a_cron_with_an_end_when_its_last_occurrence_is_dispatched_then_th
     fakes.clock.set(t(21, 48, 30))
     fakes.dispatcher.dispatch()
 
+    fakes.clock.set(t(21, 49, 1))  # its last fire time has passed
     done = fakes.jobs.get_job(OWNER, job.id)
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
     assert [o.scheduled_at.minute for o in occurrences_of(fakes, job)] == [48, 49]
@@ -404,7 +408,7 @@ def test_given_a_recurring_job_that_goes_on_when_its_minutes_are_dispatched_then
     assert stored_job(fakes, job) == job
 
 
-def test_given_a_schedule_at_its_end_when_its_last_occurrence_is_dispatched_then_the_job_item_is_written_once() -> (
+def test_given_a_schedule_at_its_end_when_its_last_occurrence_is_dispatched_then_the_job_is_completed_without_a_write() -> (
     None
 ):
     fakes, store = counting_fakes()
@@ -416,8 +420,9 @@ def test_given_a_schedule_at_its_end_when_its_last_occurrence_is_dispatched_then
         fakes.dispatcher.dispatch()
 
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, m)) for m in (48, 49, 50)]
-    assert store.job_writes == ["advance_job"]  # COMPLETED
-    done = stored_job(fakes, job)
+    assert store.job_writes == []
+    assert stored_job(fakes, job) == job
+    done = fakes.jobs.get_job(OWNER, job.id)  # as of now: its schedule has ended
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
 
 
@@ -499,5 +504,5 @@ def test_given_a_job_renamed_after_its_last_fire_time_while_dispatching_is_behin
     fakes.dispatcher.dispatch()
 
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
-    done = stored_job(fakes, job)
+    done = fakes.jobs.get_job(OWNER, job.id)
     assert (done.name, done.state, done.next_run_at) == ("renamed", JobState.COMPLETED, None)

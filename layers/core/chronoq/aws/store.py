@@ -13,7 +13,7 @@ from chronoq.aws import codecs
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.domain import ids
-from chronoq.domain.jobs import Job, JobState
+from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.domain.time import format_instant
 from chronoq.usecases.ports import Claim
@@ -139,36 +139,6 @@ class DynamoStore:
                 TableName=self._jobs,
                 Key=_dump({"job_id": job_id}),
                 ConditionExpression="attribute_exists(job_id)",
-            )
-        except self._db.exceptions.ConditionalCheckFailedException:
-            return False
-        return True
-
-    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
-        """Move ``job`` on to its next occurrence (or COMPLETED when there is none), unless
-        someone else already did or its schedule was replaced meanwhile."""
-        values: dict[str, Any] = {
-            ":expected": format_instant(job.next_run_at) if job.next_run_at else "",
-            ":generation": job.generation,
-            ":now": format_instant(now),
-        }
-        if next_run_at is None:
-            update = "SET #state = :completed, updated_at = :now REMOVE next_run_at"
-            values[":completed"] = JobState.COMPLETED.value
-        else:
-            update = "SET next_run_at = :next, updated_at = :now"
-            values[":next"] = format_instant(next_run_at)
-        values[":active"] = JobState.ACTIVE.value
-        try:
-            self._db.update_item(
-                TableName=self._jobs,
-                Key=_dump({"job_id": job.id}),
-                UpdateExpression=update,
-                ConditionExpression=(
-                    "next_run_at = :expected AND generation = :generation AND #state = :active"
-                ),
-                ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues=_dump(values),
             )
         except self._db.exceptions.ConditionalCheckFailedException:
             return False

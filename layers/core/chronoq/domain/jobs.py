@@ -180,17 +180,19 @@ class Job(JobSpec):
         return next_fire(self.schedule, at - timedelta(seconds=1)) == at
 
     def as_of(self, now: datetime) -> Job:
-        """The job with ``next_run_at`` brought up to ``now``. The stored value is the first
-        occurrence planned for the job's current schedule: the dispatcher chains occurrences
-        in the time index without writing the job each time."""
+        """The job as it stands at ``now``: ``next_run_at`` brought up to it, and COMPLETED
+        once its schedule has no fire time left. The stored job holds the first occurrence
+        planned for its current schedule: the dispatcher chains occurrences in the time
+        index without writing the job (a write per run) nor its end."""
         if self.state is not JobState.ACTIVE or self.next_run_at is None:
             return self
         if self.next_run_at >= now:
             return self
         # the last due second is still "next" until its run has had a second to start
-        return self.model_copy(
-            update={"next_run_at": next_fire(self.schedule, now - timedelta(seconds=1))}
-        )
+        following = next_fire(self.schedule, now - timedelta(seconds=1))
+        if following is None:
+            return self.model_copy(update={"state": JobState.COMPLETED, "next_run_at": None})
+        return self.model_copy(update={"next_run_at": following})
 
     def missed_reason(self) -> str:
         return f"could not start within start_deadline_seconds ({self.start_deadline_seconds} s)"

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.jobs import Job, JobState
+from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.usecases.ports import Claim
 
@@ -57,23 +57,6 @@ class FakeStore:
     def delete_job(self, job_id: str) -> bool:
         with self._lock:
             return self.jobs.pop(job_id, None) is not None
-
-    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
-        with self._lock:
-            stored = self.jobs.get(job.id)
-            if (
-                stored is None
-                or stored.next_run_at != job.next_run_at
-                or job.next_run_at is None
-                or stored.generation != job.generation
-                or stored.state is not JobState.ACTIVE
-            ):
-                return False
-            changes: dict[str, object] = {"next_run_at": next_run_at, "updated_at": now}
-            if next_run_at is None:
-                changes["state"] = JobState.COMPLETED
-            self.jobs[job.id] = stored.model_copy(update=changes)
-            return True
 
     def claim_run(
         self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool

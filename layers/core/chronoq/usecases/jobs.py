@@ -105,9 +105,9 @@ class JobOperations:
         job = self._stored(owner, job_id)
         if job.state is JobState.PAUSED:
             return job
-        if job.state is JobState.COMPLETED:
-            raise Conflict(f"job {job_id} is COMPLETED: it has no runs left to pause")
         now = self.clock()
+        if job.as_of(now).state is JobState.COMPLETED:
+            raise Conflict(f"job {job_id} is COMPLETED: it has no runs left to pause")
         paused = _next_generation(job, now, state=JobState.PAUSED, next_run_at=None)
         return self._replace_occurrences(job, paused, now)
 

@@ -44,11 +44,6 @@ class JobStore(Protocol):
 
     def delete_job(self, job_id: str) -> bool: ...
 
-    def advance_job(self, job: Job, next_run_at: datetime | None, now: datetime) -> bool:
-        """Move ``job`` on to its next occurrence (COMPLETED when None), unless it moved on or
-        changed generation meanwhile."""
-        ...
-
     def claim_run(
         self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
     ) -> Claim:

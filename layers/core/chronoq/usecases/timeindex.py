@@ -129,7 +129,6 @@ class TimeIndex:
     ) -> int:
         """Chain each job on from the occurrence just dispatched to its next one."""
         pairs: list[tuple[Job, datetime]] = []
-        finished: list[Job] = []
         for o in occurrences:
             job = jobs.get(o.job_id)
             if job is None or job.state is not JobState.ACTIVE or not job.is_current(o):
@@ -138,10 +137,6 @@ class TimeIndex:
             if following is not None:
                 # (chaining the same occurrence twice writes the same item twice: harmless)
                 pairs.append((job, following))
-            else:
-                finished.append(job)
-        count = self.schedule(pairs, now, dispatched)
-        # The job item is written only when its state changes: a schedule at its end.
-        for job in finished:
-            self.store.advance_job(job, None, self.clock())
-        return count
+        # The job item is not written: its next_run_at and its end (COMPLETED) are derived
+        # from its schedule when it is read (Job.as_of).
+        return self.schedule(pairs, now, dispatched)
