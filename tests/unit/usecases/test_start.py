@@ -5,6 +5,7 @@ policy)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -638,15 +639,15 @@ def test_given_a_batch_of_runs_due_in_two_seconds_when_the_worker_gets_it_then_e
 def test_given_a_batch_where_one_run_cannot_be_decided_when_the_worker_gets_it_then_only_that_message_comes_back(
     fakes: Fakes,
 ) -> None:
-    job, run = due_job(fakes)
+    _, run = due_job(fakes, concurrency="forbid")
     _, other_run = due_job(fakes)
     broken = message(fakes, run)
 
     class Failing(FakeStore):
-        def get_job(self, job_id: str) -> Job | None:
-            if job_id == job.id:
-                raise ConnectionError("DynamoDB timed out")
-            return super().get_job(job_id)
+        def claim_run(
+            self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
+        ) -> Claim:
+            raise ConnectionError("DynamoDB timed out")
 
     failing = Failing()
     failing.jobs, failing.runs, failing.schedule = (
@@ -661,6 +662,23 @@ def test_given_a_batch_where_one_run_cannot_be_decided_when_the_worker_gets_it_t
     assert isinstance(outcomes[0], ConnectionError)
     assert outcomes[1] == "started"
     assert fakes.executor.express_batches == [[other_run.id]]
+
+
+def test_given_a_batch_whose_jobs_cannot_be_read_when_the_worker_gets_it_then_every_message_comes_back(
+    fakes: Fakes,
+) -> None:
+    runs = [due_job(fakes)[1] for _ in range(2)]
+
+    class Unreadable(FakeStore):
+        def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
+            raise ConnectionError("DynamoDB timed out")
+
+    starter = RunStarter(Unreadable(), fakes.executor, fakes.canceller, fakes.clock, fakes.sleep)
+
+    outcomes = starter.start_runs([message(fakes, run) for run in runs])
+
+    assert [type(o) for o in outcomes] == [ConnectionError, ConnectionError]
+    assert fakes.executor.starts == {}
 
 
 def test_given_a_batch_whose_start_fails_when_the_worker_gets_it_then_every_message_of_the_execution_comes_back(

@@ -85,13 +85,14 @@ class DynamoStore:
                     pause = min(pause * 2, 1.0)
         return [found[j] for j in job_ids if j in found and found[j].owner == owner]
 
-    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
+    def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
         """Many jobs by id, 100 per request (missing ones are absent from the answer).
-        Eventually consistent reads (half the price): what the dispatcher decides from them,
-        the worker checks again with a strongly consistent read."""
+        Eventually consistent reads (half the price) unless ``consistent``: what the
+        dispatcher decides from them, the worker checks again with consistent reads."""
         found: dict[str, Job] = {}
         for chunk in _chunks(sorted(set(job_ids)), 100):
-            request: dict[str, Any] = {self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk]}}
+            keys = [_dump({"job_id": j}) for j in chunk]
+            request: dict[str, Any] = {self._jobs: {"Keys": keys, "ConsistentRead": consistent}}
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):

@@ -37,7 +37,7 @@ class FakeStore:
     def get_job(self, job_id: str) -> Job | None:
         return self.jobs.get(job_id)
 
-    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
+    def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
         return {j: self.jobs[j] for j in set(job_ids) if j in self.jobs}
 
     def list_jobs(self, owner: str) -> list[Job]:

@@ -31,7 +31,10 @@ class JobStore(Protocol):
 
     def get_job(self, job_id: str) -> Job | None: ...
 
-    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]: ...
+    def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
+        """Many jobs by id (missing ones are absent); eventually consistent reads unless
+        ``consistent``."""
+        ...
 
     def list_jobs(self, owner: str) -> list[Job]:
         """The owner's jobs, oldest (``created_at``) first."""

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextvars
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Literal, TypeVar
 
 from chronoq import resources as r
@@ -68,7 +69,16 @@ class RunStarter:
             early = (second - self.clock()).total_seconds()
             if early > 0:
                 self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
-            decisions = _concurrently(self._decide, [messages[i] for i in indexes])
+            group = [messages[i] for i in indexes]
+            # (one consistent read for the jobs of the group; a job that changes under a run
+            # is read again on its own)
+            try:
+                jobs: Mapping[str, Job] | Exception = self.store.get_jobs(
+                    {m.job_id for m in group}, consistent=True
+                )
+            except Exception as error:  # every message of the group goes back to SQS
+                jobs = error
+            decisions = _concurrently(partial(self._decide, jobs=jobs), group)
             together: list[tuple[int, ExecutionInput]] = []
             for i, decision in zip(indexes, decisions, strict=True):
                 if not isinstance(decision, ExecutionInput):
@@ -94,12 +104,19 @@ class RunStarter:
             return error
         return "started" if started else "duplicate"
 
-    def _decide(self, message: RunMessage) -> Outcome | ExecutionInput | Exception:
-        """What to do with one message: the execution to start, what became of it instead,
-        or the error that sends it back."""
+    def _decide(
+        self, message: RunMessage, jobs: Mapping[str, Job] | Exception
+    ) -> Outcome | ExecutionInput | Exception:
+        """What to do with one message (``jobs``: its group's jobs, as read together): the
+        execution to start, what became of it instead, or the error that sends it back."""
+        if isinstance(jobs, Exception):
+            return jobs
         try:
-            for _ in range(CLAIM_ATTEMPTS):
-                decision = self._try_start(message)
+            for attempt in range(CLAIM_ATTEMPTS):
+                job = (
+                    jobs.get(message.job_id) if attempt == 0 else self.store.get_job(message.job_id)
+                )
+                decision = self._try_start(message, job)
                 if decision != "job_changed":
                     return decision
             raise Conflict(
@@ -108,8 +125,9 @@ class RunStarter:
         except Exception as error:  # the message goes back to SQS
             return error
 
-    def _try_start(self, message: RunMessage) -> Outcome | ExecutionInput | Literal["job_changed"]:
-        job = self.store.get_job(message.job_id)
+    def _try_start(
+        self, message: RunMessage, job: Job | None
+    ) -> Outcome | ExecutionInput | Literal["job_changed"]:
         now = self.clock()
         not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
         # The run's record is read only where it decides something: for a job that keeps its
