@@ -14,8 +14,6 @@ from .functions import python_function
 from .queues import Queues
 from .storage import Storage
 
-BATCH_SIZE = 10
-
 
 class Workers(Construct):
     def __init__(
@@ -46,6 +44,6 @@ class Workers(Construct):
         for queue in queues.by_priority.values():
             self.function.add_event_source(
                 sources.SqsEventSource(
-                    queue, batch_size=BATCH_SIZE, report_batch_item_failures=True
+                    queue, batch_size=r.WORKER_BATCH_SIZE, report_batch_item_failures=True
                 )
             )

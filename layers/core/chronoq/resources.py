@@ -295,6 +295,8 @@ NOTIFIER_FUNCTION = Function(
     description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
 )
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.
+#: Messages per worker invocation (the SQS event source mappings' batch size).
+WORKER_BATCH_SIZE = 10
 NOTIFIER_BATCH_SIZE = 5
 NOTIFIER_MAX_RETRIES = 3
 FUNCTIONS = (

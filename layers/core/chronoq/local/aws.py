@@ -68,6 +68,8 @@ class LocalAWS:
     queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arn: str = ""
     express_state_machine_arn: str = ""
+    #: Both state machines' definitions, as created.
+    definitions: list[str] = field(default_factory=list)
     runs_stream_arn: str = ""
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
@@ -300,12 +302,15 @@ class LocalAWS:
             **network,
         }
         sfn = self.client("stepfunctions")
+        self.definitions = [
+            m.definition(values) for m in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
+        ]
         self.state_machine_arn = sfn.create_state_machine(
-            name=f"{PREFIX}-run", definition=r.STATE_MACHINE.definition(values), roleArn=role
+            name=f"{PREFIX}-run", definition=self.definitions[0], roleArn=role
         )["stateMachineArn"]
         self.express_state_machine_arn = sfn.create_state_machine(
             name=f"{PREFIX}-run-express",
-            definition=r.EXPRESS_STATE_MACHINE.definition(values),
+            definition=self.definitions[1],
             roleArn=role,
             type="EXPRESS",
         )["stateMachineArn"]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from chronoq import resources as r
 from chronoq.aws.streams import matches
 from chronoq.local.usage import EVENT_SOURCES, calling_as
 
@@ -122,7 +123,10 @@ class QueuePoller(threading.Thread):
         """Hand one batch from the first non-empty queue to the worker; 0 if all are empty."""
         for url, arn in self._queues:
             messages = self._sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, AttributeNames=["All"]
+                QueueUrl=url,
+                MaxNumberOfMessages=r.WORKER_BATCH_SIZE,
+                WaitTimeSeconds=0,
+                AttributeNames=["All"],
             ).get("Messages", [])
             if messages:
                 self._deliver(url, arn, messages)

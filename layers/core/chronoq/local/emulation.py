@@ -147,6 +147,16 @@ def serialize_service_calls() -> None:
     BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
 
 
+#: The parsed program of each definition (set by parse_each_definition_once).
+_parsed: Any = None
+
+
+def parse_ahead(definition: str) -> None:
+    """Parse ``definition`` now rather than at its first execution's start."""
+    if _parsed is not None:
+        _parsed(definition)
+
+
 def parse_each_definition_once() -> None:
     """moto parses a state machine's ASL anew for every execution (about 0.1 s of CPU for
     chronoq's); Step Functions starts executions of a stored definition. Parse each
@@ -161,6 +171,9 @@ def parse_each_definition_once() -> None:
     @functools.lru_cache(maxsize=64)
     def program(definition: str) -> Any:
         return AmazonStateLanguageParser.parse(definition)[0]
+
+    global _parsed
+    _parsed = program
 
     def entrypoint(self: Any) -> Any:
         return program(self._evaluation_details.state_machine_details.definition)

@@ -79,6 +79,7 @@ class LambdaRuntime:
         self.usage: Usage | None = None
         self._idle: dict[str, list[ModuleType]] = {name: [] for name in functions}
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
         self._region = region
         self._account = account
 
@@ -90,6 +91,14 @@ class LambdaRuntime:
 
     def names(self) -> list[str]:
         return list(self._functions)
+
+    def warm(self, name: str, count: int) -> None:
+        """Start ``count`` idle containers of function ``name`` ahead of its invocations (as
+        provisioned concurrency does): a burst does not wait for cold starts."""
+        for _ in range(count):
+            container = self._load(name)
+            with self._lock:
+                self._idle[name].append(container)
 
     def invoke_package(
         self, name: str, handler: str, package: bytes, timeout_seconds: int, event: Any
@@ -108,8 +117,10 @@ class LambdaRuntime:
                 return payload, True, log.getvalue()
 
     def _load(self, name: str) -> ModuleType:
+        """A new container: the handler's module imported afresh (one at a time: what a
+        handler builds as it is imported, boto3 clients, is not built safely in parallel)."""
         function = self._functions[name]
-        with environment(self.environments[name]):
+        with self._loading, environment(self.environments[name]):
             return _import(f"_chronoq_lambda_{function.name}_{next(_ids)}", function.handler_file)
 
     def _context(self, name: str, memory_mb: int, timeout_seconds: int) -> LambdaContext:

@@ -5,14 +5,20 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.aws import clients
+from chronoq.aws.store import DynamoStore
+from chronoq.domain import ids
 from chronoq.local import tokens
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
+from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
+from chronoq.local.usage import uncounted
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +35,50 @@ class LocalSystem:
     topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
     tick_seconds: float = 1.0
     #: Concurrent worker invocations (AWS: the event source mappings scale them).
-    pollers: int = 4
+    pollers: int = 10
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _server: Any = None
+
+    def _warm(self, first: bool) -> None:
+        """Idle containers started with the system (``first``: one of each function a run
+        needs, before the system answers; else the rest of what a burst needs, in the
+        background: a worker per poller, a runner for each run of a worker's batch)."""
+        assert self.aws.runtime is not None
+        if first:
+            for definition in self.aws.definitions:
+                parse_ahead(definition)
+        counts = (
+            ((r.API_FUNCTION, 1), (r.WORKER_FUNCTION, 1), (r.RUNNER_FUNCTION, 1))
+            if first
+            else (
+                (r.WORKER_FUNCTION, self.pollers - 1),
+                (r.RUNNER_FUNCTION, r.WORKER_BATCH_SIZE - 1),
+            )
+        )
+        for function, count in counts:
+            if self._halt.is_set():
+                return
+            self.aws.runtime.warm(function_name(function), count)
+
+    def _nothing_to_catch_up(self) -> None:
+        """A fresh system has no occurrence before it started: each shard's checkpoint
+        starts at the minute before now, so that the first tick does not read the last hour
+        minute by minute, as it must after an outage or for a shard added to a deployment."""
+        env = self.aws.env
+        store = DynamoStore(
+            clients.dynamodb(),
+            env[r.ENV_JOBS_TABLE],
+            env[r.ENV_RUNS_TABLE],
+            env[r.ENV_SCHEDULE_TABLE],
+        )
+        before = ids.minute_of(datetime.now(UTC)) - timedelta(minutes=1)
+        with uncounted():
+            for shard in range(self.shards):
+                store.open_minute(shard, before)
+                store.close_minute(shard, before)
 
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
@@ -48,7 +92,12 @@ class LocalSystem:
         self.ticker = Ticker(
             lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt
         )
-        self._threads = [self.ticker]
+        self._nothing_to_catch_up()
+        self._warm(first=True)
+        self._threads = [
+            self.ticker,
+            threading.Thread(target=self._warm, args=(False,), daemon=True),
+        ]
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
         for n in range(self.pollers):
             self._threads.append(
