@@ -12,15 +12,15 @@ import pytest
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients
-from chronoq.domain import ids
-from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.domain.time import utc_now
+from chronoq.execution import batches
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
 
-from tests.builders import Wiring, message_for, worker_event
+from tests.builders import Wiring, worker_event
 from tests.support import Sink, api_event, http_sink, wait_for
 
 
@@ -46,33 +46,111 @@ class Harness:
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
 
     def executions(self) -> list[dict[str, Any]]:
-        """Every execution started, on either state machine, oldest first: the run it
-        executes (from its input), its status and ARN."""
+        """Every execution started, on either state machine, oldest first, once for each run
+        it executes (from its input: a STANDARD execution executes one run, an EXPRESS one a
+        batch of runs): the run, the execution's status, ARN and state machine type
+        (``"STANDARD"`` or ``"EXPRESS"``), and the size of its batch."""
         sfn = self.aws.client("stepfunctions")
         found = []
-        for machine in (self.aws.state_machine_arn, self.aws.express_state_machine_arn):
+        machines = {
+            "STANDARD": self.aws.state_machine_arn,
+            "EXPRESS": self.aws.express_state_machine_arn,
+        }
+        for kind, machine in machines.items():
             for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine):
                 for e in page["executions"]:
                     described = sfn.describe_execution(executionArn=e["executionArn"])
-                    found.append(
+                    document = json.loads(described["input"])
+                    runs = document[batches.RUNS] if kind == "EXPRESS" else [document]
+                    found += [
                         {
-                            "run_id": json.loads(described["input"])["run_id"],
+                            "run_id": run["run_id"],
                             "status": described["status"],
                             "arn": e["executionArn"],
                             "started": e["startDate"],
+                            "machine": kind,
+                            "batch": len(runs),
                         }
-                    )
+                        for run in runs
+                    ]
         return sorted(found, key=lambda e: e["started"])
+
+    def _ended_executions_of(self, run_id: str) -> list[str]:
+        """The ARN of each execution of the run, once every one of them has ended."""
+
+        def ended() -> tuple[list[str]] | None:
+            mine = [e for e in self.executions() if e["run_id"] == run_id]
+            if any(e["status"] == "RUNNING" for e in mine):
+                return None
+            return (list(dict.fromkeys(e["arn"] for e in mine)),)
+
+        arns: list[str] = wait_for(ended)[0]
+        return arns
+
+    def _entered(self, execution_arn: str, run_id: str) -> list[dict[str, Any]]:
+        """The inputs of the states the run entered in an execution, in order: each with
+        the state's name added (``"state"``)."""
+        sfn = self.aws.client("stepfunctions")
+        events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)
+        entered = []
+        for event in events["events"]:
+            details = event.get("stateEnteredEventDetails")
+            if details is None:
+                continue
+            document = json.loads(details.get("input") or "{}")
+            # (an EXPRESS execution's own state, the Map over its batch, is no run's)
+            if isinstance(document, dict) and document.get("run_id") == run_id:
+                entered.append({**document, "state": details["name"]})
+        return entered
+
+    def states_entered(self, execution_arn: str, run_id: str) -> list[str]:
+        """The states the run has entered in an execution so far, in order (its history)."""
+        return [e["state"] for e in self._entered(execution_arn, run_id)]
+
+    def times_run(self, run_id: str) -> int:
+        """How many executions of the run (or, in an EXPRESS batch, of its iterations) got
+        past its first state, MarkRunning, which records it RUNNING, to a first attempt: of
+        two executions of one run, only one may. Waits until each has ended."""
+        return sum(
+            1
+            for arn in self._ended_executions_of(run_id)
+            for entered in self._entered(arn, run_id)
+            if entered["state"] == "StartAttempt" and entered["attempt"]["number"] == 1
+        )
+
+    def end_state(self, run_id: str) -> str:
+        """The state the run's (one) execution ended it in, once it has: Succeeded, Failed,
+        TimedOut, NotStarted, ... (an EXPRESS execution's own status does not tell: the runs of
+        its batch each end in a state of their own, and the batch succeeds)."""
+        (arn,) = self._ended_executions_of(run_id)
+        return self.states_entered(arn, run_id)[-1]
 
     def execution_status(self, run_id: str) -> str:
         """The status of the run's (one) execution once it has ended."""
+        (arn,) = self._ended_executions_of(run_id)
+        (status,) = {e["status"] for e in self.executions() if e["arn"] == arn}
+        return str(status)
 
-        def ended() -> str | None:
-            (execution,) = [e for e in self.executions() if e["run_id"] == run_id]
-            return None if execution["status"] == "RUNNING" else str(execution["status"])
-
-        result: str = wait_for(ended)
-        return result
+    def run_writes(self, run_id: str) -> list[tuple[str, str | None]]:
+        """Every write of the run's record so far, oldest first, as the runs table's stream
+        shows it: (``INSERT``, ``MODIFY`` or ``REMOVE``, the status it left)."""
+        streams = self.aws.client("dynamodbstreams")
+        arn = self.aws.runs_stream_arn
+        writes: list[tuple[str, str | None]] = []
+        for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+            )["ShardIterator"]
+            for record in streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]:
+                change = record["dynamodb"]
+                if change.get("NewImage") == change["Keys"]:
+                    # moto streams an UpdateItem that creates an item as two INSERTs, the
+                    # first of its keys alone; DynamoDB streams one record per write
+                    continue
+                if change["Keys"]["run_id"]["S"] == run_id:
+                    status = change.get("NewImage", {}).get("status", {}).get("S")
+                    writes.append((record["eventName"], status))
+        return writes
 
     def record(self, service: str, operation: str) -> list[dict[str, Any]]:
         """The parameters of every ``operation`` call chronoq's ``service`` client makes from
@@ -146,11 +224,21 @@ class Harness:
         assert status == 201, job
         return dict(job)
 
+    def sent(self, run_id: str) -> RunMessage:
+        """The message chronoq sent to a queue for the run (the last, if it sent several)."""
+        found = [
+            RunMessage.model_validate(body)
+            for priority in self.aws.queue_urls
+            for body in self.bodies(priority)
+            if body["run_id"] == run_id
+        ]
+        assert found, f"no message was sent for run {run_id}"
+        return found[-1]
+
     def deliver(self, run_id: str) -> None:
-        """Hand a run's message to the worker, as the queue poller would."""
-        run = self.wiring().store.get_run(ids.job_id_of_run(run_id), run_id)
-        assert run is not None
-        self.invoke(r.WORKER_FUNCTION, worker_event(message_for(run)))
+        """Hand the run's message (as chronoq sent it) to the worker, as the queue poller
+        would."""
+        self.invoke(r.WORKER_FUNCTION, worker_event(self.sent(run_id)))
 
     def run(self, job: dict[str, Any], timeout: float = 20) -> Run:
         """Trigger a run of the job, deliver it to the worker and wait for it to end."""

@@ -21,7 +21,7 @@ def create(
     return harness.api(event)
 
 
-def test_given_an_at_job_when_posted_then_it_is_stored_with_a_scheduled_run(
+def test_given_an_at_job_when_posted_then_it_is_stored_with_its_occurrence_in_the_time_index_and_no_run_recorded(
     harness: Harness,
 ) -> None:
     status, job = create(harness)
@@ -32,15 +32,15 @@ def test_given_an_at_job_when_posted_then_it_is_stored_with_a_scheduled_run(
     assert job["state"] == "ACTIVE"
     assert job["next_run_at"] == "2030-01-01T08:00:00Z"
     assert job["priority"] == "high"
-    status, runs = harness.api(api_event("list_runs", path=f"/jobs/{job['id']}/runs"))
-    assert status == 200
-    assert [(r["id"], r["status"], r["scheduled_at"]) for r in runs["runs"]] == [
-        (
-            ids.run_id(job["id"], datetime(2030, 1, 1, 8, tzinfo=UTC)),
-            "SCHEDULED",
-            "2030-01-01T08:00:00Z",
-        )
+    # the time index carries the occurrence; its run is recorded when it starts
+    at = datetime(2030, 1, 1, 8, tzinfo=UTC)
+    store = harness.wiring().store
+    occurrences = store.occurrences_in(at, ids.shard_of(job["id"], harness.wiring().shards))
+    assert [(o.run_id, o.scheduled_at, o.priority.value) for o in occurrences] == [
+        (ids.run_id(job["id"], at), at, "high")
     ]
+    status, runs = harness.api(api_event("list_runs", path=f"/jobs/{job['id']}/runs"))
+    assert (status, runs["runs"]) == (200, [])
 
 
 def test_given_a_cron_job_when_posted_then_its_next_run_is_the_next_fire_time(
@@ -72,13 +72,18 @@ def test_given_alices_job_when_bob_asks_for_it_or_its_runs_then_he_gets_404(
     harness: Harness,
 ) -> None:
     _, job = create(harness)
-    run_id = ids.run_id(job["id"], datetime(2030, 1, 1, 8, tzinfo=UTC))
+    status, run = harness.api(
+        api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
+    )  # a manual run is recorded at once
+    assert (status, run["status"]) == (202, "SCHEDULED")
 
     assert harness.api(api_event("get_job", user="alice", path=f"/jobs/{job['id']}"))[0] == 200
-    assert harness.api(api_event("get_run", user="alice", path=f"/runs/{run_id}"))[0] == 200
+    assert harness.api(api_event("get_run", user="alice", path=f"/runs/{run['id']}"))[0] == 200
+    _, runs = harness.api(api_event("list_runs", user="alice", path=f"/jobs/{job['id']}/runs"))
+    assert [r["id"] for r in runs["runs"]] == [run["id"]]
     assert harness.api(api_event("get_job", user="bob", path=f"/jobs/{job['id']}"))[0] == 404
     assert harness.api(api_event("list_runs", user="bob", path=f"/jobs/{job['id']}/runs"))[0] == 404
-    assert harness.api(api_event("get_run", user="bob", path=f"/runs/{run_id}"))[0] == 404
+    assert harness.api(api_event("get_run", user="bob", path=f"/runs/{run['id']}"))[0] == 404
 
 
 def test_given_unknown_ids_when_requested_then_404_with_a_message(harness: Harness) -> None:

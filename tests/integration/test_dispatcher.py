@@ -38,12 +38,18 @@ def test_given_the_tick_event_when_the_handler_runs_then_the_coming_minute_is_en
         "alice", spec({"type": "at", "at": (datetime.now(UTC) + timedelta(seconds=30)).isoformat()})
     )
 
+    stored = service.store.get_job(job.id)
+
     report = harness.invoke(r.DISPATCHER_FUNCTION, load_event("dispatcher/tick"))
 
     assert report["dispatched"] == 1
     assert [b["run_id"] for b in harness.bodies()] == [ids.run_id(job.id, job.next_run_at)]  # type: ignore[arg-type]
-    assert service.jobs.get_job("alice", job.id).state == JobState.COMPLETED
     assert harness.invoke(r.DISPATCHER_FUNCTION, load_event("dispatcher/tick"))["dispatched"] == 0
+    # the job item is not written: once its time has passed, it reads COMPLETED
+    assert service.store.get_job(job.id) == stored
+    assert job.next_run_at is not None
+    later = harness.wiring(FakeClock(job.next_run_at + timedelta(seconds=1)))
+    assert later.jobs.get_job("alice", job.id).state == JobState.COMPLETED
 
 
 def test_given_a_run_inside_the_dispatched_window_when_created_then_it_goes_straight_to_sqs(
@@ -74,3 +80,24 @@ def test_given_many_due_runs_when_dispatched_then_sqs_is_called_in_batches(
     assert sum(calls) == 25
     assert max(calls) <= 10
     assert len(calls) <= 25 // 10 + service.shards
+
+
+def test_given_a_recurring_job_when_the_dispatcher_chains_it_on_then_its_item_is_not_written_and_its_next_run_is_answered_as_of_now(
+    harness: Harness, service: Wiring, clock: FakeClock
+) -> None:
+    job = service.jobs.create_job("alice", spec({"type": "cron", "expression": "* * * * *"}))
+    stored = service.store.get_job(job.id)
+    assert job.next_run_at == datetime(2026, 11, 25, 21, 48, tzinfo=UTC)
+
+    service.dispatcher.dispatch()  # sends 21:48, and plans 21:49 in the time index
+
+    assert [b["run_id"] for b in harness.bodies()] == [ids.run_id(job.id, job.next_run_at)]
+    following = datetime(2026, 11, 25, 21, 49, tzinfo=UTC)
+    shard = ids.shard_of(job.id, service.shards)
+    assert [o.run_id for o in service.store.occurrences_in(following, shard)] == [
+        ids.run_id(job.id, following)
+    ]
+    assert service.store.get_job(job.id) == stored  # the job item is left as it was
+    clock.now = datetime(2026, 11, 25, 21, 48, 30, tzinfo=UTC)
+    assert service.jobs.get_job("alice", job.id).next_run_at == following
+    assert [j.next_run_at for j in service.jobs.list_jobs("alice")] == [following]

@@ -8,6 +8,7 @@ target counts its requests), none is lost, and nobody is told twice that a run e
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections import Counter, defaultdict
@@ -27,7 +28,7 @@ from chronoq.local.drivers import StreamPoller
 from chronoq.local.lambdas import FunctionError
 from chronoq.usecases.start import RunStarter
 
-from tests.builders import OWNER, Wiring, job_spec, message_for, seconds_from, worker_event
+from tests.builders import OWNER, Wiring, job_spec, seconds_from, worker_event
 from tests.integration.conftest import Harness
 from tests.support import Sink, api_event, load_event, wait_for
 
@@ -60,12 +61,20 @@ def anything(params: Params) -> bool:
     return True
 
 
+#: Whose calls a fault may strike: set in the test's own context, and so in the context of
+#: every function it invokes (the local Lambda runtime runs them in the caller's thread) and
+#: of the threads those hand their work to with a copy of it (the worker decides the runs of
+#: a batch in threads of their own); not in the threads that start afresh, as the
+#: executions' do.
+_scope: contextvars.ContextVar[object | None] = contextvars.ContextVar("faults", default=None)
+
+
 @dataclass
 class Fault:
     """The next ``times`` calls of ``operation`` that match ``when``, after the first
     ``after`` matching ones went through, fail with ``error``: before they leave the client
     or, when ``answer_lost``, once the service has done what they asked (the answer is lost
-    on the way back). Only calls made by ``thread`` (None: any thread)."""
+    on the way back). Only calls made in ``scope`` (None: anywhere)."""
 
     operation: str
     times: int
@@ -73,7 +82,7 @@ class Fault:
     when: Callable[[Params], bool]
     after: int
     answer_lost: bool
-    thread: int | None
+    scope: object | None
     #: The parameters of each call made to fail.
     failed: list[Params] = field(default_factory=list)
     done: Callable[[], None] = lambda: None
@@ -87,7 +96,7 @@ class Fault:
 
     def decide(self, params: Params, context: dict[str, Any], **_: Any) -> None:
         """(before-parameter-build: sees the call's parameters)"""
-        if self.thread is not None and threading.get_ident() != self.thread:
+        if self.scope is not None and _scope.get() is not self.scope:
             return
         with self._lock:
             if len(self.failed) >= self.times or not self.when(params):
@@ -125,6 +134,7 @@ class Faults:
 
     def __init__(self) -> None:
         self._hooks: list[Hook] = []
+        self._scope = object()
 
     def fail(
         self,
@@ -139,7 +149,9 @@ class Faults:
         anywhere: bool = False,
     ) -> Fault:
         """Make chronoq's ``service`` client fail ``operation`` (see Fault); by default only
-        in this thread (the functions invoked from here run in it; executions run in others)."""
+        in calls made from here (the functions invoked from here, and the threads they hand
+        work to with their context; not the executions, which run in threads of their own)."""
+        _scope.set(self._scope)  # in the caller's context: see _scope
         client = clients.client(service)
         name = client.meta.service_model.service_id.hyphenize()  # "sfn", "dynamodb", ...
         fault = Fault(
@@ -149,7 +161,7 @@ class Faults:
             when,
             after,
             answer_lost,
-            None if anywhere else threading.get_ident(),
+            None if anywhere else self._scope,
         )
         hooks: list[Hook] = [
             (client, f"before-parameter-build.{name}.{operation}", fault.decide),
@@ -232,8 +244,11 @@ class Ledger:
         """Wait until each run has ended (and its end has reached the stream)."""
 
         def ended() -> list[Run] | None:
-            runs = [stored(self.harness, run_id) for run_id in run_ids]
-            return runs if all(run.status in TERMINAL_STATUSES for run in runs) else None
+            store = self.harness.wiring().store
+            # (a scheduled run has no record until it starts)
+            runs = [store.get_run(ids.job_id_of_run(run_id), run_id) for run_id in run_ids]
+            done = [run for run in runs if run is not None and run.status in TERMINAL_STATUSES]
+            return done if len(done) == len(run_ids) else None
 
         runs: list[Run] = wait_for(ended, timeout=timeout)
 
@@ -270,7 +285,11 @@ class Ledger:
         assert set(self.endings) == set(run_ids)
         hits = Counter(hit.headers.get("X-Chronoq-Run-Id") for hit in self.sink.hits)
         assert hits == Counter(run_ids)
-        assert Counter(executions(self.harness)) == Counter(run_ids)
+        # no execution of another run; of each run's executions (EXPRESS starts one per start)
+        # one only got past recording it RUNNING
+        assert set(executions(self.harness)) == set(run_ids)
+        ran = {run_id: self.harness.times_run(run_id) for run_id in run_ids}
+        assert ran == dict.fromkeys(run_ids, 1)
         store = self.harness.wiring().store
 
         def released() -> bool:
@@ -302,17 +321,29 @@ def executions(harness: Harness) -> list[str]:
     return [e["run_id"] for e in harness.executions()]
 
 
-def http_job(harness: Harness, sink: Sink) -> dict[str, Any]:
-    return harness.create_job({"type": "http", "url": sink.url + "/hook"})
+#: A timeout that puts a run (of one attempt) on the STANDARD state machine.
+LONGER_THAN_EXPRESS = r.EXPRESS_BUDGET_SECONDS + 1
+
+
+def http_job(
+    harness: Harness, sink: Sink, concurrency: str = "allow", **extra: Any
+) -> dict[str, Any]:
+    """A job calling the sink (its runs fit EXPRESS unless ``extra`` says otherwise). Only
+    ``forbid`` and ``replace`` jobs have their runs claimed by the worker."""
+    return harness.create_job(
+        {"type": "http", "url": sink.url + "/hook"}, concurrency=concurrency, **extra
+    )
 
 
 def trigger(harness: Harness, job: dict[str, Any]) -> RunMessage:
-    """A run of the job, due now (POST /jobs/{id}/trigger), and its message for a worker."""
+    """A run of the job, due now (POST /jobs/{id}/trigger: recorded SCHEDULED), and its
+    message for a worker, as the API sent it."""
     status, run = harness.api(
         api_event("get_job", user=job["owner"], path=f"/jobs/{job['id']}/trigger", method="POST")
     )
     assert status == 202, run
-    return message_for(stored(harness, run["id"]))
+    assert stored(harness, run["id"]).status is RunStatus.SCHEDULED
+    return harness.sent(run["id"])
 
 
 def deliver(harness: Harness, *messages: RunMessage) -> list[str]:
@@ -388,10 +419,6 @@ def enters_the_run_in_its_job(params: Params) -> bool:
     return "ADD active_runs" in params.get("UpdateExpression", "")
 
 
-def reads_the_job(params: Params) -> bool:
-    return set(params["Key"]) == {"job_id"}
-
-
 def reads_the_run(params: Params) -> bool:
     return set(params["Key"]) == {"job_id", "run_id"}
 
@@ -432,7 +459,7 @@ def test_given_a_worker_that_fails_once_the_run_is_claimed_when_the_message_come
     answer_lost: bool,
 ) -> None:
     ledger = Ledger(harness, sink)
-    message = trigger(harness, http_job(harness, sink))
+    message = trigger(harness, http_job(harness, sink, "forbid"))  # (only these are claimed)
     fault = faults.fail(service, operation, error=error, when=when, answer_lost=answer_lost)
 
     assert deliver(harness, message) == ["m0"]  # handed back: SQS delivers it again later
@@ -452,11 +479,48 @@ def test_given_a_worker_that_fails_once_the_run_is_claimed_when_the_message_come
     ledger.assert_each_ran_once([message.run_id])
 
 
-def test_given_a_start_that_step_functions_took_when_its_answer_is_lost_then_the_copies_that_come_back_never_start_it_again(
-    harness: Harness, sink: Sink, faults: Faults
+@pytest.mark.parametrize(
+    ("service", "operation", "error", "when"),
+    [
+        # (the worker reads the jobs of the runs due in the same second in one request)
+        pytest.param("dynamodb", "BatchGetItem", throttled, anything, id="job-read-throttled"),
+        pytest.param("stepfunctions", "StartExecution", throttled, anything, id="start-throttled"),
+        pytest.param("stepfunctions", "StartExecution", read_timeout, anything, id="start-timeout"),
+        pytest.param("stepfunctions", "StartExecution", crash, anything, id="crash-before-start"),
+    ],
+)
+def test_given_a_worker_that_fails_before_starting_an_allow_run_when_the_message_comes_back_then_it_starts_at_once_and_executes_once(
+    harness: Harness,
+    sink: Sink,
+    faults: Faults,
+    service: str,
+    operation: str,
+    error: Error,
+    when: Callable[[Params], bool],
 ) -> None:
     ledger = Ledger(harness, sink)
     message = trigger(harness, http_job(harness, sink))
+    fault = faults.fail(service, operation, error=error, when=when)
+
+    assert deliver(harness, message) == ["m0"]  # handed back: SQS delivers it again later
+
+    assert len(fault.failed) == 1
+    # nothing was written (an allow run is not claimed) and nothing started
+    assert stored(harness, message.run_id).status is RunStatus.SCHEDULED
+    assert harness.run_writes(message.run_id) == [("INSERT", "SCHEDULED")]
+    assert executions(harness) == []
+    assert sink.hits == []
+    # so the next delivery starts it, with no lease to wait out
+    assert deliver(harness, message) == []
+    ledger.assert_each_ran_once([message.run_id])
+
+
+@pytest.mark.parametrize("concurrency", ["allow", "forbid"])
+def test_given_a_start_that_step_functions_took_when_its_answer_is_lost_then_the_copies_that_come_back_never_run_it_again(
+    harness: Harness, sink: Sink, faults: Faults, concurrency: str
+) -> None:
+    ledger = Ledger(harness, sink)
+    message = trigger(harness, http_job(harness, sink, concurrency))
     fault = faults.fail("stepfunctions", "StartExecution", error=read_timeout, answer_lost=True)
 
     assert deliver(harness, message) == ["m0"]
@@ -465,14 +529,16 @@ def test_given_a_start_that_step_functions_took_when_its_answer_is_lost_then_the
     assert executions(harness) == [message.run_id]  # it did start
     ledger.wait_ended([message.run_id])
     assert deliver(harness, message) == []
-    assert after_the_lease(harness).start_run(message) == "duplicate"
+    again = after_the_lease(harness).start_run(message)
+    if concurrency == "forbid":  # the worker reads the claimed run, and finds it ended
+        assert again == "duplicate"
     ledger.assert_each_ran_once([message.run_id])
 
 
 @pytest.mark.parametrize(
     ("operation", "when", "error"),
     [
-        pytest.param("GetItem", reads_the_job, throttled, id="job-read-throttled"),
+        pytest.param("BatchGetItem", anything, throttled, id="job-read-throttled"),
         pytest.param("GetItem", reads_the_run, read_timeout, id="run-read-timeout"),
         pytest.param(
             "UpdateItem", enters_the_run_in_its_job, throttled, id="claim-entry-throttled"
@@ -489,7 +555,7 @@ def test_given_dynamodb_failing_before_the_claim_holds_when_the_worker_gets_a_ru
     error: Error,
 ) -> None:
     ledger = Ledger(harness, sink)
-    message = trigger(harness, http_job(harness, sink))
+    message = trigger(harness, http_job(harness, sink, "forbid"))  # (only these are claimed)
     fault = faults.fail("dynamodb", operation, error=error, when=when)
 
     assert deliver(harness, message) == ["m0"]
@@ -501,38 +567,93 @@ def test_given_dynamodb_failing_before_the_claim_holds_when_the_worker_gets_a_ru
     ledger.assert_each_ran_once([message.run_id])
 
 
-def test_given_a_worker_that_started_a_run_when_it_dies_before_acknowledging_then_the_message_delivered_again_is_a_duplicate(
-    harness: Harness, sink: Sink
+@pytest.mark.parametrize("concurrency", ["allow", "forbid"])
+def test_given_a_worker_that_started_a_run_when_it_dies_before_acknowledging_then_the_message_delivered_again_does_not_run_it_again(
+    harness: Harness, sink: Sink, concurrency: str
 ) -> None:
     ledger = Ledger(harness, sink)
-    message = trigger(harness, http_job(harness, sink))
+    message = trigger(harness, http_job(harness, sink, concurrency))
 
     deliver(harness, message)  # started; the answer never reaches SQS
 
-    # SQS delivers it again, while the run is being started or running (the claim still
-    # holds: handed back, or already RUNNING: dropped), and again once it has ended.
+    # SQS delivers it again, while the run is being started or running (forbid: the claim
+    # still holds, handed back, or already RUNNING, dropped; allow on EXPRESS: maybe started
+    # again, an execution that ends at its first write), and again once it has ended.
     assert deliver(harness, message) in (["m0"], [])
     ledger.wait_ended([message.run_id])
     assert deliver(harness, message) == []
-    assert after_the_lease(harness).start_run(message) == "duplicate"
+    again = after_the_lease(harness).start_run(message)
+    if concurrency == "forbid":
+        assert again == "duplicate"
     ledger.assert_each_ran_once([message.run_id])
 
 
-def test_given_a_batch_of_three_when_one_start_is_throttled_then_only_that_record_comes_back_and_each_run_executes_once(
-    harness: Harness, sink: Sink, faults: Faults
+@pytest.mark.parametrize("concurrency", ["allow", "forbid"])
+def test_given_a_batch_of_three_standard_runs_when_one_start_is_throttled_then_only_that_record_comes_back_and_each_run_executes_once(
+    harness: Harness, sink: Sink, faults: Faults, concurrency: str
 ) -> None:
     ledger = Ledger(harness, sink)
-    messages = [trigger(harness, http_job(harness, sink)) for _ in range(3)]
+    # (a timeout too long for EXPRESS: each run has an execution of its own, named by it)
+    messages = [
+        trigger(harness, http_job(harness, sink, concurrency, timeout_seconds=LONGER_THAN_EXPRESS))
+        for _ in range(3)
+    ]
     unlucky = messages[1].run_id
     fault = faults.fail("stepfunctions", "StartExecution", when=lambda p: p["name"] == unlucky)
 
     assert deliver(harness, *messages) == ["m1"]
 
     assert len(fault.failed) == 1
-    assert stored(harness, unlucky).status is RunStatus.QUEUED
     ledger.wait_ended([messages[0].run_id, messages[2].run_id])
-    # SQS deleted m0 and m2; m1 comes back after the visibility timeout.
-    assert after_the_lease(harness).start_run(messages[1]) == "started"
+    # SQS deleted m0 and m2; m1 comes back after the visibility timeout: claimed (forbid),
+    # it waits out its lease; not claimed (allow), it starts at once
+    if concurrency == "forbid":
+        assert stored(harness, unlucky).status is RunStatus.QUEUED
+        assert after_the_lease(harness).start_run(messages[1]) == "started"
+    else:
+        assert stored(harness, unlucky).status is RunStatus.SCHEDULED
+        assert deliver(harness, messages[1]) == []
+    ledger.assert_each_ran_once(run_ids_of(messages))
+
+
+@pytest.mark.parametrize("concurrency", ["allow", "forbid"])
+def test_given_a_batch_of_three_express_runs_due_together_when_their_one_start_is_throttled_then_every_record_comes_back_and_each_run_executes_once(
+    harness: Harness, sink: Sink, faults: Faults, concurrency: str
+) -> None:
+    ledger = Ledger(harness, sink)
+    service = harness.wiring()
+    due = seconds_from(datetime.now(UTC), 2)
+    jobs = [
+        service.jobs.create_job(
+            OWNER,
+            job_spec(
+                {"type": "at", "at": due.isoformat()},
+                {"type": "http", "url": sink.url},
+                concurrency=concurrency,
+            ),
+        )
+        for _ in range(3)
+    ]
+    messages = [
+        RunMessage(job_id=job.id, run_id=ids.run_id(job.id, due), scheduled_at=due, queued_at=due)
+        for job in jobs
+    ]
+    fault = faults.fail("stepfunctions", "StartExecution")
+
+    # runs due in the same second that fit EXPRESS start in one execution: its start failed,
+    # so every one of them goes back to SQS
+    assert deliver(harness, *messages) == ["m0", "m1", "m2"]
+
+    (refused,) = fault.failed
+    assert [run["run_id"] for run in json.loads(refused["input"])["runs"]] == run_ids_of(messages)
+    assert executions(harness) == []
+    if concurrency == "forbid":  # claimed: they wait out their lease
+        assert {stored(harness, m.run_id).status for m in messages} == {RunStatus.QUEUED}
+        assert [after_the_lease(harness).start_run(m) for m in messages] == ["started"] * 3
+    else:  # nothing was written: they start at once
+        assert [harness.run_writes(m.run_id) for m in messages] == [[]] * 3
+        assert deliver(harness, *messages) == []
+        assert [e["batch"] for e in harness.executions()] == [3] * 3  # together again
     ledger.assert_each_ran_once(run_ids_of(messages))
 
 
@@ -776,7 +897,7 @@ def test_given_a_start_that_fails_on_every_delivery_when_sqs_gives_up_on_the_mes
     )
     service = harness.wiring(later)
     next_run = service.jobs.trigger_job(OWNER, job["id"])
-    outcome = service.starter.start_run(message_for(next_run))
+    outcome = service.starter.start_run(harness.sent(next_run.id))
     assert outcome == "started"
     assert stored(harness, message.run_id).status in TERMINAL_STATUSES
     Ledger(harness, sink).wait_ended([next_run.id])

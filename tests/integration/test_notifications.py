@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.domain import ids
 from chronoq.domain.notifications import verify
-from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.runs import Run, RunMessage, RunStatus
 
+from tests.builders import job_spec, worker_event
 from tests.integration.conftest import Harness
-from tests.support import Sink, api_event, load_event
+from tests.support import Sink, api_event, load_event, wait_for
 
 
 def python_target(task: str, **args: Any) -> dict[str, Any]:
@@ -69,7 +72,7 @@ def test_given_the_default_topic_statuses_when_runs_fail_and_succeed_then_the_to
     assert document["error"].startswith("RuntimeError")
     # the success never reached the notifier: its job has no notify block
     assert harness.heard == [failed.id]
-    assert "notify" not in run_item(harness, succeeded)
+    assert run_item(harness, succeeded).get("notify") in (None, {"BOOL": False})
     assert harness.wiring().runs.get_run("alice", succeeded.id).notifications == {}
 
 
@@ -108,6 +111,42 @@ def test_given_a_job_asking_for_successes_when_its_run_succeeds_then_its_webhook
     outcome = harness.api(api_event("get_run", path=f"/runs/{run.id}"))[1]
     assert outcome["notifications"] == {"webhook": "delivered (HTTP 200, attempt 1)"}
     assert "notify" not in outcome  # bookkeeping, not part of the API
+
+
+def test_given_a_job_with_a_notify_block_when_a_scheduled_run_of_it_succeeds_then_the_state_machine_marks_the_record_notify_and_its_webhook_gets_it(
+    harness: Harness, sink: Sink
+) -> None:
+    url = subscribe(harness)
+    service = harness.wiring()
+    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    job = service.jobs.create_job(
+        "alice",
+        job_spec(
+            {"type": "at", "at": at.isoformat()},
+            python_target("echo"),
+            notify={"on": ["SUCCEEDED"], "webhook": sink.url + "/ok"},
+        ),
+    )
+    run_id = ids.run_id(job.id, at)
+    message = RunMessage(job_id=job.id, run_id=run_id, scheduled_at=at, queued_at=at)
+
+    # the run has no record until it starts: its execution's first state writes it, marked
+    # notify from the execution's input
+    harness.invoke(r.WORKER_FUNCTION, worker_event(message))
+
+    def succeeded() -> bool:
+        kept = service.store.get_run(job.id, run_id)
+        return kept is not None and kept.status is RunStatus.SUCCEEDED
+
+    wait_for(succeeded)
+    harness.notify()
+
+    run = harness.wiring().runs.get_run("alice", run_id)
+    assert run_item(harness, run)["notify"] == {"BOOL": True}
+    assert harness.heard == [run_id]
+    (hit,) = sink.hits_to("/ok")
+    assert json.loads(hit.body)["run_id"] == run_id
+    assert received(harness, url) == []  # (the topic hears of failures only)
 
 
 def test_given_a_webhook_when_a_run_fails_then_it_receives_one_request_signed_with_the_owners_secret(

@@ -13,16 +13,17 @@ from chronoq import resources as r
 from chronoq.cli.main import main
 from chronoq.local import tokens
 from chronoq.local.system import LocalSystem
-from chronoq.local.usage import per_million_runs, uncounted
+from chronoq.local.usage import PRICES, per_million_runs, uncounted
 
-from tests.builders import message_for, worker_event
+from tests.builders import worker_event
 from tests.integration.conftest import Harness
 from tests.support import Sink, api_event, wait_for
 
 
-def test_given_one_http_run_when_counted_then_every_request_unit_and_transition_is_as_counted_by_hand(
+def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_is_as_counted_by_hand(
     harness: Harness, sink: Sink
 ) -> None:
+    # concurrency allow and the default timeout (1 attempt of 60 s): the run fits EXPRESS
     job = harness.create_job({"type": "http", "url": sink.url + "/x"})
     # executions of earlier tests still ending in this process would be counted too
     wait_for(
@@ -35,39 +36,41 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_transition_
         api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
     )
     assert status == 202
-    with uncounted():  # (the test reads the run to write its message)
-        kept = harness.wiring().store.get_run(job["id"], run["id"])
-    assert kept is not None
-    harness.invoke(r.WORKER_FUNCTION, worker_event(message_for(kept)))
+    harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
     with uncounted():  # the test's own waiting is not the workload's
         wait_for(
             lambda: harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
         )
+        # (and the execution's end: its duration is billed)
+        wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
     usage = harness.aws.usage_document()
 
-    # By hand: the api reads the job, records the run and queues it; the worker reads the job
-    # and the run, claims it (the job's active runs, the run QUEUED) and starts its execution;
-    # the state machine marks it RUNNING, invokes the runner (which keeps the attempt's log),
-    # marks it SUCCEEDED and releases the job: 8 transitions.
-    assert usage["aws_requests_by_caller"] == {
-        "api": 3,
-        "worker": 5,
-        "statemachine": 4,
-        "runner": 1,
-    }
+    # By hand, from the handlers and the ASL:
+    # - api (POST /jobs/{id}/trigger): reads the job (GetItem), records the run SCHEDULED
+    #   (PutItem) and queues it (SendMessageBatch): 3.
+    # - worker: reads the jobs of the runs due in that second (BatchGetItem, one consistent
+    #   read: here one job); for an allow job it neither reads the run nor claims it; starts
+    #   the EXPRESS execution of the batch (StartExecution: here a batch of one run): 2.
+    # - statemachine (the EXPRESS batch's Map runs the run's states): MarkRunning
+    #   (UpdateItem), RunTarget (lambda:Invoke of the runner), MarkSucceeded (UpdateItem:
+    #   outcome, attempt, output and log lines in one write); ReleaseIfExclusive skips
+    #   ReleaseJob (not an exclusive job): 3.
+    # - runner: the output and the log are small: both go back to the state machine,
+    #   nothing written (so it makes no request).
+    assert usage["aws_requests_by_caller"] == {"api": 3, "worker": 2, "statemachine": 3}
     assert usage["aws_requests"] == {
-        "dynamodb:GetItem": 3,
+        "dynamodb:BatchGetItem": 1,
+        "dynamodb:GetItem": 1,
         "dynamodb:PutItem": 1,
-        "dynamodb:UpdateItem": 6,
+        "dynamodb:UpdateItem": 2,
         "lambda:Invoke": 1,
         "sqs:SendMessageBatch": 1,
         "stepfunctions:StartExecution": 1,
     }
-    # Writes, 1 KB each: the run (1), the claim on the job (1; its owner index entry holds
-    # keys only and is not rewritten), the run QUEUED (1), RUNNING (1), the log (1),
-    # SUCCEEDED (1), the job released (1). Reads: 3 strongly consistent reads of items under
-    # 4 KB.
-    assert usage["dynamodb"] == {"write_units": 7.0, "read_units": 3.0}
+    # Writes, 1 KB each (every version of the run item is under 1 KB; the runs table has no
+    # index): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the job is not written.
+    # Reads: the job twice (api, worker), strongly consistent, under 4 KB (1 each).
+    assert usage["dynamodb"] == {"write_units": 3.0, "read_units": 2.0}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,
@@ -76,10 +79,21 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_transition_
     assert {n: u["memory_mb"] for n, u in usage["lambda"].items()} == {
         f.name: f.memory_mb for f in (r.API_FUNCTION, r.WORKER_FUNCTION, r.RUNNER_FUNCTION)
     }
-    assert usage["stepfunctions"]["standard"] == {"executions": 1, "transitions": 8}
+    # One EXPRESS execution (the worker's batch), billed by its duration (rounded up to
+    # 100 ms, at 64 MB); no STANDARD execution and so no state transition billed.
+    assert usage["stepfunctions"]["standard"] == {"executions": 0, "transitions": 0}
+    express = usage["stepfunctions"]["express"]
+    assert (express["executions"], express["memory_mb"]) == (1, r.EXPRESS_MEMORY_MB)
+    assert express["billed_ms"] > 0
+    assert express["billed_ms"] % r.EXPRESS_BILLING_STEP_MS == 0
     assert usage["sqs"] == {"requests": 1}
+    assert usage["sns"] == {"publishes": 0}  # a success nobody asked to hear of
     assert usage["runs_finished"] == 1
-    assert per_million_runs(usage)["stepfunctions"] == Decimal(200)  # 8 x $25 per million
+    # $1.00 per million executions, and $0.00001667 per GB-second of their duration
+    gb_seconds = Decimal(r.EXPRESS_MEMORY_MB) / 1024 * Decimal(express["billed_ms"]) / 1000
+    assert per_million_runs(usage)["stepfunctions"] == (
+        Decimal(1) + gb_seconds * PRICES["express_gb_second"] * 1_000_000
+    )
 
 
 def test_given_chronoq_local_when_its_usage_is_asked_for_then_it_is_served_priced_and_reset(
