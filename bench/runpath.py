@@ -13,15 +13,15 @@ jobs'); the counts come from ``GET /_local/usage``. Three phases:
 (c) a burst: ``--burst`` http runs due in the same second (bench/lag.py's burst), for its
     start lag.
 
-(a) and (b) run side by side, each in its own chronoq local (so each counts only its own
-requests), whose dispatcher ticks once a minute as on AWS. Their jobs are created first, due
-at the start of a minute the dispatcher has not opened yet; the usage is reset once they are
-all created (creating jobs is not part of the run path), just before the dispatcher may open
-that minute, and read once every run has finished and the counts have settled. Figures are
-per finished run; costs are per million runs at us-east-1 list prices, beside EventBridge
-Scheduler's $1.00. (c) runs after them, alone. A cron job's last run chains on to no next
-one: with ``--cron-runs`` N, N-1 of every N cron runs write their successor, as every run of a
-job that keeps firing does.
+(a) and (b) run one after the other, each alone in its own chronoq local (what is billed by
+the millisecond is not slowed by the other), whose dispatcher ticks once a minute as on AWS.
+Their jobs are created first, due at the start of a minute the dispatcher has not opened
+yet; the usage is reset once they are all created (creating jobs is not part of the run
+path), just before the dispatcher may open that minute, and read once every run has finished
+and the counts have settled. Figures are per finished run; costs are per million runs at us-
+east-1 list prices, beside EventBridge Scheduler's $1.00. (c) runs after them, alone. A cron
+job's last run chains on to no next one: with ``--cron-runs`` N, N-1 of every N cron runs
+write their successor, as every run of a job that keeps firing does.
 
 Every figure is printed beside its value in ``--before`` (bench/before.json: measured before
 the cost work, on the commit it names); ``--save-before`` writes this run's figures there.
@@ -39,7 +39,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -404,44 +403,45 @@ def commit_of(directory: Path) -> str:
 # --- main -------------------------------------------------------------------------------------
 
 
-def run_phases(
-    workload: Workload, sink: Sink, common: Api, standard: Api, clock: Clock, phases: list[Phase]
-) -> None:
-    """(a) and (b), side by side: create their jobs, reset the counts, wait for the runs,
-    read the counts, check the runs. The phases go into ``phases`` as soon as they exist, so
-    that what was measured is there even if the time limit is reached."""
-    per_job = max(seconds_per_creation(common), seconds_per_creation(standard))
-    count = 2 * (workload.cron_jobs + workload.at_jobs) + 1
-    # Their first minute: one the dispatcher opens only after the jobs are created.
-    ready_by = datetime.now(UTC) + timedelta(seconds=RESET_AHEAD_SECONDS + 5 + 2 * per_job * count)
-    minute = ready_by.replace(second=0, microsecond=0) + timedelta(
-        minutes=1 + DISPATCH_LOOKAHEAD_MINUTES
-    )
+def phase_for(key: str, workload: Workload, sink: Sink, api: Api, minute: datetime) -> Phase:
     jobs = (
         f"{workload.cron_jobs} cron jobs (* * * * *, each firing "
         f"{'once' if workload.cron_runs == 1 else f'{workload.cron_runs} times'}) and "
         f"{workload.at_jobs} one-time jobs, half http and half python"
     )
-    phases.extend(
-        [
-            Phase(
-                "common",
-                f"(a) common path: {jobs}, all succeeding at once",
-                common,
-                plan(workload, sink, minute, failing=False, container=False),
-            ),
-            Phase(
-                "standard",
-                f"(b) standard workload: {jobs}, {workload.failing_percent}% of them failing "
-                "their first attempt; one container job",
-                standard,
-                plan(workload, sink, minute, failing=True, container=True),
-            ),
-        ]
+    if key == "common":
+        return Phase(
+            "common",
+            f"(a) common path: {jobs}, all succeeding at once",
+            api,
+            plan(workload, sink, minute, failing=False, container=False),
+        )
+    return Phase(
+        "standard",
+        f"(b) standard workload: {jobs}, {workload.failing_percent}% of them failing "
+        "their first attempt; one container job",
+        api,
+        plan(workload, sink, minute, failing=True, container=True),
     )
+
+
+def run_phase(
+    key: str, workload: Workload, sink: Sink, api: Api, clock: Clock, phases: list[Phase]
+) -> None:
+    """One phase, alone on the machine: create its jobs, reset the counts, wait for the
+    runs, read the counts, check the runs. The phase goes into ``phases`` as soon as it
+    exists, so that what was measured is there even if the time limit is reached."""
+    per_job = seconds_per_creation(api)
+    count = workload.cron_jobs + workload.at_jobs + 1
+    # Its first minute: one the dispatcher opens only after the jobs are created.
+    ready_by = datetime.now(UTC) + timedelta(seconds=RESET_AHEAD_SECONDS + 5 + 2 * per_job * count)
+    minute = ready_by.replace(second=0, microsecond=0) + timedelta(
+        minutes=1 + DISPATCH_LOOKAHEAD_MINUTES
+    )
+    phase = phase_for(key, workload, sink, api, minute)
+    phases.append(phase)
     started = time.monotonic()
-    for phase in phases:
-        phase.create(sink)
+    phase.create(sink)
     created_in = time.monotonic() - started
     # The counting starts at the same time before the minute whenever the benchmark starts,
     # so that what is counted by time (idle ticks, stream polls) is alike from run to run.
@@ -452,15 +452,13 @@ def run_phases(
             f"dispatcher opens {minute:%H:%M}: try fewer jobs"
         )
     print(
-        f"{sum(len(p.jobs) for p in phases)} jobs created in {created_in:.1f} s, first due at "
+        f"({key}) {len(phase.jobs)} jobs created in {created_in:.1f} s, first due at "
         f"{minute:%H:%M:%SZ}; counting from {reset_at:%H:%M:%S}"
     )
     time.sleep(max(0.0, (reset_at - datetime.now(UTC)).total_seconds()))
-    for phase in phases:
-        phase.reset()
-    measure(phases, minute, clock)
-    for phase in phases:
-        phase.verify()
+    phase.reset()
+    measure([phase], minute, clock)
+    phase.verify()
 
 
 def main() -> None:
@@ -509,14 +507,13 @@ def main() -> None:
         for directory in directories:
             directory.mkdir()
         try:
-            with ExitStack() as stack:
+            # Each phase alone on the machine: what is billed by the millisecond (functions,
+            # EXPRESS executions) is not slowed by the other.
+            for key, directory in zip(("common", "standard"), directories[:2], strict=True):
                 t0 = time.monotonic()
-                common, standard = (
-                    stack.enter_context(chronoq_local(d, clock, LOCAL_OPTIONS))
-                    for d in directories[:2]
-                )
-                print(f"two chronoq local started in {time.monotonic() - t0:.1f} s")
-                run_phases(workload, sink, common, standard, clock, phases)
+                with chronoq_local(directory, clock, LOCAL_OPTIONS) as api:
+                    print(f"({key}) chronoq local started in {time.monotonic() - t0:.1f} s")
+                    run_phase(key, workload, sink, api, clock, phases)
             if args.burst > 0:
                 t0 = time.monotonic()
                 with chronoq_local(directories[2], clock) as api:

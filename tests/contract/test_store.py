@@ -753,3 +753,29 @@ def test_given_a_minute_closed_past_the_opened_one_when_read_then_opened_through
 
     assert backend.store.opened_through(0) == NOW + MINUTE
     assert backend.store.checkpoints(1) == {0: NOW + MINUTE}
+
+
+def test_given_occurrences_written_in_packs_when_their_minutes_are_read_then_each_comes_back_once(
+    backend: Backend,
+) -> None:
+    """The dispatcher chains jobs on in packs (a write unit per few occurrences); written
+    again under the same name (a minute dispatched again) they are the same items."""
+    jobs = [a_job() for _ in range(12)]
+    occurrences = [
+        a_run(job, at=NOW + MINUTE + timedelta(seconds=5 * i)) for i, job in enumerate(jobs)
+    ]
+    packed = [Occurrence.of(run) for run in occurrences]
+    backend.store.put_occurrences([Occurrence.of(a_run(jobs[0], at=NOW))], SHARDS, NOW)  # alone
+
+    backend.store.put_occurrences(packed, SHARDS, NOW, pack="chain-x")
+    backend.store.put_occurrences(packed, SHARDS, NOW, pack="chain-x")
+
+    found = [
+        o for shard in range(SHARDS) for o in backend.store.occurrences_in(NOW + MINUTE, shard)
+    ]
+    assert sorted(o.run_id for o in found) == sorted(o.run_id for o in packed)
+    for shard in range(SHARDS):
+        minute = backend.store.occurrences_in(NOW + MINUTE, shard)
+        assert [o.scheduled_at for o in minute] == sorted(o.scheduled_at for o in minute)
+    alone = [o for s in range(SHARDS) for o in backend.store.occurrences_in(NOW, s)]
+    assert [o.run_id for o in alone] == [a_run(jobs[0], at=NOW).id]

@@ -434,13 +434,6 @@ def test_given_an_express_run_waiting_to_retry_when_cancelled_then_no_further_at
     assert status_of(service, run_id) is RunStatus.CANCELLED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the runner keeps only a failed attempt's log lines itself, and hands a "
-    "succeeded attempt's to the state machine (MarkSucceeded); an attempt that succeeds after "
-    "its run was cancelled (the call under way returns) loses them: STANDARD's execution was "
-    "stopped, EXPRESS's MarkSucceeded is refused (the run is CANCELLED)",
-)
 @pytest.mark.parametrize("machine", ["EXPRESS", "STANDARD"])
 def test_given_a_running_run_when_cancelled_then_what_its_attempt_logged_is_kept(
     harness: Harness, service: Wiring, sink: Sink, machine: str

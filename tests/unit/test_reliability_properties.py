@@ -110,9 +110,11 @@ class RecordingStore(FakeStore):
         self.ledger.tick()
         return super().create_run(run, now)
 
-    def put_occurrences(self, occurrences: Any, shards: int, now: datetime) -> None:
+    def put_occurrences(
+        self, occurrences: Any, shards: int, now: datetime, pack: str | None = None
+    ) -> None:
         self.ledger.tick()
-        super().put_occurrences(occurrences, shards, now)
+        super().put_occurrences(occurrences, shards, now, pack)
 
     def open_minute(self, shard: int, minute: datetime) -> None:
         self.ledger.tick()

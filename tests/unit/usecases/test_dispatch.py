@@ -13,7 +13,7 @@ from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobPatch, JobState
 from chronoq.domain.runs import RunMessage, RunStatus
-from chronoq.fakes import FakeQueues
+from chronoq.fakes import FakeQueues, FakeStore
 from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec
@@ -506,3 +506,29 @@ def test_given_a_job_renamed_after_its_last_fire_time_while_dispatching_is_behin
     assert sent_run_ids(fakes) == [ids.run_id(job.id, t(21, 48))]
     done = fakes.jobs.get_job(OWNER, job.id)
     assert (done.name, done.state, done.next_run_at) == ("renamed", JobState.COMPLETED, None)
+
+
+def test_given_recurring_jobs_when_their_minute_is_dispatched_then_their_next_occurrences_are_written_in_packs_named_by_that_minute() -> (
+    None
+):
+    written: list[tuple[list[str], str | None]] = []
+
+    class Recording(FakeStore):
+        def put_occurrences(
+            self, occurrences: Any, shards: int, now: datetime, pack: str | None = None
+        ) -> None:
+            occurrences = list(occurrences)
+            written.append(([o.run_id for o in occurrences], pack))
+            super().put_occurrences(occurrences, shards, now, pack)
+
+    fakes = Fakes(store=Recording())
+    fakes.clock.set(t(21, 47, 30))
+    jobs = [fakes.jobs.create_job(OWNER, job_spec(cron("* * * * *"))) for _ in range(3)]
+    written.clear()
+
+    fakes.dispatcher.dispatch()  # 21:48
+
+    # (one call per shard that had occurrences in the minute)
+    chained = sorted(run_id for run_ids, pack in written for run_id in run_ids)
+    assert chained == sorted(ids.run_id(job.id, t(21, 49)) for job in jobs)
+    assert {pack for _, pack in written} == {"chain-20261125T2148"}

@@ -349,3 +349,41 @@ def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_the
     assert output["result"] == {"args": {"big": big}, "job_id": job.id, "run_id": run.id}
     logs = fakes.runs.run_logs(OWNER, run.id)
     assert logs[0].endswith("[attempt 1] calling chronoq.tasks:echo")
+
+
+@pytest.mark.parametrize("express", [False, True], ids=["standard", "express"])
+def test_given_a_succeeding_attempt_when_the_runner_runs_it_then_its_log_lines_are_kept_once_by_the_runner_or_with_the_outcome(
+    fakes: Fakes, express: bool
+) -> None:
+    """STANDARD: the runner keeps them (a stopped execution records nothing it answers);
+    EXPRESS: they go back with the result, for MarkSucceeded's one write."""
+    job, run = due_job(fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {}})
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    assert mark_running(fakes, run)
+    runner = Runner(
+        artifacts=fakes.artifacts,
+        lambda_client=no_client,
+        ecs_client=no_client,
+        logs_client=no_client,
+        containers=ContainerSettings("logs", "execution-role", "task-role"),
+    )
+
+    result = runner.attempt(
+        AttemptRequest(
+            job_id=job.id,
+            run_id=run.id,
+            scheduled_at=format_instant(run.scheduled_at),
+            timeout_seconds=30,
+            target=job.target,
+            logs_with_outcome=express,
+        )
+    )
+
+    kept_by_the_runner = fakes.artifacts.read_logs(job.id, run.id)
+    if express:
+        assert kept_by_the_runner == []
+        assert result.lines()[0].endswith("[attempt 1] calling chronoq.tasks:echo")
+        assert result.log_bytes == sum(len(line.encode()) + 1 for line in result.lines())
+    else:
+        assert kept_by_the_runner[0].endswith("[attempt 1] calling chronoq.tasks:echo")
+        assert (result.lines(), result.objects(), result.log_bytes) == ([], [], 0)

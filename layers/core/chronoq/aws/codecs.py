@@ -93,8 +93,40 @@ def occurrence_item(o: Occurrence, shards: int, now: datetime) -> dict[str, Any]
     }
 
 
-def occurrence_from_item(item: Mapping[str, Any]) -> Occurrence:
-    return Occurrence.model_validate(load(item))
+#: The most occurrences one pack item holds (about 150 bytes each: a write unit per ~7).
+PACK_SIZE = 100
+
+
+def pack_item(
+    occurrences: list[Occurrence], shards: int, now: datetime, key: str
+) -> dict[str, Any]:
+    """The time index's item of many occurrences of one bucket (``key``, with their first
+    due time, names it): what the dispatcher writes when it chains jobs on, a write unit per
+    few occurrences rather than one each."""
+    first = min(occurrences, key=lambda o: (o.scheduled_at, o.run_id))
+    return {
+        "bucket": ids.bucket(first.scheduled_at, ids.shard_of(first.job_id, shards)),
+        "due": f"{format_instant(first.scheduled_at)}#pack#{key}",
+        "occurrences": [
+            {
+                "job_id": o.job_id,
+                "run_id": o.run_id,
+                "scheduled_at": format_instant(o.scheduled_at),
+                "priority": o.priority.value,
+                "generation": o.generation,
+            }
+            for o in occurrences
+        ],
+        "expires_at": int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
+    }
+
+
+def occurrences_from_item(item: Mapping[str, Any]) -> list[Occurrence]:
+    """The occurrences a time index item holds: one, or a pack's."""
+    loaded = load(item)
+    if "occurrences" in loaded:
+        return [Occurrence.model_validate(o) for o in loaded["occurrences"]]
+    return [Occurrence.model_validate(loaded)]
 
 
 # --- runs -------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,19 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CHECKPOINT_BUCKET = "checkpoint"
+
+
+def _packs(
+    occurrences: Iterable[Occurrence], shards: int, pack: str
+) -> Iterator[tuple[str, list[Occurrence]]]:
+    """Occurrences grouped by bucket, ``PACK_SIZE`` at most per group, each group named by
+    ``pack`` and its place: the same occurrences packed again get the same names."""
+    buckets: dict[str, list[Occurrence]] = defaultdict(list)
+    for o in sorted(occurrences, key=lambda o: (o.scheduled_at, o.run_id)):
+        buckets[ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards))].append(o)
+    for group in buckets.values():
+        for n, chunk in enumerate(_chunks(group, codecs.PACK_SIZE)):
+            yield f"{pack}#{n}", chunk
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -148,14 +162,24 @@ class DynamoStore:
     # --- schedule -------------------------------------------------------------------------
 
     def put_occurrences(
-        self, occurrences: Iterable[Occurrence], shards: int, now: datetime
+        self,
+        occurrences: Iterable[Occurrence],
+        shards: int,
+        now: datetime,
+        pack: str | None = None,
     ) -> None:
         # One batch may not name the same key twice: each occurrence once.
         unique = {(o.run_id, o.scheduled_at): o for o in occurrences}
-        items = [
-            {"PutRequest": {"Item": _dump(codecs.occurrence_item(o, shards, now))}}
-            for o in unique.values()
-        ]
+        if pack is None:
+            items = [
+                {"PutRequest": {"Item": _dump(codecs.occurrence_item(o, shards, now))}}
+                for o in unique.values()
+            ]
+        else:
+            items = [
+                {"PutRequest": {"Item": _dump(codecs.pack_item(group, shards, now, key))}}
+                for key, group in _packs(unique.values(), shards, pack)
+            ]
         for chunk in _chunks(items, 25):
             request: dict[str, Any] = {self._schedule: chunk}
             while request:
@@ -173,7 +197,10 @@ class DynamoStore:
             ExpressionAttributeNames={"#b": "bucket"},
             ExpressionAttributeValues=_dump({":b": ids.bucket(minute, shard)}),
         )
-        return [codecs.occurrence_from_item(i) for page in pages for i in page["Items"]]
+        found = [
+            o for page in pages for i in page["Items"] for o in codecs.occurrences_from_item(i)
+        ]
+        return sorted(found, key=lambda o: (o.scheduled_at, o.run_id))
 
     # Each shard's checkpoint item holds two minutes: ``opened``, the last minute whose
     # dispatch has begun, and ``minute``, the last one dispatched completely. The dispatcher

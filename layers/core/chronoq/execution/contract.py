@@ -140,6 +140,10 @@ class AttemptRequest(BaseModel):
     attempt: int = 1
     target: Target
     output_location: str | None = None
+    #: The state machine writes the attempt's log lines with the outcome (EXPRESS, whose
+    #: executions are never stopped); else the runner keeps them itself (STANDARD: a stopped
+    #: execution records nothing the runner answers).
+    logs_with_outcome: bool = False
 
 
 class CollectRequest(BaseModel):
@@ -152,6 +156,7 @@ class CollectRequest(BaseModel):
     attempt: int
     output_location: str | None = None
     task: dict[str, Any]
+    logs_with_outcome: bool = False
 
 
 class PrepareRequest(BaseModel):

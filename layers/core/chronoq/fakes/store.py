@@ -174,7 +174,11 @@ class FakeStore:
     # --- schedule ---------------------------------------------------------------------------
 
     def put_occurrences(
-        self, occurrences: Iterable[Occurrence], shards: int, now: datetime
+        self,
+        occurrences: Iterable[Occurrence],
+        shards: int,
+        now: datetime,
+        pack: str | None = None,
     ) -> None:
         with self._lock:
             for o in occurrences:

@@ -80,9 +80,9 @@ class Runner:
     def _keeping(
         self, request: AttemptRequest | CollectRequest, work: Callable[[targets.Log], Any]
     ) -> AttemptResult:
-        """Do ``work`` and keep its result. The lines it logged are kept here if it failed;
-        if it succeeded they go back with the result, and the state machine writes them with
-        the run's outcome (one write fewer on the common path)."""
+        """Do ``work`` and keep its result. The lines it logged are kept here if it failed,
+        or if the request says so (STANDARD); else (EXPRESS) they go back with the result and
+        the state machine writes them with the run's outcome: one write fewer per run."""
         lines, log = targets.lines_collector(request.attempt)
         try:
             result = work(log)
@@ -91,6 +91,11 @@ class Runner:
                 request.job_id, request.run_id, request.attempt, lines, request.output_location
             )
             raise
+        if not request.logs_with_outcome:
+            self.artifacts.append_logs(
+                request.job_id, request.run_id, request.attempt, lines, request.output_location
+            )
+            lines = []
         kept = self.artifacts.save_output(
             request.job_id,
             request.run_id,

@@ -93,4 +93,8 @@ class Dispatcher:
                 due.append(o)
         if due:
             report.dispatched += self.index.enqueue(due, now)
-        report.scheduled += self.index.chain(current, jobs, now, dispatched)
+        # the next occurrences in packs named by the minute dispatched: a re-dispatch of the
+        # minute writes the same items again
+        (minute,) = {m for m in dispatched.values() if m is not None}
+        pack = f"chain-{minute:%Y%m%dT%H%M}"
+        report.scheduled += self.index.chain(current, jobs, now, dispatched, pack)

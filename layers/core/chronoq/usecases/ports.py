@@ -98,8 +98,16 @@ class ScheduleStore(Protocol):
     """The time index: occurrences by minute bucket and shard, and each shard's checkpoint."""
 
     def put_occurrences(
-        self, occurrences: Iterable[Occurrence], shards: int, now: datetime
-    ) -> None: ...
+        self,
+        occurrences: Iterable[Occurrence],
+        shards: int,
+        now: datetime,
+        pack: str | None = None,
+    ) -> None:
+        """Write occurrences to the time index: an item each, or (``pack``: a name unique to
+        the writer, say the dispatched minute chaining them on) a few items holding many,
+        by bucket; written again under the same name, the same items."""
+        ...
 
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
         """Every occurrence due in ``minute`` on ``shard``, by due time."""

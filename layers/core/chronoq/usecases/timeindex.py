@@ -50,7 +50,9 @@ class TimeIndex:
     shards: int
     clock: Clock
 
-    def write(self, pairs: Iterable[tuple[Job, datetime]], now: datetime) -> list[Occurrence]:
+    def write(
+        self, pairs: Iterable[tuple[Job, datetime]], now: datetime, pack: str | None = None
+    ) -> list[Occurrence]:
         """Write a schedule item for each (job, instant). The run itself is recorded when it
         starts (or when it is found too late to start)."""
         occurrences: list[Occurrence] = []
@@ -58,7 +60,7 @@ class TimeIndex:
             run = new_run(job, ids.run_id(job.id, at, job.generation), at, Trigger.SCHEDULE)
             occurrences.append(Occurrence.of(run))
         if occurrences:
-            self.store.put_occurrences(occurrences, self.shards, now)
+            self.store.put_occurrences(occurrences, self.shards, now, pack)
         return occurrences
 
     def schedule(
@@ -66,9 +68,10 @@ class TimeIndex:
         pairs: Iterable[tuple[Job, datetime]],
         now: datetime,
         dispatched: Dispatched | None = None,
+        pack: str | None = None,
     ) -> int:
         """Plan each (job, instant); send at once those whose minute is already dispatched."""
-        occurrences = self.write(pairs, now)
+        occurrences = self.write(pairs, now, pack)
         self.send_if_dispatched(occurrences, now, dispatched)
         return len(occurrences)
 
@@ -126,8 +129,10 @@ class TimeIndex:
         jobs: Mapping[str, Job],
         now: datetime,
         dispatched: Dispatched,
+        pack: str | None = None,
     ) -> int:
-        """Chain each job on from the occurrence just dispatched to its next one."""
+        """Chain each job on from the occurrence just dispatched to its next one (``pack``:
+        written as packs of that name, see Store.put_occurrences)."""
         pairs: list[tuple[Job, datetime]] = []
         for o in occurrences:
             job = jobs.get(o.job_id)
@@ -139,4 +144,4 @@ class TimeIndex:
                 pairs.append((job, following))
         # The job item is not written: its next_run_at and its end (COMPLETED) are derived
         # from its schedule when it is read (Job.as_of).
-        return self.schedule(pairs, now, dispatched)
+        return self.schedule(pairs, now, dispatched, pack)
