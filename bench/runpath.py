@@ -5,8 +5,9 @@ Like bench/lag.py, starts ``chronoq local`` in subprocesses and drives them over
 only (an HTTP sink in this process is the http jobs' target, ``bench.tasks:work`` the python
 jobs'); the counts come from ``GET /_local/usage``. Three phases:
 
-(a) the common path: cron jobs (``* * * * *``, each firing ``--cron-runs`` times) and one-time
-    jobs, half with http targets and half with python targets, all succeeding at once;
+(a) the common path: cron jobs (``* * * * *``, each firing ``--cron-runs`` times, at the start
+    of the minute) and one-time jobs (due throughout the first 55 seconds of the minute), half
+    with http targets and half with python targets, all succeeding at once;
 (b) the standard workload: the same jobs, of which ``--failing-percent`` fail their first
     attempt and succeed on the retry (the sink answers 500, the task raises), and one
     container job;
@@ -114,7 +115,8 @@ def halves(count: int) -> Iterator[tuple[str, int]]:
 def plan(
     workload: Workload, sink: Sink, minute: datetime, failing: bool, container: bool
 ) -> list[Planned]:
-    """The jobs of a phase, all first due at ``minute``."""
+    """The jobs of a phase: the cron jobs first due at ``minute`` (they fire at the start of
+    each minute), the one-time jobs due throughout its first 55 seconds, as they come."""
 
     def target(kind: str, fail_first: bool) -> dict[str, Any]:
         if kind == "http":
@@ -130,6 +132,7 @@ def plan(
     }
     at = {"type": "at", "at": minute.isoformat()}
     planned = []
+    spread = iter(range(workload.at_jobs))
     for schedule, count, runs in (
         (cron, workload.cron_jobs, workload.cron_runs),
         (at, workload.at_jobs, 1),
@@ -137,9 +140,13 @@ def plan(
         for kind, n in halves(count):
             for i in range(n):
                 fail_first = failing and fails(i, workload.failing_percent)
+                when = schedule
+                if schedule is at:  # one every 55/at_jobs seconds
+                    due = minute + timedelta(seconds=next(spread) * 55 // workload.at_jobs)
+                    when = {"type": "at", "at": due.isoformat()}
                 spec = {
                     "name": f"runpath-{schedule['type']}-{kind}-{i}",
-                    "schedule": schedule,
+                    "schedule": when,
                     "target": target(kind, fail_first),
                     "retry": RETRY,
                 }
