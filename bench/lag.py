@@ -280,7 +280,6 @@ class Burst:
     burst_at: datetime
     created_in: float
     moved_in: float
-    moved: int
 
 
 def burst(api: Api, sink: Sink, count: int, priority: str, clock: Clock) -> Burst:
@@ -328,7 +327,7 @@ def burst(api: Api, sink: Sink, count: int, priority: str, clock: Clock) -> Burs
     for job_id in moved:
         run = clock.poll(partial(finished_run, api, job_id), f"the run of {job_id}")
         lags.add(run, sink)
-    return Burst(lags, burst_at, created_in, moved_in, len(moved))
+    return Burst(lags, burst_at, created_in, moved_in)
 
 
 def main() -> None:

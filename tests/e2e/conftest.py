@@ -21,8 +21,10 @@ SCENARIOS: dict[str, Callable[[], Scenario]] = {"burst": BurstScenario, "outage"
 _STARTED = pytest.StashKey[dict[str, Background[Any]]]()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
+    """The chronoq local the tests share, stopped once the last end-to-end test has run (not
+    left idling through the suites after them)."""
     with start_local(tmp_path_factory.mktemp("chronoq-data")) as started:
         yield started
 
@@ -45,13 +47,6 @@ def jobs(local: Local, sink: Sink) -> Iterator[Jobs]:
 
 
 # --- long scenarios ---------------------------------------------------------------------------
-#
-# A scenario fixture is a plain session fixture, asked for only by the scenario's tests: a
-# run that selects none of them (say ``-k at_job``) starts no scenario and no second chronoq
-# local. Asked for there, it would start only when its first test comes up (last in the run),
-# and the minutes it waits would add to the run's time. So, before the first end-to-end test
-# sets up, the hook below starts, in the background, every scenario that a selected test asks
-# for: its waiting overlaps the other tests, and the fixture hands over the one already going.
 
 
 def scenario(config: pytest.Config, name: str) -> Background[Any]:
@@ -66,7 +61,7 @@ def scenario(config: pytest.Config, name: str) -> Background[Any]:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before an end-to-end test (so first before the first one): start every scenario that
-    a selected end-to-end test asks for."""
+    a selected end-to-end test asks for (see ``burst``)."""
     for name in SCENARIOS:
         if any(
             name in getattr(selected, "fixturenames", ()) and selected.path.is_relative_to(HERE)
@@ -77,15 +72,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def burst(request: pytest.FixtureRequest) -> Background[BurstScenario]:
-    """300 runs due in one second, on a chronoq local of its own (see BurstScenario): started
-    in the background before the first end-to-end test of a run that selects a test asking for
-    it; ``.result(timeout)`` waits for it to end."""
+    """300 runs due in one second, on a chronoq local of its own (see BurstScenario);
+    ``.result(timeout)`` waits for it to end and gives what it kept.
+
+    Opt-in, and still overlapping: a plain session fixture (not autouse), asked for only by
+    the scenario's tests, so a run that selects none of them (``-k at_job``) starts neither
+    the scenario nor its chronoq local. Were it started when asked for, it would start when
+    its test comes up, last, and its minutes of waiting would add to the run's time; so the
+    ``pytest_runtest_setup`` hook above starts it, in a background thread, before the first
+    end-to-end test of a run that selects a test asking for it, and the fixture hands over the
+    scenario already going (or starts it, should the hook not have). It stops as soon as it
+    has ended, its chronoq local with it, or with the session at the latest."""
     return scenario(request.config, "burst")
 
 
 @pytest.fixture(scope="session")
 def outage(request: pytest.FixtureRequest) -> Background[OutageScenario]:
     """A three-minute dispatcher outage and its catch-up, on a chronoq local of its own (see
-    OutageScenario): started in the background before the first end-to-end test of a run that
-    selects a test asking for it; ``.result(timeout)`` waits for it to end."""
+    OutageScenario); ``.result(timeout)`` waits for it to end and gives what it kept.
+
+    Opt-in, and still overlapping, as ``burst`` is: not autouse, asked for only by the
+    scenario's test; started in the background before the first end-to-end test of a run that
+    selects that test, so that its minutes of waiting overlap the other tests."""
     return scenario(request.config, "outage")

@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -120,12 +119,6 @@ def sleep_until(instant: datetime, halt: threading.Event | None = None) -> None:
 # --- chronoq local ----------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class Local:
     """``chronoq local`` running in a subprocess, spoken to over HTTP like a user would."""
@@ -202,10 +195,9 @@ def log_tail(data_dir: Path, lines: int = 40) -> str:
 def start_local(data_dir: Path) -> Iterator[Local]:
     """``chronoq local`` in a subprocess, until the block ends. Fails (with the end of its
     log) if it is not up within START_TIMEOUT_SECONDS."""
-    port = free_port()
     with (data_dir / "local.log").open("w") as log:
-        process = subprocess.Popen(
-            [CHRONOQ, "local", "--port", str(port), "--data-dir", str(data_dir)],
+        process = subprocess.Popen(  # on a port of its own choosing: none taken meanwhile
+            [CHRONOQ, "local", "--port", "0", "--data-dir", str(data_dir)],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -223,10 +215,11 @@ def start_local(data_dir: Path) -> Iterator[Local]:
                 first_line = lines.get(timeout=START_TIMEOUT_SECONDS)  # printed once it is up
             except queue.Empty:
                 first_line = f"(nothing within {START_TIMEOUT_SECONDS:.0f} s)"
+            # "chronoq local listening on http://127.0.0.1:PORT"
             assert "listening on" in first_line, (
                 f"chronoq local did not start: {first_line}\n{log_tail(data_dir)}"
             )
-            yield Local(f"http://127.0.0.1:{port}", data_dir, process)
+            yield Local(first_line.split()[-1], data_dir, process)
         finally:
             process.terminate()
             try:

@@ -4,7 +4,7 @@ burst, and catch-up after a dispatcher outage."""
 from __future__ import annotations
 
 import statistics
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from tests.e2e.harness import (
@@ -31,7 +31,7 @@ SCENARIO_TIMEOUT = 1200.0
 def test_given_a_job_when_paused_then_no_run_starts_and_when_resumed_the_next_future_time_runs(
     local: Local, sink: Sink, jobs: Jobs
 ) -> None:
-    def every_minute_from(start: Any) -> dict[str, Any]:
+    def every_minute_from(start: datetime) -> dict[str, Any]:
         return {"type": "rate", "every": "1 minute", "start_at": start.isoformat()}
 
     job = jobs.create(
