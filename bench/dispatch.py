@@ -79,10 +79,12 @@ def main() -> None:
 
     BotocoreStubber.process_request = counting  # type: ignore[method-assign]
     clock.now = datetime(2030, 1, 1, 11, 59, 5, tzinfo=UTC)  # the tick that dispatches 12:00
+    aws.reset_usage()
     t0 = time.perf_counter()
     report = dispatcher.dispatch()
     elapsed = time.perf_counter() - t0
     BotocoreStubber.process_request = original  # type: ignore[method-assign]
+    units = aws.usage_document()["dynamodb"]  # as DynamoDB bills them, from item sizes
     aws.stop()
 
     runs = report.dispatched
@@ -96,14 +98,13 @@ def main() -> None:
         print(f"  {operation:<22} {count:6d}  {count / runs:6.3f}")
     total = sum(calls.values())
     print(f"  {'total':<22} {total:6d}  {total / runs:6.3f}")
-    # Request units: a write of a small item is 1 WRU; a consistent read 1 RRU; an SQS batch
-    # request of ten 1-KB messages is 1 request.
-    writes = runs * 3  # next run (conditional put), next schedule item, job's next_run_at
-    reads = runs  # the job, read in batches of 100
+    # Request units as chronoq local's usage meter counts them; an SQS batch request of ten
+    # 1-KB messages is 1 request.
+    writes, reads = units["write_units"], units["read_units"]
     cost = writes * PRICES["dynamodb_write"] + reads * PRICES["dynamodb_read"]
     cost += (calls["SendMessageBatch"]) * PRICES["sqs"]
     items.update(writes=writes, reads=reads)
-    print(f"\nDynamoDB units per run: {writes / runs:.1f} write, {reads / runs:.1f} read")
+    print(f"\nDynamoDB units per run: {writes / runs:.2f} write, {reads / runs:.2f} read")
     print(f"dispatcher cost per million runs: ${cost / runs * 1e6:.2f}")
     print(f"\ntick took {elapsed:.2f} s: {runs / elapsed:,.0f} runs/s on the embedded AWS")
     if args.shards == 1:

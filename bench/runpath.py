@@ -5,9 +5,8 @@ Like bench/lag.py, starts ``chronoq local`` in subprocesses and drives them over
 only (an HTTP sink in this process is the http jobs' target, ``bench.tasks:work`` the python
 jobs'); the counts come from ``GET /_local/usage``. Three phases:
 
-(a) the common path: cron jobs (``* * * * *``, each firing ``--cron-runs`` times, at the start
-    of the minute) and one-time jobs (due throughout the first 55 seconds of the minute), half
-    with http targets and half with python targets, all succeeding at once;
+(a) the common path: cron jobs (``* * * * *``, each firing ``--cron-runs`` times) and one-time
+    jobs, half with http targets and half with python targets, all succeeding at once;
 (b) the standard workload: the same jobs, of which ``--failing-percent`` fail their first
     attempt and succeed on the retry (the sink answers 500, the task raises), and one
     container job;
@@ -115,8 +114,8 @@ def halves(count: int) -> Iterator[tuple[str, int]]:
 def plan(
     workload: Workload, sink: Sink, minute: datetime, failing: bool, container: bool
 ) -> list[Planned]:
-    """The jobs of a phase: the cron jobs first due at ``minute`` (they fire at the start of
-    each minute), the one-time jobs due throughout its first 55 seconds, as they come."""
+    """The jobs of a phase, all first due at ``minute`` (as cron jobs fire, at the start of
+    each minute, and one-time jobs set for the hour do)."""
 
     def target(kind: str, fail_first: bool) -> dict[str, Any]:
         if kind == "http":
@@ -132,7 +131,6 @@ def plan(
     }
     at = {"type": "at", "at": minute.isoformat()}
     planned = []
-    spread = iter(range(workload.at_jobs))
     for schedule, count, runs in (
         (cron, workload.cron_jobs, workload.cron_runs),
         (at, workload.at_jobs, 1),
@@ -140,13 +138,9 @@ def plan(
         for kind, n in halves(count):
             for i in range(n):
                 fail_first = failing and fails(i, workload.failing_percent)
-                when = schedule
-                if schedule is at:  # one every 55/at_jobs seconds
-                    due = minute + timedelta(seconds=next(spread) * 55 // workload.at_jobs)
-                    when = {"type": "at", "at": due.isoformat()}
                 spec = {
                     "name": f"runpath-{schedule['type']}-{kind}-{i}",
-                    "schedule": when,
+                    "schedule": schedule,
                     "target": target(kind, fail_first),
                     "retry": RETRY,
                 }

@@ -254,7 +254,7 @@ API_FUNCTION = Function(
 )
 DISPATCHER_FUNCTION = Function(
     name="dispatcher",
-    memory_mb=1024,
+    memory_mb=512,  # its work per run is a few batched requests (bench/dispatch.py)
     timeout_seconds=55,
     env=(ENV_JOBS_TABLE, ENV_SCHEDULE_TABLE, ENV_RUNS_TABLE, ENV_SHARDS, *ENV_QUEUE_URLS.values()),
     description="Once a minute: enqueues the runs due in the coming minute",
