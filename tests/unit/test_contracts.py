@@ -224,7 +224,14 @@ def test_given_the_express_definition_when_read_then_it_runs_the_run_states_for_
     assert runs["ItemsPath"] == f"$.{batches.RUNS}"
     assert runs["MaxConcurrency"] == 0  # side by side
     iteration = runs["ItemProcessor"]
-    assert iteration["StartAt"] == ASL["StartAt"]
+    # each run first waits for its second (the worker starts a batch in the second before)
+    first = iteration["States"].pop(iteration["StartAt"])
+    assert first == {
+        "Type": "Wait",
+        "Comment": first["Comment"],
+        "TimestampPath": "$.scheduled_at",
+        "Next": ASL["StartAt"],
+    }
     assert set(iteration["States"]) == set(STATES)
     for state_name, state in STATES.items():
         if state["Type"] == "Fail":  # a run's end is not the batch's: the others go on

@@ -142,19 +142,30 @@ def test_given_a_due_run_of_an_exclusive_job_when_the_worker_gets_it_then_its_cl
     assert started.exclusive  # the state machine releases it at its end
 
 
-def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_its_second() -> (
-    None
-):
+@pytest.mark.parametrize("express", [False, True], ids=["standard", "express"])
+def test_given_a_run_delivered_early_when_the_worker_takes_it_then_it_starts_at_its_second(
+    express: bool,
+) -> None:
+    """STANDARD: the worker waits for the second, then starts the execution. EXPRESS: the
+    worker starts the execution at once, and the execution waits for the second (its first
+    state, OnItsSecond: see tests/unit/test_contracts.py), at half the price."""
     fakes = Fakes(executor=ClockedExecutor())
     assert isinstance(fakes.executor, ClockedExecutor)
     fakes.executor.clock = fakes.clock
     early = max(r.DISPATCH_LEAD_SECONDS.values()) + 1  # as early as a worker waits for
-    _, run = due_job(fakes, seconds=early)
+    timeout = {} if express else {"timeout_seconds": LONGER_THAN_EXPRESS}
+    _, run = due_job(fakes, seconds=early, **timeout)
+    received = fakes.clock()
 
     assert fakes.starter.start_run(message(fakes, run)) == "started"
 
-    assert fakes.clock.slept == [early]
-    assert fakes.executor.started_at == {run.id: run.scheduled_at}
+    if express:
+        assert fakes.clock.slept == []
+        assert fakes.executor.started_at == {run.id: received}
+        assert fakes.executor.express == {run.id: 1}
+    else:
+        assert fakes.clock.slept == [early]
+        assert fakes.executor.started_at == {run.id: run.scheduled_at}
 
 
 def test_given_a_run_delivered_on_time_when_the_worker_takes_it_then_it_does_not_wait(
@@ -611,7 +622,7 @@ def test_given_a_batch_of_runs_due_in_the_same_second_when_the_worker_gets_it_th
     assert len(fakes.clock.slept) == 1
 
 
-def test_given_a_batch_of_runs_due_in_two_seconds_when_the_worker_gets_it_then_each_second_starts_at_its_time(
+def test_given_a_batch_of_runs_due_in_two_seconds_when_the_worker_gets_it_then_each_second_starts_in_an_execution_of_its_own(
     fakes: Fakes,
 ) -> None:
     first, second = seconds_from(fakes.clock(), 1), seconds_from(fakes.clock(), 2)
@@ -629,11 +640,8 @@ def test_given_a_batch_of_runs_due_in_two_seconds_when_the_worker_gets_it_then_e
         [messages[1].run_id],
         sorted([messages[0].run_id, messages[2].run_id]),
     ]
-    assert {m.run_id: executor.started_at[m.run_id] for m in messages} == {
-        messages[0].run_id: second,
-        messages[1].run_id: first,
-        messages[2].run_id: second,
-    }
+    # all started on receipt: each execution waits for its runs' second (OnItsSecond)
+    assert fakes.clock.slept == []
 
 
 def test_given_a_batch_where_one_run_cannot_be_decided_when_the_worker_gets_it_then_only_that_message_comes_back(

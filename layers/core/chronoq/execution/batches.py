@@ -16,8 +16,9 @@ from typing import Any
 RUNS = "runs"
 #: The largest input Step Functions accepts is 256 KiB: a batch stays under this.
 MAX_INPUT_BYTES = 240 * 1024
-#: The Map state that holds the runs of a batch.
+#: The Map state that holds the runs of a batch, and the first state of each run in it.
 MAP_STATE = "Runs"
+WAIT_STATE = "OnItsSecond"
 #: The runner's request to collect a container's attempt (see execution.contract).
 COLLECT_CONTAINER = "collect_container"
 
@@ -39,6 +40,17 @@ def in_batches(run: dict[str, Any]) -> dict[str, Any]:
             comment = state.get("Comment") or state.get("Cause") or f"the run ends: {name}"
             state = {"Type": "Succeed", "Comment": comment}
         states[name] = state
+    states = {
+        WAIT_STATE: {
+            "Type": "Wait",
+            "Comment": "The worker starts a batch in the second before its runs are due: each "
+            "run waits here for its second (an EXPRESS execution waits at half the price of the "
+            "worker)",
+            "TimestampPath": "$.scheduled_at",
+            "Next": run["StartAt"],
+        },
+        **states,
+    }
     return {
         "Comment": "chronoq: the runs of a batch, each as in the STANDARD run state machine",
         "StartAt": MAP_STATE,
@@ -49,7 +61,7 @@ def in_batches(run: dict[str, Any]) -> dict[str, Any]:
                 "MaxConcurrency": 0,
                 "ItemProcessor": {
                     "ProcessorConfig": {"Mode": "INLINE"},
-                    "StartAt": run["StartAt"],
+                    "StartAt": WAIT_STATE,
                     "States": states,
                 },
                 "ResultPath": None,

@@ -32,6 +32,7 @@ from chronoq.local.emulation import (
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
     serialize_service_calls,
+    wait_until_the_timestamp,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 from chronoq.local.usage import Meter, Usage, uncounted
@@ -107,6 +108,7 @@ class LocalAWS:
         chronoq_aws.reset()
         reuse_state_machine_clients()
         express_executions_as_on_aws()
+        wait_until_the_timestamp()
         parse_each_definition_once()
         serialize_service_calls()
         run_containers_as_subprocesses(REGION)

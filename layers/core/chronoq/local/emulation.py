@@ -5,6 +5,7 @@ These patches reach into moto's private internals, listed in ``PATCHED``: writte
 
 from __future__ import annotations
 
+import datetime
 import functools
 import importlib
 import os
@@ -32,6 +33,14 @@ PATCHED: tuple[tuple[str, str], ...] = (
     ),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend._validate_definition"),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.start_execution"),
+    (
+        "moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp",
+        "Timestamp._get_wait_seconds",
+    ),
+    (
+        "moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp",
+        "Timestamp._wait_interval",
+    ),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.stop_execution"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.run_task"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.stop_task"),
@@ -231,6 +240,38 @@ def express_executions_as_on_aws() -> None:
         return stop(self, execution_arn, *a, **k)
 
     StepFunctionsParserBackend.stop_execution = stop_execution  # type: ignore[method-assign]
+
+
+def wait_until_the_timestamp() -> None:
+    """moto's Wait state with a Timestamp waits whole seconds, truncated (a timestamp 0.7 s
+    away is not waited for at all): wait until the timestamp itself, as Step Functions does."""
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
+        Timestamp,
+    )
+
+    if getattr(Timestamp._wait_interval, "precise", False):
+        return
+
+    def seconds(self: Any, env: Any) -> float:
+        self.string.eval(env=env)
+        text: str = env.stack.pop()
+        timestamp = self._from_timestamp_string(timestamp=text)
+        if timestamp is None:
+            from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+                FailureEventException,
+            )
+
+            raise FailureEventException(self._create_failure_event(env, text))
+        return float((timestamp - datetime.datetime.now()).total_seconds())
+
+    def wait(self: Any, env: Any, wait_seconds: float) -> None:
+        deadline = time.monotonic() + wait_seconds
+        while env.is_running() and (left := deadline - time.monotonic()) > 0:
+            env.program_state_event.wait(left)
+
+    wait.precise = True  # type: ignore[attr-defined]
+    Timestamp._get_wait_seconds = seconds  # type: ignore[method-assign,assignment]
+    Timestamp._wait_interval = wait  # type: ignore[method-assign]
 
 
 #: The network the local state machine names for container tasks; they run in moto's default

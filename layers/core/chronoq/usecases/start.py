@@ -52,11 +52,12 @@ class RunStarter:
 
     def start_runs(self, messages: list[RunMessage]) -> list[Outcome | Exception]:
         """Start a batch's runs, each at its scheduled second, unless it must not start.
-        Runs reach the worker in the second before they are due: the wait here is what makes
-        a run start on its second. The runs due in the same second are decided together
-        (concurrently), and those that fit EXPRESS start in one execution. Answers, for each
-        message, what happened, or the error that sends it back to SQS (delivered again
-        after the queue's visibility timeout).
+        Runs reach the worker in the second before they are due. The runs due in the same
+        second are decided together (concurrently); those that fit EXPRESS start at once, in
+        one execution, which waits for their second (state OnItsSecond: an EXPRESS execution
+        waits at half the price of this function); for the others this function waits, then
+        starts them. Answers, for each message, what happened, or the error that sends it
+        back to SQS (delivered again after the queue's visibility timeout).
 
         A run already claimed (QUEUED) still starts whatever changed in its job since: the
         claim was the decision."""
@@ -66,9 +67,6 @@ class RunStarter:
             by_second[utc_second(message.scheduled_at)].append(i)
         for second in sorted(by_second):
             indexes = by_second[second]
-            early = (second - self.clock()).total_seconds()
-            if early > 0:
-                self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
             group = [messages[i] for i in indexes]
             # (one consistent read for the jobs of the group; a job that changes under a run
             # is read again on its own)
@@ -80,13 +78,12 @@ class RunStarter:
                 jobs = error
             decisions = _concurrently(partial(self._decide, jobs=jobs), group)
             together: list[tuple[int, ExecutionInput]] = []
+            alone: list[tuple[int, ExecutionInput]] = []
             for i, decision in zip(indexes, decisions, strict=True):
                 if not isinstance(decision, ExecutionInput):
                     results[i] = decision
-                elif decision.fits_express():
-                    together.append((i, decision))
                 else:
-                    results[i] = self._start_one(decision)
+                    (together if decision.fits_express() else alone).append((i, decision))
             if together:
                 try:
                     self.executor.start_batch([d for _, d in together])
@@ -95,6 +92,12 @@ class RunStarter:
                     outcome = error
                 for i, _ in together:
                     results[i] = outcome
+            if alone:
+                early = (second - self.clock()).total_seconds()
+                if early > 0:
+                    self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
+                for i, decision in alone:
+                    results[i] = self._start_one(decision)
         return results
 
     def _start_one(self, execution_input: ExecutionInput) -> Outcome | Exception:
