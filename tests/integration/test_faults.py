@@ -877,7 +877,12 @@ def test_given_a_start_that_fails_on_every_delivery_when_sqs_gives_up_on_the_mes
     harness: Harness, sink: Sink, faults: Faults
 ) -> None:
     queue = next(q for q in r.QUEUES if q.priority == "normal")
-    job = harness.create_job({"type": "http", "url": sink.url + "/hook"}, concurrency="forbid")
+    # (STANDARD: an EXPRESS execution would wait in OnItsSecond for the fake clock's future)
+    job = harness.create_job(
+        {"type": "http", "url": sink.url + "/hook"},
+        concurrency="forbid",
+        timeout_seconds=r.EXPRESS_BUDGET_SECONDS + 1,
+    )
     message = trigger(harness, job)
     fault = faults.fail("stepfunctions", "StartExecution", times=queue.max_receive_count)
     now = datetime.now(UTC)

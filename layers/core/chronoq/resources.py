@@ -51,11 +51,13 @@ RUN_RETENTION_SECONDS = 90 * 24 * 3600
 DISPATCH_LOOKAHEAD_MINUTES = 1
 #: Most minutes one dispatcher invocation catches up per shard after an outage.
 MAX_CATCH_UP_MINUTES = 60
-#: Runs reach a worker this many whole seconds (per priority) before the second before they
-#: are due (SQS delays are whole seconds), and the worker waits for the exact second: with
-#: none, a worker pays for less than a second of waiting per batch, and the runs of a batch
-#: wait together. (Each priority has its own queue, polled highest first.)
-DISPATCH_LEAD_SECONDS = {"high": 0, "normal": 0, "low": 0}
+#: When runs reach a worker, per priority, in whole seconds (SQS delays are whole seconds)
+#: before the second before they are due: high-priority runs a second earlier, normal ones
+#: in the second before (their EXPRESS execution, or the worker, waits for the exact second),
+#: low ones in the second after (they start within a second of their time, after the
+#: others). So a burst due in one second starts in priority order, and only high-priority
+#: runs pay for more than a second of waiting. (Each priority has its own queue too.)
+DISPATCH_LEAD_SECONDS = {"high": 1, "normal": 0, "low": -1}
 #: How long a worker's claim on a run lasts: a second delivery of the run meanwhile is asked
 #: to come back later (the run is being started); after it, the run may be claimed again (its
 #: worker died before starting it). Shorter than the queues' visibility timeout.

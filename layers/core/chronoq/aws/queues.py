@@ -22,9 +22,11 @@ class QueueError(Exception):
 
 
 def delay_seconds(scheduled_at: datetime, now: datetime, priority: Priority) -> int:
-    """Seconds to hold a run back so that it reaches a worker shortly before it is due (the
-    worker then waits for the exact second), the earlier the higher its priority; clamped to
-    what SQS allows."""
+    """Seconds to hold a run back so that it reaches a worker about when it is due, the
+    earlier the higher its priority (see DISPATCH_LEAD_SECONDS); none for a run due now or
+    past; clamped to what SQS allows."""
+    if scheduled_at <= now:
+        return 0
     lead = r.DISPATCH_LEAD_SECONDS[priority.value]
     seconds = math.floor((scheduled_at - now).total_seconds()) - lead
     return max(0, min(r.MAX_DELAY_SECONDS, seconds))
