@@ -4,7 +4,6 @@ usage document, and the endpoint and ``chronoq cost`` that serve it."""
 from __future__ import annotations
 
 import json
-import threading
 from decimal import Decimal
 from pathlib import Path
 
@@ -26,10 +25,10 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # concurrency allow and the default timeout (1 attempt of 60 s): the run fits EXPRESS
     job = harness.create_job({"type": "http", "url": sink.url + "/x"})
     # executions of earlier tests still ending in this process would be counted too
-    wait_for(
-        lambda: not any(t.name.endswith("(_exec_and_notify)") for t in threading.enumerate()),
-        timeout=120,
-    )
+    with uncounted():
+        wait_for(
+            lambda: not any(e["status"] == "RUNNING" for e in harness.executions()), timeout=120
+        )
     harness.aws.reset_usage()
 
     status, run = harness.api(
