@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
@@ -44,6 +45,9 @@ class Workers(Construct):
         for queue in queues.by_priority.values():
             self.function.add_event_source(
                 sources.SqsEventSource(
-                    queue, batch_size=r.WORKER_BATCH_SIZE, report_batch_item_failures=True
+                    queue,
+                    batch_size=r.WORKER_BATCH_SIZE,
+                    max_batching_window=Duration.seconds(r.WORKER_BATCHING_WINDOW_SECONDS),
+                    report_batch_item_failures=True,
                 )
             )

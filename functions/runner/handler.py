@@ -31,5 +31,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     attempt = contract.AttemptRequest.model_validate(event)
     logger.append_keys(job_id=attempt.job_id, run_id=attempt.run_id, attempt=attempt.attempt)
     result = runner.attempt(attempt)
-    logger.info("attempt succeeded", extra={"output_location": result.output_location})
+    logger.debug("attempt succeeded", extra={"output_location": result.output_location})
     return result.model_dump()

@@ -54,7 +54,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
             raise ValueError(f"message {record.message_id} is not a run message")
         if isinstance(result, Exception):
             raise result
-        logger.info("run", extra={"run_id": valid[record.message_id].run_id, "outcome": result})
+        # a line per run is paid for per run (CloudWatch Logs): a started run only at DEBUG
+        log = logger.debug if result == "started" else logger.info
+        log("run", extra={"run_id": valid[record.message_id].run_id, "outcome": result})
         return str(result)
 
     return process_partial_response(

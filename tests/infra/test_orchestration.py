@@ -7,6 +7,7 @@ import json
 import pytest
 from aws_cdk import App
 from chronoq import resources as r
+from chronoq.execution import batches
 from chronoq_cdk.containers import SYNC_RULE
 from chronoq_cdk.stack import ChronoqStack
 
@@ -173,7 +174,9 @@ def test_given_the_worker_when_synthesized_then_each_priority_queue_feeds_it_in_
     for mapping in mappings:
         props = mapping["Properties"]
         assert props["FunctionName"] == synth.ref(synth.stack.workers.function)
-        assert props["BatchSize"] == 10
+        # a batch as large as one EXPRESS execution runs at once, held up to the window
+        assert props["BatchSize"] == r.WORKER_BATCH_SIZE == batches.MAX_RUNS
+        assert props["MaximumBatchingWindowInSeconds"] == r.WORKER_BATCHING_WINDOW_SECONDS
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 

@@ -261,3 +261,14 @@ def test_given_runs_too_large_for_one_input_when_batched_then_each_execution_inp
     assert list(batches.chunks([{"run_id": "a"}, {"run_id": "b"}])) == [
         [{"run_id": "a"}, {"run_id": "b"}]
     ]
+
+
+def test_given_more_runs_than_a_map_runs_at_once_when_batched_then_no_execution_holds_more() -> (
+    None
+):
+    documents = [{"run_id": f"r{i}"} for i in range(2 * batches.MAX_RUNS + 1)]
+
+    chunked = list(batches.chunks(documents))
+
+    assert [len(batch) for batch in chunked] == [batches.MAX_RUNS, batches.MAX_RUNS, 1]
+    assert [d for batch in chunked for d in batch] == documents

@@ -16,6 +16,9 @@ from typing import Any
 RUNS = "runs"
 #: The largest input Step Functions accepts is 256 KiB: a batch stays under this.
 MAX_INPUT_BYTES = 240 * 1024
+#: An inline Map runs at most 40 iterations at once: a larger batch would make its last
+#: runs wait for the first ones. A batch holds at most this many runs.
+MAX_RUNS = 40
 #: The Map state that holds the runs of a batch, and the first state of each run in it.
 MAP_STATE = "Runs"
 WAIT_STATE = "OnItsSecond"
@@ -72,12 +75,13 @@ def in_batches(run: dict[str, Any]) -> dict[str, Any]:
 
 
 def chunks(documents: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """The runs' input documents in batches whose input stays under ``MAX_INPUT_BYTES``."""
+    """The runs' input documents in batches of at most ``MAX_RUNS`` whose input stays under
+    ``MAX_INPUT_BYTES``."""
     batch: list[dict[str, Any]] = []
     size = len(json.dumps({RUNS: []}))
     for document in documents:
         weight = len(json.dumps(document).encode()) + 2
-        if batch and size + weight > MAX_INPUT_BYTES:
+        if batch and (size + weight > MAX_INPUT_BYTES or len(batch) == MAX_RUNS):
             yield batch
             batch, size = [], len(json.dumps({RUNS: []}))
         batch.append(document)

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -23,6 +24,8 @@ Invoke = Callable[[dict[str, Any]], Any]
 
 #: How long an idle poller waits before looking at the queues again.
 IDLE_WAIT_SECONDS = 0.05
+#: The most messages one ReceiveMessage answers with.
+SQS_MAX_MESSAGES = 10
 
 
 def scheduled_event(rule_arn: str) -> dict[str, Any]:
@@ -120,18 +123,35 @@ class QueuePoller(threading.Thread):
             return self._poll_once()
 
     def _poll_once(self) -> int:
-        """Hand one batch from the first non-empty queue to the worker; 0 if all are empty."""
+        """Hand one batch from the first non-empty queue to the worker; 0 if all are empty.
+        As an event source mapping with a batching window does, a batch is handed over once
+        it is full or once the window has passed since its first message."""
         for url, arn in self._queues:
-            messages = self._sqs.receive_message(
-                QueueUrl=url,
-                MaxNumberOfMessages=r.WORKER_BATCH_SIZE,
-                WaitTimeSeconds=0,
-                AttributeNames=["All"],
-            ).get("Messages", [])
-            if messages:
-                self._deliver(url, arn, messages)
-                return len(messages)
+            messages = self._receive(url, r.WORKER_BATCH_SIZE)
+            if not messages:
+                continue
+            closes = time.monotonic() + r.WORKER_BATCHING_WINDOW_SECONDS
+            while len(messages) < r.WORKER_BATCH_SIZE and not self._halt.is_set():
+                left = closes - time.monotonic()
+                if left <= 0:
+                    break
+                more = self._receive(url, r.WORKER_BATCH_SIZE - len(messages))
+                if more:
+                    messages += more
+                else:
+                    self._halt.wait(min(IDLE_WAIT_SECONDS, left))
+            self._deliver(url, arn, messages)
+            return len(messages)
         return 0
+
+    def _receive(self, url: str, count: int) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self._sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=min(count, SQS_MAX_MESSAGES),
+            WaitTimeSeconds=0,
+            AttributeNames=["All"],
+        ).get("Messages", [])
+        return messages
 
     def _deliver(self, url: str, arn: str, messages: list[dict[str, Any]]) -> None:
         try:

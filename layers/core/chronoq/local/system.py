@@ -34,8 +34,9 @@ class LocalSystem:
     #: The final statuses of the runs published to the SNS topic (comma-separated).
     topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
     tick_seconds: float = 1.0
-    #: Concurrent worker invocations (AWS: the event source mappings scale them).
-    pollers: int = 10
+    #: Concurrent worker invocations (AWS: an SQS event source mapping starts with five
+    #: batches at a time, and scales them with the queue).
+    pollers: int = 5
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
