@@ -11,6 +11,8 @@ to instants the way users expect across daylight-saving changes:
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -184,7 +186,11 @@ def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
 
 
 def _next_cron(schedule: CronSchedule, after: datetime) -> datetime:
-    for instant in _cron_instants(schedule, after - _LOOKBACK):
+    # Where the zone's offset did not change in the last hours, local time runs with UTC
+    # from ``after`` on: the scan starts there (one step), not hours back.
+    zone = schedule.zone
+    steady = (after - _LOOKBACK).astimezone(zone).utcoffset() == after.astimezone(zone).utcoffset()
+    for instant in _cron_instants(schedule, after if steady else after - _LOOKBACK):
         if instant > after:
             return instant
     raise AssertionError("unreachable: croniter iterates without end")
@@ -205,10 +211,17 @@ def _cron_instants(schedule: CronSchedule, start: datetime) -> Iterator[datetime
     """Instants of the cron expression from ``start`` on, non-decreasing."""
     zone = schedule.zone
     local_start = start.astimezone(zone).replace(tzinfo=None)
-    walker = croniter(schedule.expression, local_start)
+    walker = copy.copy(_parsed(schedule.expression))  # parsed once, walked from here
+    walker.set_current(local_start, force=True)
     while True:
         local: datetime = walker.get_next(datetime)
         yield to_instant(local, zone)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(expression: str) -> croniter:
+    """A walker of ``expression``, parsed (each use walks a copy of it)."""
+    return croniter(expression, datetime(2000, 1, 1))
 
 
 def to_instant(local: datetime, zone: ZoneInfo) -> datetime:

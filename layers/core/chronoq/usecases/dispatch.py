@@ -97,4 +97,4 @@ class Dispatcher:
         # minute writes the same items again
         (minute,) = {m for m in dispatched.values() if m is not None}
         pack = f"chain-{minute:%Y%m%dT%H%M}"
-        report.scheduled += self.index.chain(current, jobs, now, dispatched, pack)
+        report.scheduled += self.index.chain(current, jobs, now, dispatched, pack, current=True)

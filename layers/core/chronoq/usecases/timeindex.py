@@ -130,14 +130,18 @@ class TimeIndex:
         now: datetime,
         dispatched: Dispatched,
         pack: str | None = None,
+        current: bool = False,
     ) -> int:
         """Chain each job on from the occurrence just dispatched to its next one (``pack``:
-        written as packs of that name, see Store.put_occurrences)."""
+        written as packs of that name, see Store.put_occurrences; ``current``: the
+        occurrences are known to be their jobs' current ones)."""
         pairs: list[tuple[Job, datetime]] = []
         for o in occurrences:
             job = jobs.get(o.job_id)
-            if job is None or job.state is not JobState.ACTIVE or not job.is_current(o):
-                continue  # deleted, paused, finished, or rescheduled
+            if job is None or job.state is not JobState.ACTIVE:
+                continue  # deleted, paused or finished
+            if not current and not job.is_current(o):
+                continue  # rescheduled
             following = next_fire(job.schedule, o.scheduled_at)
             if following is not None:
                 # (chaining the same occurrence twice writes the same item twice: harmless)
