@@ -39,9 +39,9 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/
 	@ls cdk.out/*.template.json
 
 bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput; start lag; the whole run path's requests, units and cost per run
-	$(BIN)/python -m bench.dispatch --jobs 1000
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
 	$(BIN)/python -m bench.runpath
+	$(BIN)/python -m bench.dispatch --jobs 1000
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,20 +1,37 @@
-"""Dispatcher benchmark: AWS requests per run and throughput, on the embedded AWS.
+"""Dispatcher benchmark: its own code's throughput on the adapters' in-memory fakes, and its
+AWS requests per run on the embedded AWS.
 
-Creates N recurring jobs due in the same minute, then times one dispatcher tick that
-enqueues them all and writes each job's next occurrence. Prints the requests it made, by
-operation, per run dispatched; what they cost per million runs at list prices; and the
-throughput with and without the time spent inside the embedded AWS (moto), i.e. of
-chronoq's own code.
+1. Own code: ``--runs`` (default 100,000) one-time runs due in one minute, spread over its
+   seconds, across ``--fake-shards`` (default 32) shards, dispatched by the real dispatcher
+   code (its threads as in Lambda) over the in-memory fakes: runs per second per process,
+   and the process's peak memory.
+2. On the embedded AWS (moto): ``--jobs`` recurring jobs due in the same minute, one tick
+   that enqueues them all and writes each job's next occurrence: the requests it made, by
+   operation, per run dispatched; what they cost per million runs at list prices; the
+   throughput with and without the time spent inside moto.
+
+The last line of output is one JSON object (``dispatch_requests_per_run``,
+``dispatch_runs_per_second``: the fakes' figure, ``dispatch_peak_memory_mb``), for tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import time
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from chronoq.domain import ids
+from chronoq.domain.jobs import Job, JobSpec
+from chronoq.domain.runs import Occurrence
+from chronoq.fakes import FakeClock, FakeQueues, FakeStore
+from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.jobs import JobOperations
+from chronoq.usecases.timeindex import TimeIndex
 
 # The dispatcher's cost only: runs are left on their queues.
 PRICES = {  # us-east-1 list prices per request-unit
@@ -24,9 +41,78 @@ PRICES = {  # us-east-1 list prices per request-unit
 }
 
 
+#: The minute the fakes' runs are due in, and the tick that dispatches it.
+MINUTE = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+TICK = MINUTE - timedelta(seconds=55)
+
+
+def due_minute(store: FakeStore, shards: int, runs: int, clock: FakeClock) -> list[str]:
+    """``runs`` one-time jobs due in MINUTE, spread over its seconds, stored with their
+    occurrences in the time index (as creating them does, faster); their run ids."""
+    queues = FakeQueues()
+    jobs = JobOperations(store, TimeIndex(store, queues, shards, clock), clock, None, bool)
+    clock.now = MINUTE - timedelta(minutes=10)
+    templates: list[Job] = [
+        jobs.create_job(
+            "bench",
+            JobSpec.model_validate(
+                {
+                    "name": "bench",
+                    "schedule": {"type": "at", "at": (MINUTE + timedelta(seconds=s)).isoformat()},
+                    "target": {"type": "http", "url": "https://example.com/"},
+                }
+            ),
+        )
+        for s in range(60)
+    ]
+    store.jobs.clear()
+    store.schedule.clear()
+    occurrences = []
+    for i in range(runs):
+        template = templates[i % 60]
+        job = template.model_copy(update={"id": f"job_{i:016x}"})
+        store.put_new_job(job)
+        assert job.next_run_at is not None
+        occurrences.append(
+            Occurrence(
+                job_id=job.id,
+                run_id=ids.run_id(job.id, job.next_run_at, job.generation),
+                scheduled_at=job.next_run_at,
+                priority=job.priority,
+                generation=job.generation,
+            )
+        )
+    store.put_occurrences(occurrences, shards, clock.now)
+    return [o.run_id for o in occurrences]
+
+
+def own_code(runs: int, shards: int) -> tuple[float, float]:
+    """Runs per second of the dispatcher over the fakes, and the peak memory (MB)."""
+    clock = FakeClock(MINUTE)
+    store, queues = FakeStore(), FakeQueues()
+    due_minute(store, shards, runs, clock)
+    dispatcher = Dispatcher(store, TimeIndex(store, queues, shards, clock), shards, clock)
+    clock.now = TICK - timedelta(minutes=1)
+    dispatcher.dispatch()  # the minutes before: checkpoints exist, as in a deployment
+    clock.now = TICK
+    started = time.perf_counter()
+    report = dispatcher.dispatch()
+    elapsed = time.perf_counter() - started
+    assert report.dispatched == runs == len(queues.sent), report
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"own code, on the in-memory fakes: {runs:,} runs due in one minute over {shards} "
+        f"shards dispatched in {elapsed:.2f} s = {runs / elapsed:,.0f} runs/s per process; "
+        f"peak memory {peak_mb:.0f} MB"
+    )
+    return runs / elapsed, peak_mb
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--runs", type=int, default=100_000, help="runs on the fakes")
+    parser.add_argument("--fake-shards", type=int, default=32, help="shards on the fakes")
+    parser.add_argument("--jobs", type=int, default=500, help="jobs on the embedded AWS")
     parser.add_argument(
         "--shards",
         type=int,
@@ -35,10 +121,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    runs_per_second, peak_mb = own_code(args.runs, args.fake_shards)
+    print()
 
     from chronoq import compose
-    from chronoq.domain.jobs import JobSpec
-    from chronoq.fakes import FakeClock
     from chronoq.local.aws import LocalAWS
     from chronoq.settings import ApiSettings, DispatcherSettings
     from moto.core.botocore_stubber import BotocoreStubber
@@ -113,6 +199,15 @@ def main() -> None:
             f"time inside the embedded AWS: {in_aws:.2f} s; chronoq's own code: {own:.2f} s "
             f"= {runs / own:,.0f} runs/s per process"
         )
+    print(
+        json.dumps(
+            {
+                "dispatch_requests_per_run": round(total / runs, 4),
+                "dispatch_runs_per_second": round(runs_per_second),
+                "dispatch_peak_memory_mb": round(peak_mb, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ class Dispatch(Construct):
         environment: Mapping[str, str],
         storage: Storage,
         queues: Queues,
+        shards: int = r.DEFAULT_SHARDS,
+        groups: int = r.DEFAULT_DISPATCH_GROUPS,
     ) -> None:
         super().__init__(scope, id)
         # A failed tick is not retried: the next one catches up from the per-shard
@@ -39,9 +41,23 @@ class Dispatch(Construct):
         for table in storage.tables.values():
             table.grant_read_write_data(self.function)
         queues.grant_send_messages(self.function)
-        self.rule = events.Rule(
-            self,
-            "EveryMinute",
-            schedule=events.Schedule.rate(Duration.minutes(1)),
-            targets=[targets.LambdaFunction(self.function)],
-        )
+        # One invocation per group of shards each minute, in parallel (each event names its
+        # shards); a rule holds up to 5 targets.
+        invocations = [
+            targets.LambdaFunction(
+                self.function, event=events.RuleTargetInput.from_object({"shards": group})
+            )
+            for group in r.shard_groups(shards, groups)
+        ]
+        self.rules = [
+            events.Rule(
+                self,
+                "EveryMinute" if i == 0 else f"EveryMinute{i // r.RULE_TARGETS}",
+                # at the start of every minute (a rate rule ticks at whatever second it was
+                # created: late in a minute, it would leave the next one's first seconds
+                # too little time)
+                schedule=events.Schedule.cron(minute="*"),
+                targets=invocations[i : i + r.RULE_TARGETS],
+            )
+            for i in range(0, len(invocations), r.RULE_TARGETS)
+        ]

@@ -33,6 +33,7 @@ class ChronoqStack(Stack):
         id: str,
         *,
         shards: int = r.DEFAULT_SHARDS,
+        dispatch_groups: int = r.DEFAULT_DISPATCH_GROUPS,
         task_modules: str = "",
         task_layer_arns: Sequence[str] = (),
         email_sender: str = "",
@@ -43,6 +44,8 @@ class ChronoqStack(Stack):
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
         if not 1 <= shards <= MAX_SHARDS:
             raise ValueError(f"shards must be between 1 and {MAX_SHARDS}, not {shards}")
+        if not 1 <= dispatch_groups <= shards:
+            raise ValueError(f"dispatch_groups must be between 1 and shards, not {dispatch_groups}")
         try:
             # The final statuses of the runs published to the SNS topic.
             audience = final_statuses(topic_statuses)
@@ -105,6 +108,8 @@ class ChronoqStack(Stack):
             environment=environment,
             storage=self.storage,
             queues=self.queues,
+            shards=shards,
+            groups=dispatch_groups,
         )
         self.workers = Workers(
             self,

@@ -1,4 +1,5 @@
-"""Dispatcher: invoked once a minute by an EventBridge rule; enqueues the coming minute."""
+"""Dispatcher: invoked once a minute by an EventBridge rule (one per group of shards);
+enqueues the coming minutes of its shards, stopping cleanly before its timeout."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ dispatcher = compose.dispatcher(load(DispatcherSettings))
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = asdict(dispatcher.dispatch())
+    # the rule of a group of shards names them (see cdk: dispatch groups); else every shard
+    report = asdict(
+        dispatcher.dispatch(
+            event.get("shards"), lambda: context.get_remaining_time_in_millis() / 1000
+        )
+    )
     logger.info("dispatched", extra={"report": report, "tick": event.get("time")})
     return report

@@ -779,3 +779,42 @@ def test_given_occurrences_written_in_packs_when_their_minutes_are_read_then_eac
         assert [o.scheduled_at for o in minute] == sorted(o.scheduled_at for o in minute)
     alone = [o for s in range(SHARDS) for o in backend.store.occurrences_in(NOW, s)]
     assert [o.run_id for o in alone] == [a_run(jobs[0], at=NOW).id]
+
+
+def test_given_a_minute_larger_than_a_page_when_read_page_after_page_then_each_occurrence_comes_once_and_the_last_page_says_so(
+    backend: Backend,
+) -> None:
+    jobs = [a_job_on_shard(1) for _ in range(3)]
+    written = [occurrence(job.id, timedelta(seconds=second)) for second in range(5) for job in jobs]
+    backend.store.put_occurrences(written, SHARDS, NOW)
+
+    read: list[Occurrence] = []
+    after: str | None = None
+    pages = 0
+    while True:
+        page, after = backend.store.occurrence_page(NOW, 1, after, 4)
+        pages += 1
+        read += page
+        if after is None:
+            break
+        assert len(page) == 4
+
+    assert sorted(o.run_id for o in read) == sorted(o.run_id for o in written)
+    assert len(read) == len(written)
+    assert pages in (4, 5)
+    assert backend.store.occurrence_page(NOW, 2, None, 4) == ([], None)
+
+
+def test_given_progress_within_a_minute_when_recorded_then_read_back_and_forgotten_when_the_minute_is_reopened(
+    backend: Backend,
+) -> None:
+    assert backend.store.progress(SHARDS) == {}
+
+    backend.store.advance_within(2, NOW + MINUTE, "some-key")
+    backend.store.advance_within(2, NOW + MINUTE, "a-later-key")
+
+    assert backend.store.progress(SHARDS) == {2: (NOW + MINUTE, "a-later-key")}
+    backend.store.reopen_minute(2, NOW + 2 * MINUTE)  # a later minute: progress kept
+    assert backend.store.progress(SHARDS) == {2: (NOW + MINUTE, "a-later-key")}
+    backend.store.reopen_minute(2, NOW + MINUTE)
+    assert backend.store.progress(SHARDS) == {}

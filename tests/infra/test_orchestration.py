@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from aws_cdk import App
@@ -151,8 +152,11 @@ def test_given_the_stack_when_synthesized_then_a_rule_ticks_the_dispatcher_every
     dispatcher = synth.stack.dispatch.function
     (rule,) = synth.of_type("AWS::Events::Rule").values()
 
-    assert rule["Properties"]["ScheduleExpression"] == "rate(1 minute)"
+    # at second 0 of every minute, whenever the stack was deployed
+    assert rule["Properties"]["ScheduleExpression"] == "cron(* * * * ? *)"
     assert [t["Arn"] for t in rule["Properties"]["Targets"]] == [synth.arn(dispatcher)]
+    (target,) = rule["Properties"]["Targets"]
+    assert json.loads(target["Input"]) == {"shards": list(range(r.DEFAULT_SHARDS))}
     assert "ReservedConcurrentExecutions" not in synth.resource(dispatcher)["Properties"]
 
 
@@ -225,3 +229,26 @@ def test_given_a_shard_count_out_of_range_when_the_stack_is_built_then_it_is_ref
 ) -> None:
     with pytest.raises(ValueError, match="shards"):
         ChronoqStack(App(), "Chronoq", shards=shards)
+
+
+def test_given_dispatch_groups_when_synthesized_then_each_group_of_shards_has_its_own_invocation_every_minute(
+    tmp_path: Path,
+) -> None:
+    stack = ChronoqStack(App(outdir=str(tmp_path)), "Chronoq", shards=32, dispatch_groups=8)
+    template = App.of(stack).synth().get_stack_artifact(stack.artifact_id).template  # type: ignore[union-attr]
+    rules = [
+        x["Properties"] for x in template["Resources"].values() if x["Type"] == "AWS::Events::Rule"
+    ]
+
+    assert len(rules) == 2  # up to five targets a rule
+    groups = [json.loads(t["Input"])["shards"] for rule in rules for t in rule["Targets"]]
+    assert sorted(s for g in groups for s in g) == list(range(32))
+    assert sorted(len(g) for g in groups) == [4] * 8
+    assert {rule["ScheduleExpression"] for rule in rules} == {"cron(* * * * ? *)"}
+
+
+def test_given_more_dispatch_groups_than_shards_when_synthesized_then_refused(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ValueError, match="dispatch_groups"):
+        ChronoqStack(App(outdir=str(tmp_path)), "Chronoq", shards=4, dispatch_groups=5)

@@ -48,7 +48,29 @@ MAX_CONTAINER_TIMEOUT_SECONDS = 24 * 3600
 SCHEDULE_RETENTION_SECONDS = 2 * 24 * 3600
 RUN_RETENTION_SECONDS = 90 * 24 * 3600
 #: How many minutes ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap).
+#: The rule ticks at the start of each minute (a cron rule), so each minute is dispatched
+#: about a minute before it starts.
 DISPATCH_LOOKAHEAD_MINUTES = 1
+#: Dispatcher invocations per tick, each for its own group of shards, in parallel: a late or
+#: failed group holds up no other, and throughput grows with them (``-c dispatch_groups=N``).
+DEFAULT_DISPATCH_GROUPS = 1
+#: Targets one EventBridge rule may have: more groups take more rules.
+RULE_TARGETS = 5
+
+
+def shard_groups(shards: int, groups: int) -> list[list[int]]:
+    """The shards split into ``groups`` groups as even as can be (shard s in group s % n)."""
+    count = max(1, min(groups, shards))
+    return [list(range(g, shards, count)) for g in range(count)]
+
+
+#: Items of the time index the dispatcher reads at a time (a pack item holds up to
+#: PACK_SIZE occurrences; one query answers at most 1 MB); after each page it records how
+#: far into the minute it got.
+DISPATCH_PAGE_ITEMS = 1000
+#: With less time left than this, a dispatcher invocation takes no new page: it stops
+#: cleanly, and the next one resumes where it stopped.
+DISPATCH_STOP_SECONDS = 10.0
 #: Most minutes one dispatcher invocation catches up per shard after an outage.
 MAX_CATCH_UP_MINUTES = 60
 #: When runs become visible on their queue, per priority, in whole seconds (SQS delays are

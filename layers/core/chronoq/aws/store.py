@@ -188,6 +188,28 @@ class DynamoStore:
                 if request:
                     time.sleep(0.05)
 
+    def occurrence_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> tuple[list[Occurrence], str | None]:
+        """At most ``limit`` items of the bucket after key ``after``: one query."""
+        bucket = ids.bucket(minute, shard)
+        query: dict[str, Any] = {
+            "TableName": self._schedule,
+            "KeyConditionExpression": "#b = :b",
+            "ExpressionAttributeNames": {"#b": "bucket"},
+            "ExpressionAttributeValues": _dump({":b": bucket}),
+            "Limit": limit,
+        }
+        if after is not None:
+            query["ExclusiveStartKey"] = _dump({"bucket": bucket, "due": after})
+        answer = self._db.query(**query)
+        found = [o for i in answer["Items"] for o in codecs.occurrences_from_item(i)]
+        last = answer.get("LastEvaluatedKey")
+        return (
+            sorted(found, key=lambda o: (o.scheduled_at, o.run_id)),
+            str(_load(last)["due"]) if last else None,
+        )
+
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
         """Every occurrence due in ``minute`` on ``shard``, by due time: one key-range query
         (more pages only for a bucket over 1 MB)."""
@@ -211,16 +233,42 @@ class DynamoStore:
 
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
         """The last minute dispatched completely on each shard (None: never dispatched)."""
-        keys = [self._checkpoint_key(s) for s in range(shards)]
         found: dict[int, datetime | None] = dict.fromkeys(range(shards))
+        for shard, data in self._checkpoint_items(shards).items():
+            if "minute" in data:
+                found[shard] = ids.minute_of_bucket(data["minute"])
+        return found
+
+    def progress(self, shards: int) -> dict[int, tuple[datetime, str]]:
+        """How far into a minute each shard got (see advance_within)."""
+        return {
+            shard: (ids.minute_of_bucket(data["within"]), data["after"])
+            for shard, data in self._checkpoint_items(shards).items()
+            if "within" in data and "after" in data
+        }
+
+    def advance_within(self, shard: int, minute: datetime, after: str) -> None:
+        """Record the items of ``minute`` up to key ``after`` as dispatched on ``shard``."""
+        self._db.update_item(
+            TableName=self._schedule,
+            Key=self._checkpoint_key(shard),
+            UpdateExpression="SET #w = :w, #a = :a",
+            ExpressionAttributeNames={"#w": "within", "#a": "after"},
+            ExpressionAttributeValues=_dump(
+                {":w": ids.bucket(minute, shard).partition("#")[0], ":a": after}
+            ),
+        )
+
+    def _checkpoint_items(self, shards: int) -> dict[int, dict[str, Any]]:
+        keys = [self._checkpoint_key(s) for s in range(shards)]
+        found: dict[int, dict[str, Any]] = {}
         for chunk in _chunks(keys, 100):
             request: dict[str, Any] = {self._schedule: {"Keys": chunk, "ConsistentRead": True}}
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._schedule, []):
                     data = _load(item)
-                    if "minute" in data:
-                        found[int(data["due"])] = ids.minute_of_bucket(data["minute"])
+                    found[int(data["due"])] = data
                 request = dict(answer.get("UnprocessedKeys") or {})
         return found
 
@@ -243,7 +291,8 @@ class DynamoStore:
         self._advance_checkpoint(shard, "minute", minute)
 
     def reopen_minute(self, shard: int, minute: datetime) -> None:
-        """Move the shard's last dispatched minute back before ``minute`` (only ever back)."""
+        """Move the shard's last dispatched minute back before ``minute`` (only ever back),
+        and forget how far into that minute or a later one the dispatcher got."""
         earlier = ids.bucket(minute - timedelta(minutes=1), shard).partition("#")[0]
         with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
             self._db.update_item(
@@ -252,6 +301,15 @@ class DynamoStore:
                 UpdateExpression="SET #m = :m",
                 ConditionExpression="#m > :m",
                 ExpressionAttributeNames={"#m": "minute"},
+                ExpressionAttributeValues=_dump({":m": earlier}),
+            )
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._schedule,
+                Key=self._checkpoint_key(shard),
+                UpdateExpression="REMOVE #w, #a",
+                ConditionExpression="#w > :m",
+                ExpressionAttributeNames={"#w": "within", "#a": "after"},
                 ExpressionAttributeValues=_dump({":m": earlier}),
             )
 

@@ -22,6 +22,8 @@ class FakeStore:
     schedule: dict[str, dict[str, Occurrence]] = field(default_factory=dict)
     #: shard -> {"opened": minute, "minute": minute}
     marks: dict[int, dict[str, datetime]] = field(default_factory=dict)
+    #: shard -> (minute being dispatched, key of its last item dispatched)
+    within: dict[int, tuple[datetime, str]] = field(default_factory=dict)
     #: run id -> when it was last claimed
     claims: dict[str, datetime] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -190,8 +192,22 @@ class FakeStore:
         items = self.schedule.get(ids.bucket(minute, shard), {})
         return [items[due] for due in sorted(items)]
 
+    def occurrence_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> tuple[list[Occurrence], str | None]:
+        items = self.schedule.get(ids.bucket(minute, shard), {})
+        keys = [due for due in sorted(items) if after is None or due > after][:limit]
+        return [items[due] for due in keys], (keys[-1] if len(keys) == limit else None)
+
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
         return {s: self.marks.get(s, {}).get("minute") for s in range(shards)}
+
+    def progress(self, shards: int) -> dict[int, tuple[datetime, str]]:
+        return {s: self.within[s] for s in range(shards) if s in self.within}
+
+    def advance_within(self, shard: int, minute: datetime, after: str) -> None:
+        with self._lock:
+            self.within[shard] = (ids.minute_of(minute), after)
 
     def opened_through(self, shard: int) -> datetime | None:
         marks = self.marks.get(shard, {})
@@ -209,6 +225,9 @@ class FakeStore:
             earlier = ids.minute_of(minute) - timedelta(minutes=1)
             if "minute" in marks and marks["minute"] > earlier:
                 marks["minute"] = earlier
+            # (what was dispatched of that minute or a later one is read again too)
+            if shard in self.within and self.within[shard][0] > earlier:
+                del self.within[shard]
 
     def _advance(self, shard: int, mark: str, minute: datetime) -> None:
         with self._lock:

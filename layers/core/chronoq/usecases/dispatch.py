@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -22,6 +22,12 @@ class DispatchReport:
     missed: int = 0
     scheduled: int = 0
     per_shard: dict[int, int] = field(default_factory=dict)
+    #: Shards left partway (the invocation's time ran out): the next one resumes them.
+    unfinished: list[int] = field(default_factory=list)
+
+
+#: Time left to an invocation (seconds): under DISPATCH_STOP_SECONDS it takes no new page.
+TimeLeft = Callable[[], float]
 
 
 @dataclass
@@ -31,14 +37,24 @@ class Dispatcher:
     shards: int
     clock: Clock
 
-    def dispatch(self) -> DispatchReport:
-        """Enqueue every occurrence from each shard's checkpoint up to the coming minute,
-        minute by minute, and write the next occurrence of each recurring job. Occurrences
-        past their job's start deadline (after an outage) are recorded MISSED instead."""
+    def dispatch(
+        self, shards: Sequence[int] | None = None, time_left: TimeLeft | None = None
+    ) -> DispatchReport:
+        """Enqueue every occurrence from each shard's checkpoint up to the coming minutes,
+        minute by minute, a page of items at a time, and write the next occurrence of each
+        recurring job. Occurrences past their job's start deadline (after an outage) are
+        recorded MISSED instead. ``shards``: these only (default: all); ``time_left``: stop
+        cleanly before it runs out, recording how far into its minute each shard got (the
+        next invocation resumes there: each run is dispatched once)."""
         now = self.clock()
         last = ids.minute_of(now) + timedelta(minutes=r.DISPATCH_LOOKAHEAD_MINUTES)
+        mine = list(range(self.shards)) if shards is None else list(shards)
         checkpoints = self.store.checkpoints(self.shards)
+        progress = self.store.progress(self.shards)
         report = DispatchReport()
+
+        def out_of_time() -> bool:
+            return time_left is not None and time_left() < r.DISPATCH_STOP_SECONDS
 
         # A shard never dispatched (a new deployment, more shards) may already hold
         # occurrences of the last minutes: look back as far as one tick catches up.
@@ -48,26 +64,42 @@ class Dispatcher:
             done = checkpoints[shard]
             first = done + timedelta(minutes=1) if done else never
             todo = ids.minutes(first, last)[: r.MAX_CATCH_UP_MINUTES]
-            part = DispatchReport(minutes=len(todo))
+            part = DispatchReport()
             for minute in todo:
+                if out_of_time():
+                    part.unfinished.append(shard)
+                    return part
+                part.minutes += 1
                 self.store.open_minute(shard, minute)
-                occurrences = self.store.occurrences_in(minute, shard)
-                if occurrences:
-                    self._dispatch_minute(occurrences, now, {shard: minute}, part)
+                within, after = progress.get(shard, (None, None))
+                after = after if within == minute else None
+                while True:
+                    occurrences, after = self.store.occurrence_page(
+                        minute, shard, after, r.DISPATCH_PAGE_ITEMS
+                    )
+                    if occurrences:
+                        self._dispatch_minute(occurrences, now, {shard: minute}, part)
+                    if after is None:
+                        break
+                    self.store.advance_within(shard, minute, after)
+                    if out_of_time():
+                        part.unfinished.append(shard)
+                        return part
                 self.store.close_minute(shard, minute)
             return part
 
         # (each shard's thread runs in a copy of this context: whoever is calling, as the
         # local usage accounting tells callers apart, stays the caller)
-        contexts = [contextvars.copy_context() for _ in range(self.shards)]
-        with ThreadPoolExecutor(max_workers=min(self.shards, 8)) as pool:
-            parts = pool.map(lambda s: contexts[s].run(one_shard, s), range(self.shards))
-            for shard, part in enumerate(parts):
+        contexts = {s: contextvars.copy_context() for s in mine}
+        with ThreadPoolExecutor(max_workers=max(1, min(len(mine), 8))) as pool:
+            parts = pool.map(lambda s: contexts[s].run(one_shard, s), mine)
+            for shard, part in zip(mine, parts, strict=True):
                 report.minutes += part.minutes
                 report.dispatched += part.dispatched
                 report.missed += part.missed
                 report.scheduled += part.scheduled
                 report.per_shard[shard] = part.dispatched
+                report.unfinished += part.unfinished
         return report
 
     def _dispatch_minute(

@@ -113,8 +113,25 @@ class ScheduleStore(Protocol):
         """Every occurrence due in ``minute`` on ``shard``, by due time."""
         ...
 
+    def occurrence_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> tuple[list[Occurrence], str | None]:
+        """The occurrences of at most ``limit`` items of ``minute`` on ``shard``, those whose
+        key comes after ``after`` (None: from the start), by due time; and the last item's
+        key when there may be more (None: nothing after these)."""
+        ...
+
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
         """The last minute dispatched completely on each shard (None: never)."""
+        ...
+
+    def progress(self, shards: int) -> dict[int, tuple[datetime, str]]:
+        """How far into a minute not yet dispatched completely each shard got: the minute,
+        and the key of the last item dispatched (shards without any are left out)."""
+        ...
+
+    def advance_within(self, shard: int, minute: datetime, after: str) -> None:
+        """Record the items of ``minute`` on ``shard`` up to key ``after`` as dispatched."""
         ...
 
     def opened_through(self, shard: int) -> datetime | None:
