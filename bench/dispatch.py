@@ -31,6 +31,7 @@ from chronoq.domain.runs import Occurrence
 from chronoq.fakes import FakeClock, FakeQueues, FakeStore
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.jobs import JobOperations
+from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.timeindex import TimeIndex
 
 # The dispatcher's cost only: runs are left on their queues.
@@ -50,7 +51,8 @@ def due_minute(store: FakeStore, shards: int, runs: int, clock: FakeClock) -> li
     """``runs`` one-time jobs due in MINUTE, spread over its seconds, stored with their
     occurrences in the time index (as creating them does, faster); their run ids."""
     queues = FakeQueues()
-    jobs = JobOperations(store, TimeIndex(store, queues, shards, clock), clock, None, bool)
+    index = TimeIndex(store, queues, shards, clock)
+    jobs = JobOperations(store, index, clock, None, bool, PageTokens(lambda: "bench"))
     clock.now = MINUTE - timedelta(minutes=10)
     templates: list[Job] = [
         jobs.create_job(

@@ -13,7 +13,9 @@ from chronoq.domain.runs import Run, RunMessage
 from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
+from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, Sleep, Store
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
@@ -86,6 +88,7 @@ class Wiring:
     shards: int = 4
     output_buckets: frozenset[str] | None = None
     tasks: set[str] = field(default_factory=lambda: {"chronoq.tasks:echo"})
+    master_secret: str = "test-master-secret"
 
     @property
     def index(self) -> TimeIndex:
@@ -98,12 +101,25 @@ class Wiring:
     @property
     def jobs(self) -> JobOperations:
         return JobOperations(
-            self.store, self.index, self.clock, self.output_buckets, self.tasks.__contains__
+            self.store,
+            self.index,
+            self.clock,
+            self.output_buckets,
+            self.tasks.__contains__,
+            self.pages,
         )
 
     @property
     def runs(self) -> RunOperations:
-        return RunOperations(self.store, self.artifacts, self.canceller, self.clock)
+        return RunOperations(self.store, self.artifacts, self.canceller, self.clock, self.pages)
+
+    @property
+    def pages(self) -> PageTokens:
+        return PageTokens(lambda: self.master_secret)
+
+    @property
+    def idempotency(self) -> Idempotency:
+        return Idempotency(self.store, self.clock)
 
     @property
     def dispatcher(self) -> Dispatcher:

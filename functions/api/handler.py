@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
@@ -10,15 +11,20 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
+from chronoq import resources as r
+from chronoq.domain import pages
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
-from chronoq.domain.jobs import JobPatch, JobSpec
+from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
 from chronoq.domain.time import utc_now
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
-from pydantic import BaseModel, Field, ValidationError
+from chronoq.usecases import idempotency
+from chronoq.usecases.pages import Listing
+from chronoq.usecases.runs import run_filter
+from pydantic import AwareDatetime, BaseModel, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -44,16 +50,40 @@ def _owner() -> str:
     return str(owner)
 
 
+def _once(owner: str, request: Any, act: Callable[[], dict[str, Any]]) -> tuple[Any, Any]:
+    """``act``'s answer, or, for a request repeated with its Idempotency-Key, the first's."""
+    key = app.current_event.headers.get(idempotency.HEADER)
+    answer, replayed = service.idempotency.once(owner, key, request, act)
+    return answer, {"Idempotent-Replayed": "true"} if replayed else None
+
+
+def _listing(name: str, listing: Listing[Any]) -> dict[str, Any]:
+    """A page: its items, and ``next_token`` when more may follow."""
+    page: dict[str, Any] = {name: [view(item) for item in listing.items]}
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
+
+
+Limit = Annotated[int, Query(ge=1, le=r.MAX_PAGE_LIMIT)]
+NextToken = Annotated[str | None, Query(max_length=pages.MAX_TOKEN_CHARS)]
+
+
 @app.post("/jobs")
 def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str, Any]]:
-    job = service.jobs.create_job(_owner(), spec)
-    return Response(201, "application/json", view(job))
+    owner = _owner()
+    request = {"route": "POST /jobs", "body": spec.model_dump(mode="json")}
+    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec)))
+    return Response(201, "application/json", answer, headers=headers)
 
 
 @app.get("/jobs")
-def list_jobs() -> dict[str, Any]:
-    jobs = service.jobs.list_jobs(_owner())
-    return {"jobs": [view(j) for j in jobs]}
+def list_jobs(
+    limit: Limit = r.DEFAULT_PAGE_LIMIT,
+    next_token: NextToken = None,
+    state: Annotated[JobState | None, Query()] = None,
+) -> dict[str, Any]:
+    return _listing("jobs", service.jobs.page_jobs(_owner(), limit, next_token, state))
 
 
 @app.get("/jobs/<job_id>")
@@ -84,8 +114,10 @@ def resume_job(job_id: str) -> dict[str, Any]:
 
 @app.post("/jobs/<job_id>/trigger")
 def trigger_job(job_id: str) -> Response[dict[str, Any]]:
-    run = service.jobs.trigger_job(_owner(), job_id)
-    return Response(202, "application/json", view(run))
+    owner = _owner()
+    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
+    answer, headers = _once(owner, request, lambda: view(service.jobs.trigger_job(owner, job_id)))
+    return Response(202, "application/json", answer, headers=headers)
 
 
 @app.post("/runs/<run_id>/cancel")
@@ -104,10 +136,35 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
     return {"fire_times": preview(request.schedule, utc_now(), request.count)}
 
 
+Status = Annotated[str | None, Query(max_length=200)]
+Instant = Annotated[AwareDatetime | None, Query()]
+
+
 @app.get("/jobs/<job_id>/runs")
-def list_runs(job_id: str, limit: Annotated[int, Query(ge=1, le=100)] = 50) -> dict[str, Any]:
-    runs = service.runs.list_runs(_owner(), job_id, limit)
-    return {"runs": [view(r) for r in runs]}
+def list_runs(
+    job_id: str,
+    limit: Limit = r.DEFAULT_PAGE_LIMIT,
+    next_token: NextToken = None,
+    status: Status = None,
+    since: Instant = None,
+    until: Instant = None,
+) -> dict[str, Any]:
+    where = run_filter(status, since, until)
+    return _listing("runs", service.runs.page_job_runs(_owner(), job_id, limit, next_token, where))
+
+
+@app.get("/runs")
+def list_runs_of_job(
+    job_id: Annotated[str, Query(min_length=1, max_length=100)],
+    limit: Limit = r.DEFAULT_PAGE_LIMIT,
+    next_token: NextToken = None,
+    status: Status = None,
+    since: Instant = None,
+    until: Instant = None,
+) -> dict[str, Any]:
+    """A job's runs, even once the job is deleted (until they expire)."""
+    where = run_filter(status, since, until)
+    return _listing("runs", service.runs.page_runs(_owner(), job_id, limit, next_token, where))
 
 
 @app.get("/runs/<run_id>")

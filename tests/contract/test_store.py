@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+from typing import TypeVar
 
 import pytest
 from botocore.exceptions import ClientError
+from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobState
 from chronoq.domain.runs import Attempt, Occurrence, RunStatus, Trigger
-from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
+from chronoq.resources import (
+    CLAIM_LEASE_SECONDS,
+    IDEMPOTENCY_KEY_SECONDS,
+    IDEMPOTENCY_STALE_SECONDS,
+    Priority,
+)
+from chronoq.usecases.ports import KeyRecord, Page, Position, RunFilter
 
 from tests.contract.backends import (
     NOW,
@@ -21,6 +30,7 @@ from tests.contract.backends import (
 )
 
 MINUTE = timedelta(minutes=1)
+T = TypeVar("T")
 NOT_STARTED = (RunStatus.SCHEDULED, RunStatus.QUEUED)
 
 
@@ -818,3 +828,196 @@ def test_given_progress_within_a_minute_when_recorded_then_read_back_and_forgott
     assert backend.store.progress(SHARDS) == {2: (NOW + MINUTE, "a-later-key")}
     backend.store.reopen_minute(2, NOW + MINUTE)
     assert backend.store.progress(SHARDS) == {}
+
+
+# --- Pages ----------------------------------------------------------------------------------
+
+
+def every_page(fetch: Callable[[Position | None], Page[T]]) -> list[list[T]]:
+    """Every page of a listing, following each page's ``after`` to the end."""
+    pages, after = [fetch(None)], None
+    while pages[-1].after is not None:
+        assert pages[-1].after != after, "a page must move the listing on"
+        after = pages[-1].after
+        pages.append(fetch(after))
+    return [p.items for p in pages]
+
+
+def test_given_jobs_of_two_owners_when_paged_then_the_pages_hold_the_owners_jobs_once_each_oldest_first(
+    backend: Backend,
+) -> None:
+    mine = [a_job(owner="alice", created_at=NOW + n * MINUTE) for n in range(7)]
+    for job in [*reversed(mine), a_job(owner="bob", created_at=NOW + 3 * MINUTE)]:
+        backend.store.put_new_job(job)
+
+    pages = every_page(lambda after: backend.store.page_jobs("alice", 3, after))
+
+    assert pages == [mine[0:3], mine[3:6], mine[6:]]
+    assert every_page(lambda after: backend.store.page_jobs("carol", 3, after)) == [[]]
+
+
+def test_given_a_whole_number_of_pages_of_jobs_when_paged_then_no_empty_page_follows(
+    backend: Backend,
+) -> None:
+    jobs = [a_job(owner="alice", created_at=NOW + n * MINUTE) for n in range(4)]
+    for job in jobs:
+        backend.store.put_new_job(job)
+
+    assert every_page(lambda after: backend.store.page_jobs("alice", 2, after)) == [
+        jobs[:2],
+        jobs[2:],
+    ]
+
+
+def test_given_paused_and_active_jobs_when_paged_keeping_the_paused_then_each_once_in_order(
+    backend: Backend,
+) -> None:
+    jobs = [
+        a_job(owner="alice", created_at=NOW + n * MINUTE, state=state)
+        for n, state in enumerate([JobState.PAUSED, JobState.ACTIVE] * 2 + [JobState.PAUSED] * 3)
+    ]
+    for job in jobs:
+        backend.store.put_new_job(job)
+    paused = [j for j in jobs if j.state is JobState.PAUSED]
+
+    pages = every_page(
+        lambda after: backend.store.page_jobs(
+            "alice", 2, after, keep=lambda j: j.state is JobState.PAUSED
+        )
+    )
+
+    assert [j for page in pages for j in page] == paused
+    assert all(len(page) <= 2 for page in pages)
+
+
+def test_given_more_jobs_than_a_page_looks_at_when_paged_through_a_filter_then_short_pages_still_cover_all(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(r, "PAGE_SCAN_LIMIT", 3)
+    jobs = [a_job(owner="alice", created_at=NOW + n * MINUTE) for n in range(8)]
+    for job in jobs:
+        backend.store.put_new_job(job)
+    last_two = {jobs[6].id, jobs[7].id}
+
+    pages = every_page(
+        lambda after: backend.store.page_jobs("alice", 5, after, keep=lambda j: j.id in last_two)
+    )
+
+    assert pages == [[], [], jobs[6:]]
+
+
+def test_given_runs_of_two_jobs_when_paged_then_the_jobs_runs_once_each_newest_first(
+    backend: Backend,
+) -> None:
+    job, other = a_job(owner="alice"), a_job(owner="alice")
+    runs = [a_run(job, NOW + n * MINUTE) for n in range(6)]
+    runs.append(a_run(job, NOW + 2 * MINUTE, trigger=Trigger.MANUAL))
+    for run in [*runs, a_run(other, NOW + MINUTE)]:
+        backend.store.create_run(run, NOW)
+    newest_first = sorted(runs, key=lambda r: r.id, reverse=True)
+
+    pages = every_page(lambda after: backend.store.page_runs(job.id, "alice", 3, after))
+
+    assert pages == [newest_first[0:3], newest_first[3:6], newest_first[6:]]
+
+
+def test_given_runs_when_paged_by_status_and_scheduled_time_then_only_the_matching_in_order(
+    backend: Backend,
+) -> None:
+    job = a_job(owner="alice")
+    statuses = [RunStatus.FAILED, RunStatus.SUCCEEDED, RunStatus.TIMED_OUT] * 4
+    runs = [a_run(job, NOW + n * MINUTE, status=s) for n, s in enumerate(statuses)]
+    for run in runs:
+        backend.store.create_run(run, NOW)
+    where = RunFilter(
+        statuses=frozenset({RunStatus.FAILED, RunStatus.TIMED_OUT}),
+        since=NOW + 2 * MINUTE,
+        until=NOW + 9 * MINUTE,  # (not included)
+    )
+    expected = [
+        run
+        for run in reversed(runs)
+        if run.status is not RunStatus.SUCCEEDED and run.scheduled_at >= NOW + 2 * MINUTE
+        if run.scheduled_at < NOW + 9 * MINUTE
+    ]
+
+    pages = every_page(lambda after: backend.store.page_runs(job.id, "alice", 2, after, where))
+
+    assert [r for page in pages for r in page] == expected
+    assert [r.scheduled_at.minute - NOW.minute for r in expected] == [8, 6, 5, 3, 2]
+
+
+def test_given_a_deleted_jobs_runs_when_paged_then_its_owner_still_sees_them_and_no_one_else(
+    backend: Backend,
+) -> None:
+    job = a_job(owner="alice")
+    backend.store.put_new_job(job)
+    runs = [a_run(job, NOW + n * MINUTE) for n in range(3)]
+    for run in runs:
+        backend.store.create_run(run, NOW)
+    assert backend.store.delete_job(job.id)
+
+    assert backend.store.page_runs(job.id, "alice", 10).items == runs[::-1]
+    assert backend.store.page_runs(job.id, "bob", 10) == Page([], None)
+    assert backend.store.page_runs(ids.new_job_id(), "alice", 10) == Page([], None)
+
+
+# --- Idempotency keys -----------------------------------------------------------------------
+
+STALE = timedelta(seconds=IDEMPOTENCY_STALE_SECONDS)
+
+
+def test_given_a_new_key_when_claimed_then_taken_and_a_second_claim_sees_it_unanswered(
+    backend: Backend,
+) -> None:
+    assert backend.store.claim_key("k1", "fp", NOW, NOW - STALE) is None
+
+    held = backend.store.claim_key("k1", "fp", NOW, NOW - STALE)
+
+    assert held == KeyRecord("fp", None, NOW)
+
+
+def test_given_an_answered_key_when_claimed_again_then_its_answer_and_fingerprint(
+    backend: Backend,
+) -> None:
+    backend.store.claim_key("k1", "fp", NOW, NOW - STALE)
+    backend.store.answer_key("k1", '{"id": "job_1"}' * 500)
+
+    later = NOW + timedelta(hours=1)
+    held = backend.store.claim_key("k1", "other", later, later - STALE)
+
+    assert held == KeyRecord("fp", '{"id": "job_1"}' * 500, NOW)
+
+
+def test_given_a_key_claimed_long_ago_and_never_answered_when_claimed_with_its_request_then_taken_over(
+    backend: Backend,
+) -> None:
+    backend.store.claim_key("k1", "fp", NOW, NOW - STALE)
+    later = NOW + 2 * STALE
+
+    assert backend.store.claim_key("k1", "other", later, later - STALE) == KeyRecord(
+        "fp", None, NOW
+    )
+    assert backend.store.claim_key("k1", "fp", later, later - STALE) is None
+    assert backend.store.claim_key("k1", "fp", later, later - STALE) == KeyRecord("fp", None, later)
+
+
+def test_given_a_released_or_expired_key_when_claimed_then_taken_afresh(backend: Backend) -> None:
+    backend.store.claim_key("k1", "fp", NOW, NOW - STALE)
+    backend.store.release_key("k1")
+    assert backend.store.claim_key("k1", "other", NOW, NOW - STALE) is None
+    backend.store.answer_key("k1", "{}")
+
+    expired = NOW + timedelta(seconds=IDEMPOTENCY_KEY_SECONDS)
+
+    assert backend.store.claim_key("k1", "fp", expired, expired - STALE) is None
+
+
+def test_given_a_key_item_in_the_jobs_table_when_read_as_a_job_then_there_is_none(
+    backend: Backend,
+) -> None:
+    backend.store.claim_key("k1", "fp", NOW, NOW - STALE)
+
+    assert backend.store.get_job("idem#k1") is None
+    assert backend.store.get_jobs(["idem#k1"]) == {}
+    assert backend.store.page_jobs("alice", 10) == Page([], None)

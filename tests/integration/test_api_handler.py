@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from chronoq import resources as r
 from chronoq.domain import ids
 
 from tests.integration.conftest import Harness
@@ -206,3 +207,193 @@ def test_given_too_many_fire_times_when_previewed_then_422_names_count(harness: 
 
     assert status == 422
     assert [e["field"] for e in body["errors"]] == ["count"]
+
+
+# --- pages ------------------------------------------------------------------------------------
+
+
+def listed(harness: Harness, path: str, user: str = "alice") -> tuple[int, dict[str, Any]]:
+    return harness.api(api_event("list_jobs", user=user, path=path))
+
+
+def every_page(harness: Harness, path: str, key: str, user: str = "alice") -> list[list[str]]:
+    """The ids on every page of a listing, following ``next_token`` to the end."""
+    status, page = listed(harness, path, user)
+    pages = [[item["id"] for item in page[key]]]
+    while "next_token" in page:
+        status, page = listed(harness, f"{path}&next_token={page['next_token']}", user)
+        assert status == 200
+        pages.append([item["id"] for item in page[key]])
+    return pages
+
+
+def test_given_five_jobs_when_listed_two_by_two_then_three_pages_hold_each_once_in_order(
+    harness: Harness,
+) -> None:
+    ids_ = [create(harness)[1]["id"] for _ in range(5)]
+    create(harness, user="bob")
+
+    assert every_page(harness, "/jobs?limit=2", "jobs") == [ids_[0:2], ids_[2:4], ids_[4:]]
+    assert every_page(harness, "/jobs?limit=100", "jobs") == [ids_]
+
+
+def test_given_paused_jobs_when_listed_by_state_then_only_those(harness: Harness) -> None:
+    ids_ = [create(harness)[1]["id"] for _ in range(3)]
+    harness.api(api_event("get_job", path=f"/jobs/{ids_[1]}/pause", method="POST"))
+
+    assert every_page(harness, "/jobs?state=PAUSED&limit=1", "jobs") == [[ids_[1]]]
+    assert every_page(harness, "/jobs?state=ACTIVE&limit=1", "jobs") == [[ids_[0]], [ids_[2]]]
+    status, body = listed(harness, "/jobs?state=SLEEPING")
+    assert (status, [e["field"] for e in body["errors"]]) == (422, ["state"])
+
+
+def test_given_alices_next_token_when_bob_or_a_forger_or_another_list_uses_it_then_4xx_naming_next_token(
+    harness: Harness,
+) -> None:
+    job = create(harness)[1]
+    for _ in range(2):
+        create(harness)
+    for _ in range(3):
+        create(harness, user="bob")
+    for _ in range(2):
+        harness.api(api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST"))
+    _, first = listed(harness, "/jobs?limit=1")
+    token = first["next_token"]
+    _, runs_page = listed(harness, f"/jobs/{job['id']}/runs?limit=1")
+    runs_token = runs_page["next_token"]
+    assert job["id"] not in token  # opaque
+    assert "alice" not in token
+    flipped = token[:10] + ("A" if token[10] != "A" else "B") + token[11:]
+
+    for user, path in [
+        ("bob", f"/jobs?limit=1&next_token={token}"),  # alice's token, bob's call
+        ("alice", f"/jobs?limit=1&next_token={flipped}"),  # altered
+        ("alice", "/jobs?next_token=eyJvd25lciI6ImJvYiJ9"),  # made up
+        ("alice", f"/jobs?limit=1&state=ACTIVE&next_token={token}"),  # other filters
+        ("alice", f"/jobs?next_token={runs_token}"),  # another list's
+        ("alice", f"/jobs/{job['id']}/runs?next_token={token}"),
+        ("alice", f"/jobs/{job['id']}/runs?status=FAILED&next_token={runs_token}"),
+    ]:
+        status, body = listed(harness, path, user)
+        assert status in (400, 422), (user, path)
+        assert "next_token" in json.dumps(body), (user, path)
+    # the token still serves its owner, for its list
+    status, second = listed(harness, f"/jobs?limit=1&next_token={token}")
+    assert status == 200
+    assert second["jobs"][0]["owner"] == "alice"
+
+
+def test_given_runs_when_listed_by_page_status_and_time_then_newest_first_each_once(
+    harness: Harness,
+) -> None:
+    job = create(harness)[1]
+    runs = [
+        harness.api(api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST"))[1]
+        for _ in range(3)
+    ]
+    newest_first = sorted((r["id"] for r in runs), reverse=True)
+    base = f"/jobs/{job['id']}/runs?limit=2"
+
+    assert every_page(harness, base, "runs") == [newest_first[:2], newest_first[2:]]
+    assert [
+        i for p in every_page(harness, f"{base}&status=scheduled,failed", "runs") for i in p
+    ] == (newest_first)
+    assert every_page(harness, f"{base}&status=SUCCEEDED", "runs") == [[]]
+    assert every_page(harness, f"{base}&until=2000-01-01T00:00:00Z", "runs") == [[]]
+    since = min(r["scheduled_at"] for r in runs)
+    assert len(every_page(harness, f"{base}&since={since}", "runs")[0]) == 2
+    status, body = listed(harness, f"{base}&status=DONE")
+    assert (status, [e["field"] for e in body["errors"]]) == (422, ["status"])
+    status, body = listed(harness, f"{base}&since=2030-01-01T00:00:00")  # no time zone
+    assert (status, [e["field"] for e in body["errors"]]) == (422, ["since"])
+
+
+def test_given_a_deleted_job_when_its_runs_are_listed_by_job_id_then_its_owner_sees_them_and_bob_none(
+    harness: Harness,
+) -> None:
+    job = create(harness)[1]
+    _, run = harness.api(api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST"))
+    assert harness.api(api_event("get_job", path=f"/jobs/{job['id']}", method="DELETE"))[0] == 204
+
+    assert listed(harness, f"/jobs/{job['id']}/runs")[0] == 404
+    status, page = listed(harness, f"/runs?job_id={job['id']}")
+    assert (status, [r["id"] for r in page["runs"]]) == (200, [run["id"]])
+    assert listed(harness, f"/runs?job_id={job['id']}", user="bob") == (200, {"runs": []})
+    assert listed(harness, "/runs?job_id=job_0123456789abcdef") == (200, {"runs": []})
+    assert listed(harness, "/runs")[0] == 422
+
+
+# --- idempotency keys -------------------------------------------------------------------------
+
+
+def posted(
+    harness: Harness, key: str | None, user: str = "alice", path: str | None = None, **body: object
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    event = api_event("create_at_job", user=user, path=path)
+    if body:
+        event["body"] = json.dumps({**json.loads(event["body"]), **body})
+    if path is not None:
+        event["body"] = None
+    if key is not None:
+        event["headers"]["Idempotency-Key"] = key
+    answer = harness.invoke(r.API_FUNCTION, event)
+    return answer["statusCode"], json.loads(answer["body"]), answer.get("headers") or {}
+
+
+def test_given_a_create_repeated_with_its_idempotency_key_then_one_job_and_the_same_answer(
+    harness: Harness,
+) -> None:
+    status, first, headers = posted(harness, "create-1")
+    again, second, replay_headers = posted(harness, "create-1")
+
+    assert (status, again) == (201, 201)
+    assert second == first
+    assert "Idempotent-Replayed" not in headers
+    assert replay_headers.get("Idempotent-Replayed") == "true"
+    assert [j["id"] for j in listed(harness, "/jobs")[1]["jobs"]] == [first["id"]]
+    # the key is alice's own: bob's same key creates bob's job
+    status, bobs, _ = posted(harness, "create-1", user="bob")
+    assert (status, bobs["owner"]) == (201, "bob")
+    assert bobs["id"] != first["id"]
+
+
+def test_given_an_idempotency_key_when_reused_with_another_body_then_409_and_nothing_created(
+    harness: Harness,
+) -> None:
+    posted(harness, "create-2")
+
+    status, body, _ = posted(harness, "create-2", name="another")
+
+    assert status == 409
+    assert "Idempotency-Key" in body["message"]
+    assert "another request" in body["message"]
+    assert len(listed(harness, "/jobs")[1]["jobs"]) == 1
+
+
+def test_given_a_trigger_repeated_with_its_idempotency_key_then_one_run(harness: Harness) -> None:
+    job = create(harness)[1]
+    path = f"/jobs/{job['id']}/trigger"
+
+    status, first, _ = posted(harness, "run-1", path=path)
+    again, second, _ = posted(harness, "run-1", path=path)
+    other, _, _ = posted(harness, "run-2", path=path)
+    reused, conflict, _ = posted(harness, "run-1")  # the same key on another route
+
+    assert (status, again, other, reused) == (202, 202, 202, 409)
+    assert second == first
+    assert "Idempotency-Key" in conflict["message"]
+    assert len(listed(harness, f"/jobs/{job['id']}/runs")[1]["runs"]) == 2
+
+
+def test_given_a_failing_request_with_an_idempotency_key_when_retried_fixed_then_it_runs(
+    harness: Harness,
+) -> None:
+    status, _, _ = posted(
+        harness, "create-3", schedule={"type": "at", "at": "2020-01-01T00:00:00Z"}
+    )
+    assert status == 422
+    # (a request refused before it was served keeps nothing: the key is free)
+    status, body, _ = posted(harness, "create-3")
+    assert status == 201
+    status, body, _ = posted(harness, "x" * 300)
+    assert (status, body["errors"][0]["field"]) == (422, "Idempotency-Key")

@@ -25,8 +25,10 @@ from chronoq.settings import (
 from chronoq.usecases.attempts import ContainerSettings, Runner
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
+from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
@@ -38,6 +40,7 @@ class Api:
 
     jobs: JobOperations
     runs: RunOperations
+    idempotency: Idempotency
     #: The deployment's master secret, which each owner's webhook signing secret derives
     #: from (read on first use).
     master_secret: Callable[[], str]
@@ -64,6 +67,7 @@ def api(settings: ApiSettings) -> Api:
         else settings.output_buckets | {settings.output_bucket}
     )
     modules = settings.task_modules
+    master_secret = cache(lambda: secret_value(settings.signing_secret_arn))
     return Api(
         jobs=JobOperations(
             store=store,
@@ -71,14 +75,17 @@ def api(settings: ApiSettings) -> Api:
             clock=utc_now,
             output_buckets=output_buckets,
             is_task=lambda name: tasks.lookup(name, modules) is not None,
+            pages=PageTokens(master_secret),
         ),
         runs=RunOperations(
             store=store,
             artifacts=artifacts,
             canceller=Canceller(store, executor, utc_now),
             clock=utc_now,
+            pages=PageTokens(master_secret),
         ),
-        master_secret=cache(lambda: secret_value(settings.signing_secret_arn)),
+        idempotency=Idempotency(store, utc_now),
+        master_secret=master_secret,
     )
 
 

@@ -47,6 +47,18 @@ MAX_CONTAINER_TIMEOUT_SECONDS = 24 * 3600
 #: How long dispatched schedule items and finished runs are kept (TTL), in seconds.
 SCHEDULE_RETENTION_SECONDS = 2 * 24 * 3600
 RUN_RETENTION_SECONDS = 90 * 24 * 3600
+#: Listings (GET /jobs, GET /jobs/{id}/runs, GET /runs): items per page by default and at
+#: most, and the most items a store looks at for one page (a filter that keeps few of them
+#: answers a short page, with a next_token, rather than reading on without bound).
+DEFAULT_PAGE_LIMIT = 50
+MAX_PAGE_LIMIT = 100
+PAGE_SCAN_LIMIT = 1000
+#: How long an Idempotency-Key is remembered (TTL of its item in the jobs table), and after
+#: how long a key whose request never answered (its function died) may be taken again.
+IDEMPOTENCY_KEY_SECONDS = 24 * 3600
+IDEMPOTENCY_STALE_SECONDS = 60
+#: Longest Idempotency-Key accepted.
+MAX_IDEMPOTENCY_KEY_CHARS = 255
 #: How many minutes ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap).
 #: The rule ticks at the start of each minute (a cron rule), so each minute is dispatched
 #: about a minute before it starts.
@@ -186,6 +198,9 @@ JOBS_TABLE = Table(
     id="Jobs",
     env=ENV_JOBS_TABLE,
     partition_key="job_id",
+    # Idempotency keys live here too (``idem#...`` items, no owner: outside the index) and
+    # expire; jobs never carry the attribute.
+    ttl_attribute="expires_at",
     # Keys only: a job is written on every run (claimed, released, moved on), and an index
     # projecting all would be written each time too; listing fetches the jobs by key instead.
     indexes=(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import time
+import zlib
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from chronoq import resources as r
 from chronoq.aws import codecs
@@ -17,12 +18,14 @@ from chronoq.domain import ids
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.domain.time import format_instant
-from chronoq.usecases.ports import Claim
+from chronoq.usecases.ports import Claim, KeyRecord, Page, Position, RunFilter
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CHECKPOINT_BUCKET = "checkpoint"
+#: Prefix of the jobs table's idempotency key items (never a job id: those are ``job_...``).
+_KEY_PREFIX = "idem#"
 
 
 def _packs(
@@ -68,7 +71,8 @@ class DynamoStore:
         item = self._db.get_item(
             TableName=self._jobs, Key=_dump({"job_id": job_id}), ConsistentRead=True
         ).get("Item")
-        return codecs.job_from_item(item) if item else None
+        # (an idempotency key's item is no job)
+        return codecs.job_from_item(item) if item and "spec" in item else None
 
     def list_jobs(self, owner: str) -> list[Job]:
         """The owner's jobs, in the owner index's order (oldest first). The index holds keys
@@ -110,12 +114,62 @@ class DynamoStore:
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):
-                    job = codecs.job_from_item(item)
-                    found[job.id] = job
+                    if "spec" in item:  # (an idempotency key's item is no job)
+                        job = codecs.job_from_item(item)
+                        found[job.id] = job
                 request = dict(answer.get("UnprocessedKeys") or {})
                 if request:
                     time.sleep(0.05)
         return found
+
+    def page_jobs(
+        self,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        keep: Callable[[Job], bool] | None = None,
+    ) -> Page[Job]:
+        """A page of the owner's jobs in the owner index's order (``created_at``, oldest
+        first): keys from the index (KEYS_ONLY), jobs by BatchGetItem, eventually consistent
+        as the index is. Unfiltered, only the jobs of the page are read (the index is asked
+        for one key more, to know whether a page follows); filtered, keys are read a page
+        and one at a time, up to PAGE_SCAN_LIMIT. A position is (``created_at``, job id)."""
+        start = (
+            _dump({"owner": owner, "created_at": after[0], "job_id": after[1]}) if after else None
+        )
+        found: list[Job] = []
+        last: Position | None = None
+        looked = 0
+        while True:
+            query: dict[str, Any] = {
+                "TableName": self._jobs,
+                "IndexName": r.JOBS_BY_OWNER_INDEX,
+                "KeyConditionExpression": "#o = :o",
+                "ExpressionAttributeNames": {"#o": "owner"},
+                "ExpressionAttributeValues": _dump({":o": owner}),
+                "Limit": (limit if keep else limit - len(found)) + 1,
+            }
+            if start:
+                query["ExclusiveStartKey"] = start
+            answer = self._db.query(**query)
+            keys = [_load(i) for i in answer["Items"]]
+            needed = keys if keep else keys[: limit - len(found)]
+            jobs = self.get_jobs([k["job_id"] for k in needed]) if needed else {}
+            fetched = {k["job_id"] for k in needed}
+            for key in keys:
+                # (a key not fetched is past an unfiltered page's end: a page follows)
+                if looked == r.PAGE_SCAN_LIMIT or key["job_id"] not in fetched:
+                    return Page(found, last)
+                job = jobs.get(key["job_id"])
+                if job is not None and job.owner == owner and (keep is None or keep(job)):
+                    if len(found) == limit:
+                        return Page(found, last)  # one more is there: a page follows
+                    found.append(job)
+                looked += 1
+                last = (key["created_at"], key["job_id"])
+            start = answer.get("LastEvaluatedKey")
+            if not start:
+                return Page(found, None)
 
     def save_job(self, job: Job, expected_version: int) -> bool:
         """Write a changed job (spec, state, schedule position, version) unless its version
@@ -502,6 +556,115 @@ class DynamoStore:
             ConsistentRead=True,
         ).get("Item")
         return codecs.run_from_item(item) if item else None
+
+    def page_runs(
+        self,
+        job_id: str,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        where: RunFilter | None = None,
+    ) -> Page[Run]:
+        """A page of a job's runs, newest first: a key-range query of its partition, the time
+        range narrowing the range of run ids (they begin with their scheduled second), the
+        rest of the filter applied to what it reads, up to PAGE_SCAN_LIMIT runs. The runs of
+        a job all carry its owner: a run of another owner ends the listing. A position is
+        (run id,)."""
+        where = where or RunFilter()
+        prefix = f"{job_id}_"
+        low = prefix + (ids.run_stamp(where.since) if where.since else "")
+        high = prefix + (ids.run_stamp(where.until) if where.until else "") + "~"
+        found: list[Run] = []
+        last: Position | None = None
+        looked = 0
+        start = codecs.run_key(job_id, after[0]) if after else None
+        while True:
+            query: dict[str, Any] = {
+                "TableName": self._runs,
+                "KeyConditionExpression": "job_id = :j AND run_id BETWEEN :low AND :high",
+                "ExpressionAttributeValues": _dump({":j": job_id, ":low": low, ":high": high}),
+                "ScanIndexForward": False,
+                "Limit": limit + 1 if where != RunFilter() else limit - len(found) + 1,
+            }
+            if start:
+                query["ExclusiveStartKey"] = start
+            answer = self._db.query(**query)
+            for item in answer["Items"]:
+                if looked == r.PAGE_SCAN_LIMIT:
+                    return Page(found, last)
+                run = codecs.run_from_item(item)
+                if run.owner != owner:
+                    return Page(found, None)
+                if where.matches(run):
+                    if len(found) == limit:
+                        return Page(found, last)  # one more is there: a page follows
+                    found.append(run)
+                looked += 1
+                last = (run.id,)
+            start = answer.get("LastEvaluatedKey")
+            if not start:
+                return Page(found, None)
+
+    # --- idempotency keys -----------------------------------------------------------------
+
+    def claim_key(
+        self, key: str, fingerprint: str, now: datetime, stale: datetime
+    ) -> KeyRecord | None:
+        """One conditional PutItem: taken unless the key is held, unexpired (TTL deletes
+        late), and answered or recently claimed or of another fingerprint. Refused, the
+        write answers the record that holds the key (no read of its own)."""
+        item = {
+            "job_id": _KEY_PREFIX + key,
+            "fingerprint": fingerprint,
+            "claimed_at": codecs.millis(now),
+            "expires_at": int(now.timestamp()) + r.IDEMPOTENCY_KEY_SECONDS,
+        }
+        try:
+            self._db.put_item(
+                TableName=self._jobs,
+                Item=_dump(item),
+                ConditionExpression=(
+                    "attribute_not_exists(job_id) OR expires_at <= :now OR "
+                    "(attribute_not_exists(answer) AND claimed_at < :stale "
+                    "AND fingerprint = :fingerprint)"
+                ),
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":now": int(now.timestamp()),
+                        ":stale": codecs.millis(stale),
+                        ":fingerprint": fingerprint,
+                    }
+                ),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except self._db.exceptions.ConditionalCheckFailedException as refused:
+            given = cast("dict[str, Any]", refused.response).get("Item")
+            held = given or self._db.get_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": _KEY_PREFIX + key}),
+                ConsistentRead=True,
+            ).get("Item", {})
+            data = _load(held)
+            answer = data.get("answer")
+            return KeyRecord(
+                fingerprint=str(data.get("fingerprint", "")),
+                answer=zlib.decompress(bytes(answer.value)).decode() if answer else None,
+                claimed_at=datetime.fromtimestamp(int(data.get("claimed_at", 0)) / 1000, UTC),
+            )
+        return None
+
+    def answer_key(self, key: str, answer: str) -> None:
+        """Keep the answer, compressed (JSON of a job compresses several times over: fewer
+        write units)."""
+        self._db.update_item(
+            TableName=self._jobs,
+            Key=_dump({"job_id": _KEY_PREFIX + key}),
+            UpdateExpression="SET answer = :answer",
+            ExpressionAttributeValues=_dump({":answer": zlib.compress(answer.encode())}),
+        )
+
+    def release_key(self, key: str) -> None:
+        self._db.delete_item(TableName=self._jobs, Key=_dump({"job_id": _KEY_PREFIX + key}))
 
     def list_runs(self, job_id: str, limit: int) -> list[Run]:
         """The newest ``limit`` runs of a job, newest first."""

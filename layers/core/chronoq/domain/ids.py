@@ -14,13 +14,18 @@ def new_job_id() -> str:
     return "job_" + secrets.token_hex(8)
 
 
+def run_stamp(at: datetime) -> str:
+    """The time part of a run id: ``at``'s second, in UTC (what run ids sort by)."""
+    return at.astimezone(UTC).strftime(_RUN_STAMP)
+
+
 def run_id(job_id: str, scheduled_at: datetime, generation: int = 1) -> str:
     """The id of the run of ``job_id`` scheduled at ``scheduled_at`` by the job's schedule
     ``generation``: the same inputs always give the same id, so writing or dispatching an
     occurrence twice is harmless, while the same instant planned again after a change of
     the job (a new generation) is another run, never confused with one dispatched before
     the change. Ids of one job sort by time."""
-    stamp = f"{job_id}_{scheduled_at.astimezone(UTC).strftime(_RUN_STAMP)}"
+    stamp = f"{job_id}_{run_stamp(scheduled_at)}"
     return stamp if generation == 1 else f"{stamp}-g{generation}"
 
 

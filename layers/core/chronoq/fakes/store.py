@@ -3,15 +3,37 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
-from chronoq.usecases.ports import Claim
+from chronoq.domain.time import format_instant
+from chronoq.usecases.ports import Claim, KeyRecord, Page, Position, RunFilter
+
+T = TypeVar("T")
+
+
+def _page(
+    candidates: Sequence[tuple[Position, T]], limit: int, keep: Callable[[T], bool]
+) -> Page[T]:
+    """A store's paging over items in listing order, each with its position: up to
+    ``limit`` kept ones, looking at PAGE_SCAN_LIMIT items at most."""
+    found: list[T] = []
+    last: Position | None = None
+    for looked, (position, item) in enumerate(candidates):
+        if looked == r.PAGE_SCAN_LIMIT:
+            return Page(found, last)
+        if keep(item):
+            if len(found) == limit:
+                return Page(found, last)
+            found.append(item)
+        last = position
+    return Page(found, None)
 
 
 @dataclass
@@ -26,6 +48,8 @@ class FakeStore:
     within: dict[int, tuple[datetime, str]] = field(default_factory=dict)
     #: run id -> when it was last claimed
     claims: dict[str, datetime] = field(default_factory=dict)
+    #: idempotency key -> (record, when it expires)
+    keys: dict[str, tuple[KeyRecord, datetime]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- jobs -------------------------------------------------------------------------------
@@ -47,6 +71,21 @@ class FakeStore:
         return sorted(
             (j for j in self.jobs.values() if j.owner == owner), key=lambda j: j.created_at
         )
+
+    def page_jobs(
+        self,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        keep: Callable[[Job], bool] | None = None,
+    ) -> Page[Job]:
+        ordered = sorted(
+            ((format_instant(j.created_at), j.id), j)
+            for j in self.jobs.values()
+            if j.owner == owner
+        )
+        candidates = [(p, j) for p, j in ordered if after is None or p > after]
+        return _page(candidates, limit, keep or (lambda _: True))
 
     def save_job(self, job: Job, expected_version: int) -> bool:
         with self._lock:
@@ -127,6 +166,24 @@ class FakeStore:
         mine = sorted((r for (j, _), r in self.runs.items() if j == job_id), key=lambda r: r.id)
         return mine[::-1][:limit]
 
+    def page_runs(
+        self,
+        job_id: str,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        where: RunFilter | None = None,
+    ) -> Page[Run]:
+        newest_first = sorted(
+            (run for (j, _), run in self.runs.items() if j == job_id and run.owner == owner),
+            key=lambda run: run.id,
+            reverse=True,
+        )
+        candidates = [
+            ((run.id,), run) for run in newest_first if after is None or (run.id,) < after
+        ]
+        return _page(candidates, limit, (where or RunFilter()).matches)
+
     def end_run(
         self,
         run: Run,
@@ -172,6 +229,31 @@ class FakeStore:
         with self._lock:
             kept = self.runs[(job_id, run_id)]
             self.runs[(job_id, run_id)] = kept.model_copy(update=changes)
+
+    # --- idempotency keys -------------------------------------------------------------------
+
+    def claim_key(
+        self, key: str, fingerprint: str, now: datetime, stale: datetime
+    ) -> KeyRecord | None:
+        with self._lock:
+            kept = self.keys.get(key)
+            if kept is not None:
+                record, expires = kept
+                lapsed = record.answer is None and record.claimed_at < stale
+                if expires > now and not (lapsed and record.fingerprint == fingerprint):
+                    return record
+            expires = now + timedelta(seconds=r.IDEMPOTENCY_KEY_SECONDS)
+            self.keys[key] = (KeyRecord(fingerprint, None, now), expires)
+            return None
+
+    def answer_key(self, key: str, answer: str) -> None:
+        with self._lock:
+            record, expires = self.keys[key]
+            self.keys[key] = (KeyRecord(record.fingerprint, answer, record.claimed_at), expires)
+
+    def release_key(self, key: str) -> None:
+        with self._lock:
+            self.keys.pop(key, None)
 
     # --- schedule ---------------------------------------------------------------------------
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
@@ -14,6 +15,7 @@ from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, next_fire
 from chronoq.domain.targets import PythonTarget, split_location
 from chronoq.domain.time import utc_second
+from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
@@ -29,6 +31,7 @@ class JobOperations:
     #: Buckets a job's output_location may name (the runner may write there); None: any.
     output_buckets: frozenset[str] | None
     is_task: TaskCheck
+    pages: PageTokens
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         self._check(spec)
@@ -72,6 +75,23 @@ class JobOperations:
             (job.as_of(now) for job in self.store.list_jobs(owner)),
             key=lambda j: (j.created_at, j.id),
         )
+
+    def page_jobs(
+        self,
+        owner: str,
+        limit: int = r.DEFAULT_PAGE_LIMIT,
+        next_token: str | None = None,
+        state: JobState | None = None,
+    ) -> Listing[Job]:
+        """A page of the owner's jobs, in order of creation, as of now; ``state``: only the
+        jobs in that state now (a one-time job whose run has fired is COMPLETED)."""
+        listing = f"jobs?state={state.value if state else ''}"
+        after = self.pages.open(owner, listing, next_token)
+        now = self.clock()
+        keep = None if state is None else (lambda job: job.as_of(now).state is state)
+        page = self.store.page_jobs(owner, limit, after, keep)
+        page = replace(page, items=[job.as_of(now) for job in page.items])
+        return self.pages.listing(owner, listing, page)
 
     def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
         """Change a job. A new schedule or priority replaces the pending occurrence by the

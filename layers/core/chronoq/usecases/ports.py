@@ -5,8 +5,9 @@ tests/contract."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
@@ -23,6 +24,47 @@ Sleep = Callable[[float], None]
 #: is no longer as read: read it again and decide afresh).
 Claim = Literal["claimed", "held", "taken", "job_changed"]
 
+T = TypeVar("T")
+#: Where a listing resumes: the store's own keys of the last item it looked at.
+Position = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a listing. ``after`` is where the next page starts (None: nothing more).
+    A page may hold fewer items than asked for, even none, and still have a next one: a
+    store looks at a bounded number of items per page (``PAGE_SCAN_LIMIT``)."""
+
+    items: list[T]
+    after: Position | None = None
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing keeps: any of ``statuses`` (None: all), scheduled at or after
+    ``since`` and before ``until``."""
+
+    statuses: frozenset[RunStatus] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def matches(self, run: Run) -> bool:
+        return (
+            (self.statuses is None or run.status in self.statuses)
+            and (self.since is None or run.scheduled_at >= self.since)
+            and (self.until is None or run.scheduled_at < self.until)
+        )
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """An idempotency key as stored: the fingerprint of the request it was first used
+    with, and that request's answer once it has one (None: still being served)."""
+
+    fingerprint: str
+    answer: str | None
+    claimed_at: datetime
+
 
 class JobStore(Protocol):
     """The jobs table."""
@@ -38,6 +80,17 @@ class JobStore(Protocol):
 
     def list_jobs(self, owner: str) -> list[Job]:
         """The owner's jobs, oldest (``created_at``) first."""
+        ...
+
+    def page_jobs(
+        self,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        keep: Callable[[Job], bool] | None = None,
+    ) -> Page[Job]:
+        """Up to ``limit`` of the owner's jobs that ``keep`` keeps, oldest first, from
+        ``after`` (a page's ``after``) on."""
         ...
 
     def save_job(self, job: Job, expected_version: int) -> bool:
@@ -70,6 +123,19 @@ class RunStore(Protocol):
 
     def list_runs(self, job_id: str, limit: int) -> list[Run]:
         """The newest ``limit`` runs, newest first."""
+        ...
+
+    def page_runs(
+        self,
+        job_id: str,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        where: RunFilter | None = None,
+    ) -> Page[Run]:
+        """Up to ``limit`` runs of the job that belong to ``owner`` and match ``where``,
+        newest first, from ``after`` (a page's ``after``) on. Runs outlive their job (until
+        they expire): they carry their owner, the same for every run of a job."""
         ...
 
     def end_run(
@@ -148,11 +214,31 @@ class ScheduleStore(Protocol):
         ...
 
 
+class KeyStore(Protocol):
+    """Idempotency keys, kept in the jobs table until they expire."""
+
+    def claim_key(
+        self, key: str, fingerprint: str, now: datetime, stale: datetime
+    ) -> KeyRecord | None:
+        """Take ``key`` for a request of ``fingerprint``: None when taken (it was unknown,
+        expired, or held unanswered since before ``stale`` for the same fingerprint); else
+        the record that holds it. It expires IDEMPOTENCY_KEY_SECONDS after ``now``."""
+        ...
+
+    def answer_key(self, key: str, answer: str) -> None:
+        """Keep the answer of the request that took ``key``."""
+        ...
+
+    def release_key(self, key: str) -> None:
+        """Forget ``key`` (its request failed: the next one with it runs afresh)."""
+        ...
+
+
 class JobRunStore(JobStore, RunStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
 
 
-class Store(JobStore, RunStore, ScheduleStore, Protocol):
+class Store(JobStore, RunStore, ScheduleStore, KeyStore, Protocol):
     """All three tables (what the API and the dispatcher use)."""
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
+from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.errors import Conflict, NotFound
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.time import format_instant
 from chronoq.usecases.cancel import Canceller
-from chronoq.usecases.ports import Artifacts, Clock, Store
+from chronoq.usecases.pages import Listing, PageTokens
+from chronoq.usecases.ports import Artifacts, Clock, RunFilter, Store
 
 
 @dataclass
@@ -17,6 +21,7 @@ class RunOperations:
     artifacts: Artifacts
     canceller: Canceller
     clock: Clock
+    pages: PageTokens
 
     def _job_of(self, owner: str, job_id: str) -> None:
         job = self.store.get_job(job_id)
@@ -26,6 +31,43 @@ class RunOperations:
     def list_runs(self, owner: str, job_id: str, limit: int = 50) -> list[Run]:
         self._job_of(owner, job_id)
         return self.store.list_runs(job_id, limit)
+
+    def page_job_runs(
+        self,
+        owner: str,
+        job_id: str,
+        limit: int = r.DEFAULT_PAGE_LIMIT,
+        next_token: str | None = None,
+        where: RunFilter | None = None,
+    ) -> Listing[Run]:
+        """A page of the runs of one of the owner's jobs, newest first (404 for a job that is
+        not theirs, or gone)."""
+        self._job_of(owner, job_id)
+        return self.page_runs(owner, job_id, limit, next_token, where)
+
+    def page_runs(
+        self,
+        owner: str,
+        job_id: str,
+        limit: int = r.DEFAULT_PAGE_LIMIT,
+        next_token: str | None = None,
+        where: RunFilter | None = None,
+    ) -> Listing[Run]:
+        """A page of the owner's runs of ``job_id``, newest first, whether the job still
+        exists or not (its runs are kept until they expire). Runs of another owner's job, or
+        of no job, are none."""
+        where = where or RunFilter()
+        listing = "runs:" + "&".join(
+            [
+                job_id,
+                ",".join(sorted(where.statuses or ())),
+                format_instant(where.since) if where.since else "",
+                format_instant(where.until) if where.until else "",
+            ]
+        )
+        after = self.pages.open(owner, listing, next_token)
+        page = self.store.page_runs(job_id, owner, limit, after, where)
+        return self.pages.listing(owner, listing, page)
 
     def get_run(self, owner: str, run_id: str) -> Run:
         try:
@@ -66,3 +108,18 @@ class RunOperations:
                 return cancelled
             run = cancelled
         raise Conflict(f"run {run_id} is already {run.status.value}")
+
+
+def run_filter(
+    status: str | None, since: datetime | None = None, until: datetime | None = None
+) -> RunFilter:
+    """The filter of a runs listing from its query: ``status`` is one status or several,
+    comma-separated."""
+    statuses = None
+    if status is not None:
+        try:
+            statuses = frozenset(RunStatus(s.strip().upper()) for s in status.split(","))
+        except ValueError:
+            known = ", ".join(s.value for s in RunStatus)
+            raise InvalidRequest("status", f"must be statuses among {known}") from None
+    return RunFilter(statuses=statuses, since=since, until=until)
