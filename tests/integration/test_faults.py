@@ -369,6 +369,19 @@ def after_the_lease(harness: Harness) -> RunStarter:
     return harness.wiring(later).starter
 
 
+def copies_once_it_ended_never_run_it(
+    harness: Harness, ledger: Ledger, message: RunMessage, concurrency: str
+) -> None:
+    """Once the run has ended, SQS delivers it again, and again after the claim's lease: it
+    does not run again (forbid: the worker reads the claimed run, and finds it ended)."""
+    ledger.wait_ended([message.run_id])
+    assert deliver(harness, message) == []
+    again = after_the_lease(harness).start_run(message)
+    if concurrency == "forbid":
+        assert again == "duplicate"
+    ledger.assert_each_ran_once([message.run_id])
+
+
 def sent(harness: Harness, *faults: Fault) -> list[RunMessage]:
     """Every run message SQS took, in order (the batches faults refused left out)."""
     refused = [
@@ -527,12 +540,7 @@ def test_given_a_start_that_step_functions_took_when_its_answer_is_lost_then_the
 
     assert len(fault.failed) == 1
     assert executions(harness) == [message.run_id]  # it did start
-    ledger.wait_ended([message.run_id])
-    assert deliver(harness, message) == []
-    again = after_the_lease(harness).start_run(message)
-    if concurrency == "forbid":  # the worker reads the claimed run, and finds it ended
-        assert again == "duplicate"
-    ledger.assert_each_ran_once([message.run_id])
+    copies_once_it_ended_never_run_it(harness, ledger, message, concurrency)
 
 
 @pytest.mark.parametrize(
@@ -580,12 +588,7 @@ def test_given_a_worker_that_started_a_run_when_it_dies_before_acknowledging_the
     # still holds, handed back, or already RUNNING, dropped; allow on EXPRESS: maybe started
     # again, an execution that ends at its first write), and again once it has ended.
     assert deliver(harness, message) in (["m0"], [])
-    ledger.wait_ended([message.run_id])
-    assert deliver(harness, message) == []
-    again = after_the_lease(harness).start_run(message)
-    if concurrency == "forbid":
-        assert again == "duplicate"
-    ledger.assert_each_ran_once([message.run_id])
+    copies_once_it_ended_never_run_it(harness, ledger, message, concurrency)
 
 
 @pytest.mark.parametrize("concurrency", ["allow", "forbid"])

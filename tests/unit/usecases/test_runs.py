@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import timedelta
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 from chronoq import resources as r
 from chronoq.domain.errors import Conflict, NotFound
+from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Run, RunStatus, log_line
 from chronoq.domain.time import format_instant
-from chronoq.execution.contract import AttemptRequest
+from chronoq.execution.contract import AttemptRequest, AttemptResult
 from chronoq.usecases.attempts import ContainerSettings, Runner
 
 from tests.builders import OWNER, Fakes, job_spec
@@ -315,13 +316,9 @@ def no_client() -> NoReturn:
     raise AssertionError("a python target needs no AWS client")
 
 
-def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_then_the_output_and_log_are_served_whole(
-    fakes: Fakes,
-) -> None:
-    big = "y" * (r.INLINE_BYTES + 1)
-    job, run = started_run(
-        fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {"big": big}}
-    )
+def attempt_on_the_runner(fakes: Fakes, job: Job, run: Run, **extra: Any) -> AttemptResult:
+    """The run's first attempt, as the runner function makes it (a python target: no AWS
+    client)."""
     runner = Runner(
         artifacts=fakes.artifacts,
         lambda_client=no_client,
@@ -329,16 +326,26 @@ def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_the
         logs_client=no_client,
         containers=ContainerSettings("logs", "execution-role", "task-role"),
     )
-
-    result = runner.attempt(
+    return runner.attempt(
         AttemptRequest(
             job_id=job.id,
             run_id=run.id,
             scheduled_at=format_instant(run.scheduled_at),
             timeout_seconds=30,
             target=job.target,
+            **extra,
         )
     )
+
+
+def test_given_a_python_task_with_a_large_output_when_the_runner_attempts_it_then_the_output_and_log_are_served_whole(
+    fakes: Fakes,
+) -> None:
+    big = "y" * (r.INLINE_BYTES + 1)
+    job, run = started_run(
+        fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {"big": big}}
+    )
+    result = attempt_on_the_runner(fakes, job, run)
     # the state machine records the outcome, and with it the attempt's log lines
     finish(fakes, run, RunStatus.SUCCEEDED, output_location=result.output_location)
     fakes.artifacts.keep_logs(job.id, run.id, result.lines(), result.objects())
@@ -360,24 +367,7 @@ def test_given_a_succeeding_attempt_when_the_runner_runs_it_then_its_log_lines_a
     job, run = due_job(fakes, target={"type": "python", "task": "chronoq.tasks:echo", "args": {}})
     assert fakes.starter.start_run(message(fakes, run)) == "started"
     assert mark_running(fakes, run)
-    runner = Runner(
-        artifacts=fakes.artifacts,
-        lambda_client=no_client,
-        ecs_client=no_client,
-        logs_client=no_client,
-        containers=ContainerSettings("logs", "execution-role", "task-role"),
-    )
-
-    result = runner.attempt(
-        AttemptRequest(
-            job_id=job.id,
-            run_id=run.id,
-            scheduled_at=format_instant(run.scheduled_at),
-            timeout_seconds=30,
-            target=job.target,
-            logs_with_outcome=express,
-        )
-    )
+    result = attempt_on_the_runner(fakes, job, run, logs_with_outcome=express)
 
     kept_by_the_runner = fakes.artifacts.read_logs(job.id, run.id)
     if express:

@@ -88,19 +88,7 @@ class DynamoStore:
             ExpressionAttributeValues=_dump({":o": owner}),
         )
         job_ids = list(dict.fromkeys(_load(i)["job_id"] for page in pages for i in page["Items"]))
-        found: dict[str, Job] = {}
-        for chunk in _chunks(job_ids, 100):
-            request: dict[str, Any] = {self._jobs: {"Keys": [_dump({"job_id": j}) for j in chunk]}}
-            pause = 0.05
-            while request:
-                answer = self._db.batch_get_item(RequestItems=request)
-                for item in answer["Responses"].get(self._jobs, []):
-                    job = codecs.job_from_item(item)
-                    found[job.id] = job
-                request = dict(answer.get("UnprocessedKeys") or {})
-                if request:
-                    time.sleep(pause)
-                    pause = min(pause * 2, 1.0)
+        found = self.get_jobs(job_ids)
         return [found[j] for j in job_ids if j in found and found[j].owner == owner]
 
     def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
@@ -111,6 +99,7 @@ class DynamoStore:
         for chunk in _chunks(sorted(set(job_ids)), 100):
             keys = [_dump({"job_id": j}) for j in chunk]
             request: dict[str, Any] = {self._jobs: {"Keys": keys, "ConsistentRead": consistent}}
+            pause = 0.05
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):
@@ -118,8 +107,9 @@ class DynamoStore:
                         job = codecs.job_from_item(item)
                         found[job.id] = job
                 request = dict(answer.get("UnprocessedKeys") or {})
-                if request:
-                    time.sleep(0.05)
+                if request:  # throttled: back off, doubling the pause up to a second
+                    time.sleep(pause)
+                    pause = min(pause * 2, 1.0)
         return found
 
     def page_jobs(
@@ -265,18 +255,14 @@ class DynamoStore:
         )
 
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
-        """Every occurrence due in ``minute`` on ``shard``, by due time: one key-range query
-        (more pages only for a bucket over 1 MB)."""
-        pages = self._db.get_paginator("query").paginate(
-            TableName=self._schedule,
-            KeyConditionExpression="#b = :b",
-            ExpressionAttributeNames={"#b": "bucket"},
-            ExpressionAttributeValues=_dump({":b": ids.bucket(minute, shard)}),
-        )
-        found = [
-            o for page in pages for i in page["Items"] for o in codecs.occurrences_from_item(i)
-        ]
-        return sorted(found, key=lambda o: (o.scheduled_at, o.run_id))
+        """Every occurrence due in ``minute`` on ``shard``, by due time (page after page)."""
+        found: list[Occurrence] = []
+        after: str | None = None
+        while True:
+            page, after = self.occurrence_page(minute, shard, after, r.DISPATCH_PAGE_ITEMS)
+            found += page
+            if after is None:
+                return sorted(found, key=lambda o: (o.scheduled_at, o.run_id))
 
     # Each shard's checkpoint item holds two minutes: ``opened``, the last minute whose
     # dispatch has begun, and ``minute``, the last one dispatched completely. The dispatcher
@@ -285,21 +271,27 @@ class DynamoStore:
     # the minute opened and sends the occurrence itself. ``minute`` is where a dispatcher
     # resumes after a crash or an outage.
 
-    def checkpoints(self, shards: int) -> dict[int, datetime | None]:
-        """The last minute dispatched completely on each shard (None: never dispatched)."""
-        found: dict[int, datetime | None] = dict.fromkeys(range(shards))
+    def dispatch_marks(
+        self, shards: int
+    ) -> tuple[dict[int, datetime | None], dict[int, tuple[datetime, str]]]:
+        """Each shard's last minute dispatched completely, and how far into the next one it
+        got (see advance_within): one batch read of the checkpoint items."""
+        done: dict[int, datetime | None] = dict.fromkeys(range(shards))
+        within: dict[int, tuple[datetime, str]] = {}
         for shard, data in self._checkpoint_items(shards).items():
             if "minute" in data:
-                found[shard] = ids.minute_of_bucket(data["minute"])
-        return found
+                done[shard] = ids.minute_of_bucket(data["minute"])
+            if "within" in data and "after" in data:
+                within[shard] = (ids.minute_of_bucket(data["within"]), data["after"])
+        return done, within
+
+    def checkpoints(self, shards: int) -> dict[int, datetime | None]:
+        """The last minute dispatched completely on each shard (None: never dispatched)."""
+        return self.dispatch_marks(shards)[0]
 
     def progress(self, shards: int) -> dict[int, tuple[datetime, str]]:
         """How far into a minute each shard got (see advance_within)."""
-        return {
-            shard: (ids.minute_of_bucket(data["within"]), data["after"])
-            for shard, data in self._checkpoint_items(shards).items()
-            if "within" in data and "after" in data
-        }
+        return self.dispatch_marks(shards)[1]
 
     def advance_within(self, shard: int, minute: datetime, after: str) -> None:
         """Record the items of ``minute`` up to key ``after`` as dispatched on ``shard``."""

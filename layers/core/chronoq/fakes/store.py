@@ -271,6 +271,7 @@ class FakeStore:
                 self.schedule.setdefault(bucket, {})[due] = o
 
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
+        """Every occurrence due in ``minute`` on ``shard``, by due time."""
         items = self.schedule.get(ids.bucket(minute, shard), {})
         return [items[due] for due in sorted(items)]
 
@@ -280,6 +281,11 @@ class FakeStore:
         items = self.schedule.get(ids.bucket(minute, shard), {})
         keys = [due for due in sorted(items) if after is None or due > after][:limit]
         return [items[due] for due in keys], (keys[-1] if len(keys) == limit else None)
+
+    def dispatch_marks(
+        self, shards: int
+    ) -> tuple[dict[int, datetime | None], dict[int, tuple[datetime, str]]]:
+        return self.checkpoints(shards), self.progress(shards)
 
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
         return {s: self.marks.get(s, {}).get("minute") for s in range(shards)}

@@ -49,8 +49,7 @@ class Dispatcher:
         now = self.clock()
         last = ids.minute_of(now) + timedelta(minutes=r.DISPATCH_LOOKAHEAD_MINUTES)
         mine = list(range(self.shards)) if shards is None else list(shards)
-        checkpoints = self.store.checkpoints(self.shards)
-        progress = self.store.progress(self.shards)
+        checkpoints, progress = self.store.dispatch_marks(self.shards)
         report = DispatchReport()
 
         def out_of_time() -> bool:

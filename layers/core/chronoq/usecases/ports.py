@@ -175,10 +175,6 @@ class ScheduleStore(Protocol):
         by bucket; written again under the same name, the same items."""
         ...
 
-    def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
-        """Every occurrence due in ``minute`` on ``shard``, by due time."""
-        ...
-
     def occurrence_page(
         self, minute: datetime, shard: int, after: str | None, limit: int
     ) -> tuple[list[Occurrence], str | None]:
@@ -187,13 +183,24 @@ class ScheduleStore(Protocol):
         key when there may be more (None: nothing after these)."""
         ...
 
+    def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
+        """Every occurrence due in ``minute`` on ``shard``, by due time."""
+        ...
+
     def checkpoints(self, shards: int) -> dict[int, datetime | None]:
-        """The last minute dispatched completely on each shard (None: never)."""
+        """The first of dispatch_marks."""
         ...
 
     def progress(self, shards: int) -> dict[int, tuple[datetime, str]]:
-        """How far into a minute not yet dispatched completely each shard got: the minute,
-        and the key of the last item dispatched (shards without any are left out)."""
+        """The second of dispatch_marks."""
+        ...
+
+    def dispatch_marks(
+        self, shards: int
+    ) -> tuple[dict[int, datetime | None], dict[int, tuple[datetime, str]]]:
+        """In one read, per shard: the last minute dispatched completely (None: never); and
+        how far into a minute not yet dispatched completely it got, the minute and the key
+        of the last item dispatched (shards without any left out)."""
         ...
 
     def advance_within(self, shard: int, minute: datetime, after: str) -> None:
