@@ -15,6 +15,7 @@ from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain.time import utc_now
+from chronoq.execution.egress import Egress
 from chronoq.settings import (
     ApiSettings,
     DispatcherSettings,
@@ -71,6 +72,8 @@ def api(settings: ApiSettings) -> Api:
             clock=utc_now,
             output_buckets=output_buckets,
             is_task=lambda name: tasks.lookup(name, modules) is not None,
+            network=settings.network,
+            max_jobs_per_owner=settings.max_jobs_per_owner,
         ),
         runs=RunOperations(
             store=store,
@@ -120,6 +123,7 @@ def runner(settings: RunnerSettings) -> Runner:
             task_role_arn=settings.container_task_role_arn,
         ),
         task_modules=settings.task_modules,
+        egress=Egress(settings.network),
     )
 
 
@@ -133,4 +137,5 @@ def notifier(settings: NotifierSettings) -> Notifier:
         topic_statuses=settings.topic_statuses,
         email_sender=settings.email_sender,
         master_secret=cache(lambda: secret_value(arn)),
+        egress=Egress(settings.network),
     )

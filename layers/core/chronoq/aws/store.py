@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 _CHECKPOINT_BUCKET = "checkpoint"
+#: The key of an owner's job count in the jobs table (job ids start with "job_").
+_COUNT_PREFIX = "count#"
 
 
 def _packs(
@@ -68,7 +70,28 @@ class DynamoStore:
         item = self._db.get_item(
             TableName=self._jobs, Key=_dump({"job_id": job_id}), ConsistentRead=True
         ).get("Item")
-        return codecs.job_from_item(item) if item else None
+        # (an owner's job count shares the table, under a key no job id has)
+        return codecs.job_from_item(item) if item and "spec" in item else None
+
+    def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
+        """The owner's job count is an item of the jobs table (not in the owner index: it
+        has no ``owner`` attribute), changed by one conditional update."""
+        values: dict[str, Any] = {":d": delta, ":zero": 0}
+        # (no limit, or one counted down: any count will do)
+        condition = "attribute_not_exists(#n) OR #n <= :room"
+        values[":room"] = limit - delta if limit is not None and delta > 0 else 2**62
+        try:
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": f"{_COUNT_PREFIX}{owner}"}),
+                UpdateExpression="SET #n = if_not_exists(#n, :zero) + :d",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#n": "jobs"},
+                ExpressionAttributeValues=_dump(values),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def list_jobs(self, owner: str) -> list[Job]:
         """The owner's jobs, in the owner index's order (oldest first). The index holds keys
@@ -91,6 +114,8 @@ class DynamoStore:
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):
+                    if "spec" not in item:
+                        continue
                     job = codecs.job_from_item(item)
                     found[job.id] = job
                 request = dict(answer.get("UnprocessedKeys") or {})
@@ -110,6 +135,8 @@ class DynamoStore:
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)
                 for item in answer["Responses"].get(self._jobs, []):
+                    if "spec" not in item:
+                        continue
                     job = codecs.job_from_item(item)
                     found[job.id] = job
                 request = dict(answer.get("UnprocessedKeys") or {})
