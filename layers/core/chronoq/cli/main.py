@@ -60,6 +60,7 @@ def _preview(args: argparse.Namespace) -> int:
 
     from pydantic import TypeAdapter, ValidationError
 
+    from chronoq.domain.errors import InvalidRequest
     from chronoq.domain.schedules import Schedule, preview
 
     if args.json:
@@ -80,7 +81,12 @@ def _preview(args: argparse.Namespace) -> int:
             field = ".".join(str(p) for p in ("schedule", *e["loc"]))
             print(f"{field}: {e['msg']}", file=sys.stderr)
         return 2
-    for fire in preview(schedule, datetime.now(UTC), args.count):
+    try:
+        fires = preview(schedule, datetime.now(UTC), args.count)
+    except InvalidRequest as error:
+        print(f"{error.field}: {error.message}", file=sys.stderr)
+        return 2
+    for fire in fires:
         print(f"{fire['utc']}  {fire['local']}")
     return 0
 
