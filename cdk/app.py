@@ -15,6 +15,13 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   what lambda, sqs, sns and eventbridge targets may reach (default: any in the deployment's
   own account and region; an empty list: none). Whatever they allow, targets never reach
   chronoq's own functions, queues or topic.
+- ``block_private_targets``: the SSRF guard of http targets and webhooks (default true:
+  loopback, private, link-local, unique-local and metadata addresses refused);
+  ``allowed_target_networks``: CIDRs they may call all the same (default: none);
+- ``max_jobs_per_owner``: jobs one owner may have (default
+  chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
+- ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
+  (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
 """
 
 from __future__ import annotations
@@ -26,6 +33,22 @@ from aws_cdk import App
 from chronoq import resources as r
 from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.stack import ChronoqStack
+
+
+def _flag(value: object, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {value!r}")
+    return text == "true"
+
+
+def _number(app: App, key: str, default: int) -> int:
+    value = app.node.try_get_context(key)
+    return default if value is None else int(value)
 
 
 def main() -> None:
@@ -44,6 +67,11 @@ def main() -> None:
         email_sender=app.node.try_get_context("email_sender") or "",
         topic_statuses=r.DEFAULT_TOPIC_STATUSES if statuses is None else statuses,
         target_access=TargetAccess.from_context(app.node),
+        block_private_targets=_flag(app.node.try_get_context("block_private_targets"), True),
+        allowed_target_networks=context_list(app.node, "allowed_target_networks") or [],
+        max_jobs_per_owner=_number(app, "max_jobs_per_owner", r.DEFAULT_MAX_JOBS_PER_OWNER),
+        api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),
+        api_rate_limit=_number(app, "api_rate_limit", r.DEFAULT_API_RATE_LIMIT),
     )
     app.synth()
 

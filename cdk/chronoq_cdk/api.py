@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
@@ -35,6 +36,8 @@ class Api(Construct):
         state_machine: sfn.IStateMachine,
         notifications: Notifications,
         access: TargetAccess,
+        burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
+        rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -82,6 +85,14 @@ class Api(Construct):
             "Client", auth_flows=cognito.AuthFlow(user_srp=True, user_password=True)
         )
         self.http_api = apigwv2.HttpApi(self, "Http", description="chronoq jobs API")
+        # Throttling of every route of the default stage, for all callers together: a flood
+        # is answered 429 by API Gateway before it reaches the function or the tables.
+        stage = self.http_api.default_stage
+        assert stage is not None
+        cfn_stage = cast(apigwv2.CfnStage, stage.node.default_child)
+        cfn_stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
+            throttling_burst_limit=burst_limit, throttling_rate_limit=rate_limit
+        )
         self.http_api.add_routes(
             path="/{proxy+}",
             methods=[apigwv2.HttpMethod.ANY],

@@ -9,6 +9,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from chronoq import resources as r
+from chronoq.domain.network import NetworkPolicy
 from chronoq.domain.notifications import topic_statuses as final_statuses
 from constructs import Construct
 
@@ -39,6 +40,11 @@ class ChronoqStack(Stack):
         email_sender: str = "",
         topic_statuses: Sequence[str] = r.DEFAULT_TOPIC_STATUSES,
         target_access: TargetAccess | None = None,
+        block_private_targets: bool = True,
+        allowed_target_networks: Sequence[str] = (),
+        max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER,
+        api_burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
+        api_rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -51,6 +57,14 @@ class ChronoqStack(Stack):
             audience = final_statuses(topic_statuses)
         except ValueError as error:
             raise ValueError(f"topic_statuses: {error}") from None
+        try:
+            NetworkPolicy.of(block_private_targets, allowed_target_networks)
+        except ValueError as error:
+            raise ValueError(f"allowed_target_networks: {error}") from None
+        if max_jobs_per_owner < 1:
+            raise ValueError(f"max_jobs_per_owner must be at least 1, not {max_jobs_per_owner}")
+        if api_burst_limit < 1 or api_rate_limit <= 0:
+            raise ValueError("api_burst_limit and api_rate_limit must be positive")
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
@@ -72,6 +86,10 @@ class ChronoqStack(Stack):
             r.ENV_CONTAINER_LOG_GROUP: self.containers.log_group.log_group_name,
             r.ENV_CONTAINER_EXECUTION_ROLE_ARN: self.containers.execution_role.role_arn,
             r.ENV_CONTAINER_TASK_ROLE_ARN: self.containers.task_role.role_arn,
+            # The SSRF guard of http targets and webhooks: on unless turned off.
+            r.ENV_BLOCK_PRIVATE_TARGETS: "true" if block_private_targets else "false",
+            r.ENV_ALLOWED_TARGET_NETWORKS: ",".join(allowed_target_networks),
+            r.ENV_MAX_JOBS_PER_OWNER: str(max_jobs_per_owner),
         }
         self.notifications = Notifications(
             self,
@@ -132,6 +150,8 @@ class ChronoqStack(Stack):
             task_layers=task_layers,
             notifications=self.notifications,
             access=access,
+            burst_limit=api_burst_limit,
+            rate_limit=api_rate_limit,
         )
         # Targets reach whatever their scopes allow, but never chronoq itself.
         self.execution.deny_own_resources(

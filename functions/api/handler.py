@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -13,18 +14,29 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.domain import pages
-from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
 from chronoq.domain.time import utc_now
+from chronoq.http_api import (
+    CONFLICT,
+    INVALID_FIELD,
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    QUOTA_EXCEEDED,
+    UNAUTHORIZED,
+    ApiError,
+    check_body,
+    validation_error,
+)
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
-from pydantic import AwareDatetime, BaseModel, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -126,8 +138,10 @@ def cancel_run(run_id: str) -> dict[str, Any]:
 
 
 class PreviewRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     schedule: Schedule
-    count: int = Field(default=10, ge=1, le=100)
+    count: int = Field(default=10, ge=1, le=100, strict=True)
 
 
 @app.post("/schedules/preview")
@@ -189,49 +203,70 @@ def get_signing_secret() -> dict[str, Any]:
     return {"owner": owner, "header": SIGNATURE_HEADER, "secret": secret}
 
 
-def _error(status: int, message: str, **extra: Any) -> Response[dict[str, Any]]:
-    return Response(status, "application/json", {"message": message, **extra})
+def _error(error: ApiError, headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
+    return Response(error.status, "application/json", error.body(), headers=headers)
 
 
 @app.exception_handler(RequestValidationError)
 def _invalid(error: RequestValidationError) -> Response[dict[str, Any]]:
-    details = [
-        {"field": ".".join(str(p) for p in e["loc"][1:]) or str(e["loc"][0]), "message": e["msg"]}
-        for e in error.errors()
-    ]
-    fields = ", ".join(d["field"] for d in details)
-    return _error(422, f"invalid request: {fields}", errors=details)
+    return _error(validation_error(error.errors()))
 
 
 @app.exception_handler(ValidationError)
 def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
-    details = [
-        {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in error.errors()
-    ]
-    return _error(422, f"invalid request: {', '.join(d['field'] for d in details)}", errors=details)
+    return _error(validation_error(error.errors()))
 
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    return _error(409, str(error))
+    return _error(ApiError(409, CONFLICT, str(error)))
 
 
 @app.exception_handler(InvalidRequest)
 def _rejected(error: InvalidRequest) -> Response[dict[str, Any]]:
-    details = [{"field": error.field, "message": error.message}]
-    return _error(422, f"invalid request: {error.field}", errors=details)
+    return _error(ApiError(422, INVALID_FIELD, error.message, error.field))
+
+
+@app.exception_handler(QuotaExceeded)
+def _quota(error: QuotaExceeded) -> Response[dict[str, Any]]:
+    return _error(ApiError(403, QUOTA_EXCEEDED, str(error)))
 
 
 @app.exception_handler(NotFound)
 def _not_found(error: NotFound) -> Response[dict[str, Any]]:
-    return _error(404, str(error))
+    return _error(ApiError(404, NOT_FOUND, str(error)))
 
 
 @app.exception_handler(Unauthorized)
 def _unauthorized(_: Unauthorized) -> Response[dict[str, Any]]:
-    return _error(401, "Unauthorized")
+    return _error(ApiError(401, UNAUTHORIZED, "Unauthorized"))
+
+
+@app.not_found
+def _no_route(_: Exception) -> Response[dict[str, Any]]:
+    """404 for a path no route has; 405 (with Allow) for one that routes other methods."""
+    event = app.current_event
+    allowed = sorted(
+        {
+            route.method
+            for route in app._static_routes + app._dynamic_routes
+            if route.rule.match(event.path)
+        }
+    )
+    if allowed:
+        message = f"{event.http_method} is not allowed on {event.path}"
+        return _error(ApiError(405, METHOD_NOT_ALLOWED, message), {"Allow": ", ".join(allowed)})
+    return _error(ApiError(404, NOT_FOUND, f"no route {event.path}"))
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refused = check_body(event)  # before anything parses the body
+    if refused is not None:
+        return {
+            "statusCode": refused.status,
+            "headers": {"Content-Type": "application/json"},
+            "body": json.dumps(refused.body()),
+            "isBase64Encoded": False,
+        }
     return app.resolve(event, context)

@@ -49,6 +49,28 @@ def test_given_no_job_when_got_then_none(backend: Backend) -> None:
     assert backend.store.get_job(ids.new_job_id()) is None
 
 
+def test_given_an_owners_job_count_when_counted_up_to_the_limit_then_the_next_is_refused_until_one_is_counted_down(
+    backend: Backend,
+) -> None:
+    store = backend.store
+
+    assert [store.count_job("alice", +1, 2) for _ in range(3)] == [True, True, False]
+    assert store.count_job("bob", +1, 2)  # a count per owner
+    assert store.count_job("alice", -1)
+    assert store.count_job("alice", +1, 2)
+    assert not store.count_job("alice", +1, 2)
+
+
+def test_given_an_owners_job_count_when_its_key_is_asked_for_as_a_job_then_there_is_none(
+    backend: Backend,
+) -> None:
+    backend.store.count_job("alice", +1, 10)
+
+    assert backend.store.get_job("count#alice") is None
+    assert backend.store.get_jobs(["count#alice"]) == {}
+    assert backend.store.list_jobs("alice") == []
+
+
 def test_given_a_job_when_put_again_then_refused_and_kept(backend: Backend) -> None:
     job = a_job()
     backend.store.put_new_job(job)

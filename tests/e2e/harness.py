@@ -286,7 +286,7 @@ class Jobs:
             )
             if status == 201:
                 return job, at
-            fields = [e.get("field") for e in job.get("errors", [])] if status == 422 else []
+            fields = [job.get("error", {}).get("field")] if status == 422 else []
             assert fields == ["schedule.at"], (
                 f"creating at-job {body.get('name')!r}: {status} {job}"
             )

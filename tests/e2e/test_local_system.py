@@ -72,7 +72,7 @@ def test_given_bad_input_when_posted_then_422_names_the_field(sink: Sink, jobs: 
     )
 
     assert status == 422, body
-    assert body["errors"][0]["field"] == "schedule.cron.expression"
+    assert body["error"]["field"] == "schedule.expression"
 
 
 def test_given_an_every_minute_cron_when_two_minutes_pass_then_it_fires_once_a_minute_on_the_second(

@@ -40,6 +40,9 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_CONTAINER_LOG_GROUP: synth.ref(containers.log_group),
         r.ENV_CONTAINER_EXECUTION_ROLE_ARN: synth.arn(containers.execution_role),
         r.ENV_CONTAINER_TASK_ROLE_ARN: synth.arn(containers.task_role),
+        r.ENV_BLOCK_PRIVATE_TARGETS: "true",  # the SSRF guard is on in AWS by default
+        r.ENV_ALLOWED_TARGET_NETWORKS: "",  # and lets no private network through
+        r.ENV_MAX_JOBS_PER_OWNER: str(r.DEFAULT_MAX_JOBS_PER_OWNER),
     }
 
 

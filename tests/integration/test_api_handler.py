@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from chronoq import resources as r
 from chronoq.domain import ids
 
@@ -89,7 +91,16 @@ def test_given_alices_job_when_bob_asks_for_it_or_its_runs_then_he_gets_404(
 
 def test_given_unknown_ids_when_requested_then_404_with_a_message(harness: Harness) -> None:
     status, body = harness.api(api_event("get_job"))
-    assert (status, body["message"]) == (404, "job job_0123456789abcdef not found")
+    assert (status, body) == (
+        404,
+        {
+            "error": {
+                "code": "not_found",
+                "message": "job job_0123456789abcdef not found",
+                "field": None,
+            }
+        },
+    )
     assert harness.api(api_event("get_run", path="/runs/not-a-run-id"))[0] == 404
 
 
@@ -99,9 +110,10 @@ def test_given_an_invalid_job_when_posted_then_422_names_every_bad_field_and_not
     status, body = harness.api(api_event("create_invalid_job"))
 
     assert status == 422
-    fields = {e["field"] for e in body["errors"]}
-    assert fields == {"schedule.cron.expression", "schedule.cron.timezone"}
-    assert "schedule.cron.expression" in body["message"]
+    assert body["error"]["code"] == "invalid_field"
+    assert body["error"]["field"] == "schedule.expression"
+    assert "schedule.timezone" in body["error"]["message"]
+    assert "Value error" not in body["error"]["message"]
     assert harness.api(api_event("list_jobs"))[1] == {"jobs": []}
 
 
@@ -109,7 +121,13 @@ def test_given_an_at_in_the_past_when_posted_then_422_names_schedule_at(harness:
     status, body = create(harness, schedule={"type": "at", "at": "2020-01-01T00:00:00Z"})
 
     assert status == 422
-    assert body["errors"] == [{"field": "schedule.at", "message": "must be in the future"}]
+    assert body == {
+        "error": {
+            "code": "invalid_field",
+            "message": "must be in the future",
+            "field": "schedule.at",
+        }
+    }
 
 
 def test_given_a_body_that_is_not_json_when_posted_then_4xx_with_a_message(
@@ -120,22 +138,26 @@ def test_given_a_body_that_is_not_json_when_posted_then_4xx_with_a_message(
 
     status, body = harness.api(event)
 
-    assert 400 <= status < 500
-    assert body["message"]
+    assert status == 400
+    assert body["error"]["code"] == "malformed_json"
+    assert body["error"]["field"] is None
 
 
 def test_given_an_owner_in_the_body_when_posted_then_it_is_refused(harness: Harness) -> None:
     status, body = create(harness, owner="mallory")
 
     assert status == 422
-    assert [e["field"] for e in body["errors"]] == ["owner"]
+    assert body["error"]["field"] == "owner"
 
 
 def test_given_no_jwt_claims_when_calling_then_401(harness: Harness) -> None:
     event = api_event("list_jobs")
     event["requestContext"]["authorizer"] = {}
 
-    assert harness.api(event) == (401, {"message": "Unauthorized"})
+    assert harness.api(event) == (
+        401,
+        {"error": {"code": "unauthorized", "message": "Unauthorized", "field": None}},
+    )
 
 
 def test_given_a_bad_limit_when_listing_runs_then_422_names_limit(harness: Harness) -> None:
@@ -144,7 +166,7 @@ def test_given_a_bad_limit_when_listing_runs_then_422_names_limit(harness: Harne
     status, body = harness.api(api_event("list_runs", path=f"/jobs/{job['id']}/runs?limit=0"))
 
     assert status == 422
-    assert [e["field"] for e in body["errors"]] == ["limit"]
+    assert body["error"]["field"] == "limit"
 
 
 def test_given_a_rate_job_when_posted_then_it_starts_one_interval_from_now(
@@ -170,7 +192,7 @@ def test_given_a_schedule_that_has_ended_when_posted_then_422_names_end_at(
     )
 
     assert status == 422
-    assert body["errors"][0]["field"] == "schedule.end_at"
+    assert body["error"]["field"] == "schedule.end_at"
 
 
 def test_given_a_schedule_when_previewed_then_the_next_fire_times_are_listed_and_nothing_is_stored(
@@ -206,7 +228,7 @@ def test_given_too_many_fire_times_when_previewed_then_422_names_count(harness: 
     status, body = harness.api(event)
 
     assert status == 422
-    assert [e["field"] for e in body["errors"]] == ["count"]
+    assert body["error"]["field"] == "count"
 
 
 # --- pages ------------------------------------------------------------------------------------
@@ -244,7 +266,7 @@ def test_given_paused_jobs_when_listed_by_state_then_only_those(harness: Harness
     assert every_page(harness, "/jobs?state=PAUSED&limit=1", "jobs") == [[ids_[1]]]
     assert every_page(harness, "/jobs?state=ACTIVE&limit=1", "jobs") == [[ids_[0]], [ids_[2]]]
     status, body = listed(harness, "/jobs?state=SLEEPING")
-    assert (status, [e["field"] for e in body["errors"]]) == (422, ["state"])
+    assert (status, body["error"]["field"]) == (422, "state")
 
 
 def test_given_alices_next_token_when_bob_or_a_forger_or_another_list_uses_it_then_4xx_naming_next_token(
@@ -303,9 +325,9 @@ def test_given_runs_when_listed_by_page_status_and_time_then_newest_first_each_o
     since = min(r["scheduled_at"] for r in runs)
     assert len(every_page(harness, f"{base}&since={since}", "runs")[0]) == 2
     status, body = listed(harness, f"{base}&status=DONE")
-    assert (status, [e["field"] for e in body["errors"]]) == (422, ["status"])
+    assert (status, body["error"]["field"]) == (422, "status")
     status, body = listed(harness, f"{base}&since=2030-01-01T00:00:00")  # no time zone
-    assert (status, [e["field"] for e in body["errors"]]) == (422, ["since"])
+    assert (status, body["error"]["field"]) == (422, "since")
 
 
 def test_given_a_deleted_job_when_its_runs_are_listed_by_job_id_then_its_owner_sees_them_and_bob_none(
@@ -365,8 +387,8 @@ def test_given_an_idempotency_key_when_reused_with_another_body_then_409_and_not
     status, body, _ = posted(harness, "create-2", name="another")
 
     assert status == 409
-    assert "Idempotency-Key" in body["message"]
-    assert "another request" in body["message"]
+    assert "Idempotency-Key" in body["error"]["message"]
+    assert "another request" in body["error"]["message"]
     assert len(listed(harness, "/jobs")[1]["jobs"]) == 1
 
 
@@ -381,7 +403,7 @@ def test_given_a_trigger_repeated_with_its_idempotency_key_then_one_run(harness:
 
     assert (status, again, other, reused) == (202, 202, 202, 409)
     assert second == first
-    assert "Idempotency-Key" in conflict["message"]
+    assert "Idempotency-Key" in conflict["error"]["message"]
     assert len(listed(harness, f"/jobs/{job['id']}/runs")[1]["runs"]) == 2
 
 
@@ -396,4 +418,353 @@ def test_given_a_failing_request_with_an_idempotency_key_when_retried_fixed_then
     status, body, _ = posted(harness, "create-3")
     assert status == 201
     status, body, _ = posted(harness, "x" * 300)
-    assert (status, body["errors"][0]["field"]) == (422, "Idempotency-Key")
+    assert (status, body["error"]["field"]) == (422, "Idempotency-Key")
+
+
+# --- A hostile or careless caller: every probe answered 4xx in the one error shape ---------
+
+
+def raw(
+    harness: Harness,
+    body: str,
+    *,
+    path: str = "/jobs",
+    method: str = "POST",
+    content_type: str = "application/json",
+    b64: bool = False,
+) -> tuple[int, dict[str, Any]]:
+    event = api_event("create_at_job", path=path, method=method)
+    event["body"] = body
+    event["headers"]["content-type"] = content_type
+    event["isBase64Encoded"] = b64
+    status, answer = harness.api(event)
+    return status, answer
+
+
+def job_body(**changes: Any) -> dict[str, Any]:
+    return {
+        "name": "probe",
+        "schedule": {"type": "rate", "every": "1 hour"},
+        "target": {"type": "http", "url": "https://example.com/hook"},
+        **changes,
+    }
+
+
+def assert_error(answer: dict[str, Any], code: str, field: str | None) -> None:
+    assert set(answer) == {"error"}
+    assert set(answer["error"]) == {"code", "message", "field"}
+    assert (answer["error"]["code"], answer["error"]["field"]) == (code, field), answer
+    assert "Value error" not in answer["error"]["message"]
+    assert "Traceback" not in answer["error"]["message"]
+
+
+def nothing_stored(harness: Harness) -> bool:
+    return bool(harness.api(api_event("list_jobs"))[1] == {"jobs": []})
+
+
+def test_given_an_unknown_route_when_called_then_404_in_the_error_shape(harness: Harness) -> None:
+    status, body = harness.api(api_event("list_jobs", path="/nowhere"))
+
+    assert status == 404
+    assert_error(body, "not_found", None)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [("DELETE", "/jobs", "GET, POST"), ("PUT", "/jobs/job_1", "DELETE, GET, PATCH")],
+)
+def test_given_a_wrong_method_when_called_then_405_in_the_error_shape_with_allow(
+    harness: Harness, method: str, path: str, allowed: str
+) -> None:
+    answer = harness.invoke(r.API_FUNCTION, api_event("list_jobs", path=path, method=method))
+
+    assert answer["statusCode"] == 405
+    assert answer["headers"]["Allow"] == allowed
+    assert_error(json.loads(answer["body"]), "method_not_allowed", None)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "b64"),
+    [
+        ("multipart/form-data", base64.b64encode(b"--x\r\nabc\r\n--x--").decode(), True),
+        ("text/plain", '{"name": "x"}', False),
+    ],
+)
+def test_given_a_body_that_is_not_json_by_its_type_when_posted_then_415_and_nothing_stored(
+    harness: Harness, content_type: str, body: str, b64: bool
+) -> None:
+    status, answer = raw(harness, body, content_type=content_type, b64=b64)
+
+    assert status == 415
+    assert_error(answer, "unsupported_media_type", None)
+    assert nothing_stored(harness)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"args": {"x": NaN}}', "target.args.x"),
+        ('{"args": {"x": 1e400}}', "target.args.x"),
+        ('{"args": {"x": [-Infinity]}}', "target.args.x.0"),
+        ('{"args": {"x": ' + "7" * 4400 + "}}", "target.args.x"),
+    ],
+)
+def test_given_a_number_json_cannot_keep_when_posted_then_422_names_it_and_nothing_stored(
+    harness: Harness, text: str, field: str
+) -> None:
+    body = json.dumps(
+        job_body(target={"type": "python", "task": "chronoq.tasks:echo", "args": "@"})
+    ).replace('"@"', text.removeprefix('{"args": ').removesuffix("}"))
+
+    status, answer = raw(harness, body)
+
+    assert status == 422
+    assert_error(answer, "invalid_field", field)
+    assert nothing_stored(harness)
+
+
+def test_given_json_nested_3000_deep_when_posted_then_422_not_500(harness: Harness) -> None:
+    status, answer = raw(harness, '{"name": ' + "[" * 3000 + "]" * 3000 + "}")
+
+    assert status == 422
+    assert answer["error"]["code"] == "invalid_request"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"timeout_seconds": True}, "timeout_seconds"),
+        ({"retry": {"jitter": "yes"}}, "retry.jitter"),
+        ({"retry": {"max_attempts": False}}, "retry.max_attempts"),
+        ({"name": "n" * 201}, "name"),
+        ({"schedule": {"type": "cron", "expression": "0 0 30 2 *"}}, "schedule.expression"),
+        ({"schedule": {"type": "cron", "expression": "*/1000000 * * * *"}}, "schedule.expression"),
+        ({"schedule": {"type": "cron", "expression": "* " * 300 + "*"}}, "schedule.expression"),
+        ({"schedule": {"type": "at", "at": "9999-12-31T23:59:59.5Z"}}, "schedule.at"),
+        ({"schedule": {"type": "at", "at": "0001-01-01T00:00:00+01:00"}}, "schedule.at"),
+        (
+            {"schedule": {"type": "rate", "every": "1 day", "start_at": "9999-12-01T00:00:00Z"}},
+            "schedule.start_at",
+        ),
+        (
+            {
+                "target": {
+                    "type": "python",
+                    "task": "chronoq.tasks:echo",
+                    "args": {"x": "y" * 70_000},
+                }
+            },
+            "target.args",
+        ),
+        (
+            {
+                "target": {
+                    "type": "http",
+                    "url": "https://e.com/",
+                    "headers": {"X-Foo": "a\r\nb: c"},
+                }
+            },
+            "target.headers.X-Foo",
+        ),
+        (
+            {"target": {"type": "http", "url": "https://e.com/", "headers": {"Host": "internal"}}},
+            "target.headers.Host",
+        ),
+        (
+            {
+                "target": {
+                    "type": "http",
+                    "url": "https://e.com/",
+                    "headers": {"Content-Length": "0"},
+                }
+            },
+            "target.headers.Content-Length",
+        ),
+        (
+            {
+                "target": {
+                    "type": "http",
+                    "url": "https://e.com/",
+                    "headers": {"Transfer-Encoding": "x"},
+                }
+            },
+            "target.headers.Transfer-Encoding",
+        ),
+        (
+            {
+                "target": {
+                    "type": "http",
+                    "url": "https://e.com/",
+                    "headers": {"Connection": "close"},
+                }
+            },
+            "target.headers.Connection",
+        ),
+        (
+            {
+                "target": {
+                    "type": "http",
+                    "url": "https://e.com/",
+                    "headers": {"X-Chronoq-Run-Id": "x"},
+                }
+            },
+            "target.headers.X-Chronoq-Run-Id",
+        ),
+        (
+            {"target": {"type": "http", "url": "https://e.com/", "headers": {"Bad Name": "x"}}},
+            "target.headers.Bad Name",
+        ),
+        ({"target": {"type": "http", "url": "https://user:pass@e.com/"}}, "target.url"),
+        ({"target": {"type": "http", "url": "file:///etc/passwd"}}, "target.url"),
+        ({"notify": {"webhook": "http://u:p@hooks.example.com/"}}, "notify.webhook"),
+    ],
+)
+def test_given_a_probe_when_a_job_is_posted_then_422_names_the_field_and_nothing_is_stored(
+    harness: Harness, change: dict[str, Any], field: str
+) -> None:
+    status, answer = harness.api(api_event("create_at_job", body=job_body(**change)))
+
+    assert status == 422
+    assert_error(answer, "invalid_field", field)
+    assert nothing_stored(harness)
+
+
+def test_given_a_body_over_256_kb_when_posted_then_413_and_nothing_stored(harness: Harness) -> None:
+    body = job_body(
+        target={"type": "python", "task": "chronoq.tasks:echo", "args": {"x": "y" * 500_000}}
+    )
+
+    status, answer = harness.api(api_event("create_at_job", body=body))
+
+    assert status == 413
+    assert_error(answer, "payload_too_large", None)
+    assert nothing_stored(harness)
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"schedule": {"type": "cron", "expression": "0 0 30 2 *"}}, "schedule.expression"),
+        ({"schedule": {"type": "at", "at": "9999-12-31T23:59:59.5Z"}}, "schedule.at"),
+        ({"timeout_seconds": True}, "timeout_seconds"),
+        (
+            {
+                "target": {
+                    "type": "python",
+                    "task": "chronoq.tasks:echo",
+                    "args": {"x": "y" * 70_000},
+                }
+            },
+            "target.args",
+        ),
+    ],
+)
+def test_given_a_probe_when_a_job_is_patched_then_422_names_the_field_and_the_job_is_unchanged(
+    harness: Harness, patch: dict[str, Any], field: str
+) -> None:
+    _, job = create(harness)
+    path = f"/jobs/{job['id']}"
+
+    status, answer = harness.api(api_event("get_job", path=path, method="PATCH", body=patch))
+
+    assert status == 422
+    assert_error(answer, "invalid_field", field)
+    assert harness.api(api_event("get_job", path=path))[1] == job
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"schedule": {"type": "cron", "expression": "0 0 30 2 *"}}, "schedule.expression"),
+        (
+            {"schedule": {"type": "rate", "every": "1 day", "start_at": "9999-12-01T00:00:00Z"}},
+            "schedule.start_at",
+        ),
+        ({"schedule": {"type": "rate", "every": "1 day"}, "cuont": 3}, "cuont"),
+        ({"schedule": {"type": "rate", "every": "1 day"}, "count": True}, "count"),
+    ],
+)
+def test_given_a_probe_when_previewed_then_422_names_the_field(
+    harness: Harness, body: dict[str, Any], field: str
+) -> None:
+    status, answer = harness.api(api_event("create_at_job", body=body, path="/schedules/preview"))
+
+    assert status == 422
+    assert_error(answer, "invalid_field", field)
+
+
+# --- Limits: the per-owner job quota -----------------------------------------------------
+
+
+def test_given_an_owner_at_the_quota_when_creating_then_403_until_a_job_is_deleted(
+    harness: Harness,
+) -> None:
+    harness.aws.configure(r.ENV_MAX_JOBS_PER_OWNER, "2")
+    first, _ = create(harness)[1], create(harness)
+
+    status, answer = create(harness)
+
+    assert status == 403
+    assert_error(answer, "quota_exceeded", None)
+    assert len(harness.api(api_event("list_jobs"))[1]["jobs"]) == 2
+    assert create(harness, user="bob")[0] == 201  # each owner has a quota of their own
+    path = f"/jobs/{first['id']}"
+    assert harness.api(api_event("get_job", path=path, method="DELETE"))[0] == 204
+    assert create(harness)[0] == 201
+
+
+# --- The SSRF guard ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://127.1/",
+        "http://[::1]/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://0.0.0.0/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00:ec2::254]/",
+        "http://10.0.0.1/",
+        "http://100.64.0.1/",
+        "http://localhost/",
+    ],
+)
+def test_given_the_guard_on_when_a_target_or_webhook_names_a_private_address_then_422_names_it(
+    harness: Harness, url: str
+) -> None:
+    harness.aws.configure(r.ENV_BLOCK_PRIVATE_TARGETS, "true")
+
+    target = harness.api(
+        api_event("create_at_job", body=job_body(target={"type": "http", "url": url}))
+    )
+    webhook = harness.api(api_event("create_at_job", body=job_body(notify={"webhook": url})))
+
+    assert target[0] == webhook[0] == 422
+    assert_error(target[1], "invalid_field", "target.url")
+    assert_error(webhook[1], "invalid_field", "notify.webhook")
+    assert nothing_stored(harness)
+
+
+def test_given_the_guard_off_as_locally_by_default_when_a_target_names_loopback_then_it_is_created(
+    harness: Harness,
+) -> None:
+    body = job_body(target={"type": "http", "url": "http://127.0.0.1:8000/"})
+
+    assert harness.api(api_event("create_at_job", body=body))[0] == 201
+
+
+def test_given_an_allowed_network_when_a_target_names_an_address_in_it_then_it_is_created(
+    harness: Harness,
+) -> None:
+    harness.aws.configure(r.ENV_BLOCK_PRIVATE_TARGETS, "true")
+    harness.aws.configure(r.ENV_ALLOWED_TARGET_NETWORKS, "10.20.0.0/16")
+
+    inside = job_body(target={"type": "http", "url": "http://10.20.1.2/"})
+    outside = job_body(target={"type": "http", "url": "http://10.21.1.2/"})
+
+    assert harness.api(api_event("create_at_job", body=inside))[0] == 201
+    assert harness.api(api_event("create_at_job", body=outside))[0] == 422

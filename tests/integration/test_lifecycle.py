@@ -76,7 +76,7 @@ def test_given_a_stale_version_when_patching_then_409_and_nothing_changes(
     status, body = harness.api(event)
 
     assert status == 409
-    assert "version 1" in body["message"]
+    assert "version 1" in body["error"]["message"]
     assert (
         harness.api(api_event("get_job", path=f"/jobs/{job['id']}"))[1]["name"]
         == "every-five-minutes"
@@ -95,7 +95,7 @@ def test_given_a_bad_field_when_patching_then_422_names_it(harness: Harness) -> 
     status, body = harness.api(event)
 
     assert status == 422
-    assert body["errors"][0]["field"] == "schedule.rate.every"
+    assert body["error"]["field"] == "schedule.every"
 
 
 def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
@@ -146,7 +146,7 @@ def test_given_a_completed_job_when_paused_then_409(harness: Harness, sink: Sink
 
     status, body = harness.api(api_event("get_job", path=f"/jobs/{job.id}/pause", method="POST"))
 
-    assert (status, body["message"]) == (
+    assert (status, body["error"]["message"]) == (
         409,
         f"job {job.id} is COMPLETED: it has no runs left to pause",
     )
@@ -493,4 +493,4 @@ def test_given_a_finished_run_or_someone_elses_when_cancelled_then_409_or_404(
 
     assert cancel(harness, run_id, user="bob")[0] == 404
     status, body = cancel(harness, run_id)
-    assert (status, body["message"]) == (409, f"run {run_id} is already SUCCEEDED")
+    assert (status, body["error"]["message"]) == (409, f"run {run_id} is already SUCCEEDED")

@@ -76,7 +76,7 @@ def test_given_a_failed_run_when_its_output_is_asked_for_then_404_says_there_is_
     status, answer = get(harness, f"/runs/{run.id}/output")
 
     assert status == 404
-    assert "has no output" in answer["message"]
+    assert "has no output" in answer["error"]["message"]
 
 
 def test_given_retried_attempts_when_the_logs_are_read_then_each_attempts_lines_come_in_order(
@@ -157,5 +157,5 @@ def test_given_a_bucket_the_deployment_may_not_write_to_when_a_job_names_it_then
     )
 
     assert refused[0] == 422
-    assert refused[1]["errors"][0]["field"] == "output_location"
+    assert refused[1]["error"]["field"] == "output_location"
     assert (accepted[0], own[0]) == (201, 201)

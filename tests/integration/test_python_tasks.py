@@ -40,9 +40,11 @@ def test_given_a_task_that_is_not_registered_when_a_job_names_it_then_422_names_
     status, body = python_job(harness, task, {"cmd": "id"})
 
     assert status == 422
-    assert body["errors"] == [
-        {"field": "target.task", "message": f"{task} is not a registered task"}
-    ]
+    assert body["error"] == {
+        "code": "invalid_field",
+        "field": "target.task",
+        "message": f"{task} is not a registered task",
+    }
 
 
 def test_given_the_echo_task_when_run_then_its_return_value_is_the_output(harness: Harness) -> None:

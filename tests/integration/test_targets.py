@@ -264,16 +264,16 @@ def test_given_a_container_that_overruns_when_run_then_it_is_killed_and_timed_ou
 @pytest.mark.parametrize(
     ("target", "field"),
     [
-        ({"type": "sqs", "queue_url": "not a url"}, "target.sqs.queue_url"),
-        ({"type": "sns", "topic_arn": "arn:aws:sqs:x"}, "target.sns.topic_arn"),
-        ({"type": "lambda", "function_arn": "myfunction"}, "target.lambda.function_arn"),
-        ({"type": "eventbridge", "source": "aws.ec2"}, "target.eventbridge.source"),
+        ({"type": "sqs", "queue_url": "not a url"}, "target.queue_url"),
+        ({"type": "sns", "topic_arn": "arn:aws:sqs:x"}, "target.topic_arn"),
+        ({"type": "lambda", "function_arn": "myfunction"}, "target.function_arn"),
+        ({"type": "eventbridge", "source": "aws.ec2"}, "target.source"),
         (
             {"type": "sqs", "queue_url": "https://q/123456789012/q", "message": "x" * 70_000},
-            "target.sqs.message",
+            "target.message",
         ),
-        ({"type": "container", "image": "alpine", "command": []}, "target.container.command"),
-        ({"type": "container", "image": "a", "command": ["x"], "cpu": 300}, "target.container.cpu"),
+        ({"type": "container", "image": "alpine", "command": []}, "target.command"),
+        ({"type": "container", "image": "a", "command": ["x"], "cpu": 300}, "target.cpu"),
         (
             {
                 "type": "container",
@@ -281,7 +281,7 @@ def test_given_a_container_that_overruns_when_run_then_it_is_killed_and_timed_ou
                 "command": ["x"],
                 "environment": {"CHRONOQ_X": "1"},
             },
-            "target.container.environment",
+            "target.environment",
         ),
     ],
 )
@@ -293,7 +293,7 @@ def test_given_a_bad_target_when_a_job_is_created_then_422_names_the_field(
     status, answer = harness.api(api_event("create_at_job", body=body))
 
     assert status == 422
-    assert field in [e["field"] for e in answer["errors"]]
+    assert answer["error"]["field"] == field
 
 
 def test_given_a_running_container_when_its_run_is_cancelled_then_the_task_is_stopped(

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from chronoq.cli.main import main
+from chronoq import resources as r
+from chronoq.cli.main import main, parser
 
 
 def test_given_a_berlin_cron_when_previewed_on_the_command_line_then_utc_and_local_times_are_printed(
@@ -62,3 +63,47 @@ def test_given_topic_statuses_when_chronoq_local_is_started_then_they_are_checke
 
     assert exited.value.code == 2
     assert "--topic-statuses: not a final status: DONE" in capsys.readouterr().err
+
+
+def test_given_the_local_command_when_no_guard_option_is_given_then_the_ssrf_guard_is_off() -> None:
+    args = parser().parse_args(["local"])
+
+    assert (args.block_private_targets, args.allowed_target_networks) == (False, "")
+    assert args.max_jobs_per_owner == r.DEFAULT_MAX_JOBS_PER_OWNER
+
+
+def test_given_block_private_targets_when_chronoq_local_is_started_then_the_guard_and_quota_are_set() -> (
+    None
+):
+    args = parser().parse_args(
+        [
+            "local",
+            "--block-private-targets",
+            "--allowed-target-networks",
+            "10.0.0.0/8, fd12::/16",
+            "--max-jobs-per-owner",
+            "5",
+        ]
+    )
+
+    assert args.block_private_targets is True
+    assert args.allowed_target_networks == "10.0.0.0/8,fd12::/16"
+    assert args.max_jobs_per_owner == 5
+
+
+def test_given_an_allowed_network_that_is_not_one_when_chronoq_local_is_started_then_it_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["local", "--allowed-target-networks", "10.0.0.0/33"])
+
+    assert "10.0.0.0/33" in capsys.readouterr().err
+
+
+def test_given_a_cron_that_never_fires_when_previewed_then_the_field_is_named_and_the_exit_code_is_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["schedule", "preview", "--cron", "0 0 30 2 *"])
+
+    assert code == 2
+    assert "never fires" in capsys.readouterr().err

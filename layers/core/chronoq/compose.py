@@ -15,6 +15,7 @@ from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain.time import utc_now
+from chronoq.execution.egress import Egress
 from chronoq.settings import (
     ApiSettings,
     DispatcherSettings,
@@ -76,6 +77,8 @@ def api(settings: ApiSettings) -> Api:
             output_buckets=output_buckets,
             is_task=lambda name: tasks.lookup(name, modules) is not None,
             pages=PageTokens(master_secret),
+            network=settings.network,
+            max_jobs_per_owner=settings.max_jobs_per_owner,
         ),
         runs=RunOperations(
             store=store,
@@ -127,6 +130,7 @@ def runner(settings: RunnerSettings) -> Runner:
             task_role_arn=settings.container_task_role_arn,
         ),
         task_modules=settings.task_modules,
+        egress=Egress(settings.network),
     )
 
 
@@ -140,4 +144,5 @@ def notifier(settings: NotifierSettings) -> Notifier:
         topic_statuses=settings.topic_statuses,
         email_sender=settings.email_sender,
         master_secret=cache(lambda: secret_value(arn)),
+        egress=Egress(settings.network),
     )

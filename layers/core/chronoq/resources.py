@@ -120,6 +120,39 @@ DELIVERY_HEADER = "X-Chronoq-Delivery"
 #: The container of a container target's task definition, and its log stream prefix.
 CONTAINER_NAME = "job"
 CONTAINER_LOG_PREFIX = "chronoq"
+#: Limits of what the API accepts, each checked before anything is written (see README,
+#: "Limits"). A request body:
+MAX_REQUEST_BYTES = 256 * 1024
+#: JSON nesting anywhere in a body (free-form ``args``, ``body``, ``payload`` included).
+MAX_JSON_DEPTH = 32
+#: Free-form fields: a python target's ``args``, an http target's ``body`` (JSON text).
+MAX_ARGS_BYTES = 64 * 1024
+#: An http target's headers: how many, and the size of each name and value.
+MAX_HEADERS = 50
+MAX_HEADER_NAME_LENGTH = 256
+MAX_HEADER_VALUE_LENGTH = 8 * 1024
+#: A cron expression's length, a job's name.
+MAX_CRON_EXPRESSION_LENGTH = 200
+MAX_NAME_LENGTH = 200
+#: A whole job as stored (JSON text of its spec): well below DynamoDB's 400 KB item, and
+#: small enough to travel in a run's execution input.
+MAX_JOB_BYTES = 128 * 1024
+#: A cron expression's next fire must come within this many days when a job is created or
+#: changed, or its schedule previewed ("0 0 30 2 *", which never fires, is refused too; so is
+#: "0 0 29 2 *" when the next February 29th is eight years away, across 2100).
+MAX_CRON_GAP_DAYS = 5 * 366
+#: Instants a schedule may name (at, start_at, end_at): [EARLIEST_YEAR, LATEST_YEAR).
+EARLIEST_YEAR = 1970
+LATEST_YEAR = 3000
+#: Jobs one owner may have (deployment setting ``max_jobs_per_owner``).
+DEFAULT_MAX_JOBS_PER_OWNER = 10_000
+#: API Gateway throttling of the HTTP API's stage (deployment settings ``api_burst_limit``
+#: and ``api_rate_limit``): requests at once and requests per second, for all callers.
+DEFAULT_API_BURST_LIMIT = 200
+DEFAULT_API_RATE_LIMIT = 100
+#: Headers an http target may not set: chronoq sets them (or HTTP framing depends on them).
+RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+RESERVED_HEADER_PREFIX = "x-chronoq-"
 #: Issuer and audience of tokens minted by the local runtime.
 LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
 TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
@@ -155,6 +188,13 @@ ENV_EMAIL_SENDER = "CHRONOQ_EMAIL_SENDER"
 ENV_CONTAINER_LOG_GROUP = "CHRONOQ_CONTAINER_LOG_GROUP"
 ENV_CONTAINER_EXECUTION_ROLE_ARN = "CHRONOQ_CONTAINER_EXECUTION_ROLE_ARN"
 ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
+#: The SSRF guard of http targets and webhooks: "true" (the default: private, loopback,
+#: link-local and metadata addresses refused) or "false" (chronoq local's default).
+ENV_BLOCK_PRIVATE_TARGETS = "CHRONOQ_BLOCK_PRIVATE_TARGETS"
+#: Networks (comma-separated CIDRs) the guard lets targets and webhooks call all the same.
+ENV_ALLOWED_TARGET_NETWORKS = "CHRONOQ_ALLOWED_TARGET_NETWORKS"
+#: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
+ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
 
 
 # --- Tables -------------------------------------------------------------------------------
@@ -289,6 +329,9 @@ API_FUNCTION = Function(
         ENV_OUTPUT_BUCKET,  # to read outputs and logs kept in S3
         ENV_OUTPUT_BUCKETS,  # to refuse an output_location the runner may not write to
         ENV_SIGNING_SECRET_ARN,  # to tell an owner their webhook signing secret
+        ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
+        ENV_ALLOWED_TARGET_NETWORKS,
+        ENV_MAX_JOBS_PER_OWNER,
         *ENV_QUEUE_URLS.values(),
     ),
     description="HTTP API: stores jobs and answers queries",
@@ -318,6 +361,8 @@ RUNNER_FUNCTION = Function(
         ENV_CONTAINER_LOG_GROUP,
         ENV_CONTAINER_EXECUTION_ROLE_ARN,
         ENV_CONTAINER_TASK_ROLE_ARN,
+        ENV_BLOCK_PRIVATE_TARGETS,  # http targets: the SSRF guard, at call time
+        ENV_ALLOWED_TARGET_NETWORKS,
     ),
     description="Runs one attempt of a job's target",
 )
@@ -332,6 +377,8 @@ NOTIFIER_FUNCTION = Function(
         ENV_TOPIC_STATUSES,
         ENV_SIGNING_SECRET_ARN,
         ENV_EMAIL_SENDER,
+        ENV_BLOCK_PRIVATE_TARGETS,  # webhooks: the SSRF guard, at call time
+        ENV_ALLOWED_TARGET_NETWORKS,
     ),
     description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
 )

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from chronoq import resources as r
 from chronoq.domain import notifications
+from chronoq.domain.network import NetworkPolicy
 from chronoq.domain.runs import RunStatus
 
 _environment: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
@@ -90,6 +91,34 @@ def load(settings: type[S], environ: Mapping[str, str] | None = None) -> S:
     return loaded
 
 
+def _networks(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(n.strip() for n in value.split(",") if n.strip())
+    return value
+
+
+class _Network(BaseModel):
+    """The SSRF guard of http targets and webhooks (on unless turned off; the networks it
+    lets through all the same)."""
+
+    block_private_targets: bool = Field(default=True, alias=r.ENV_BLOCK_PRIVATE_TARGETS)
+    allowed_target_networks: tuple[str, ...] = Field(
+        default=(), alias=r.ENV_ALLOWED_TARGET_NETWORKS
+    )
+
+    _allowed = field_validator("allowed_target_networks", mode="before")(_networks)
+
+    @field_validator("allowed_target_networks")
+    @classmethod
+    def _cidrs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        NetworkPolicy.of(True, value)  # raises ValueError for one that is not a network
+        return value
+
+    @property
+    def network(self) -> NetworkPolicy:
+        return NetworkPolicy.of(self.block_private_targets, self.allowed_target_networks)
+
+
 class _Queues(BaseModel):
     queue_url_high: str = Field(alias=r.ENV_QUEUE_URLS["high"], min_length=1)
     queue_url_normal: str = Field(alias=r.ENV_QUEUE_URLS["normal"], min_length=1)
@@ -104,7 +133,7 @@ class _Queues(BaseModel):
         }
 
 
-class ApiSettings(FunctionSettings, _Queues):
+class ApiSettings(FunctionSettings, _Queues, _Network):
     FUNCTION = r.API_FUNCTION
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
@@ -117,6 +146,9 @@ class ApiSettings(FunctionSettings, _Queues):
     #: Other buckets an output_location may name; None: any.
     output_buckets: frozenset[str] | None = Field(default=frozenset(), alias=r.ENV_OUTPUT_BUCKETS)
     signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
+    max_jobs_per_owner: int = Field(
+        default=r.DEFAULT_MAX_JOBS_PER_OWNER, alias=r.ENV_MAX_JOBS_PER_OWNER, ge=1
+    )
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
@@ -140,7 +172,7 @@ class WorkerSettings(FunctionSettings):
     express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
 
 
-class RunnerSettings(FunctionSettings):
+class RunnerSettings(FunctionSettings, _Network):
     FUNCTION = r.RUNNER_FUNCTION
 
     task_modules: tuple[str, ...] = Field(default=(), alias=r.ENV_TASK_MODULES)
@@ -155,7 +187,7 @@ class RunnerSettings(FunctionSettings):
     _task_modules = field_validator("task_modules", mode="before")(_names)
 
 
-class NotifierSettings(FunctionSettings):
+class NotifierSettings(FunctionSettings, _Network):
     FUNCTION = r.NOTIFIER_FUNCTION
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)

@@ -16,7 +16,7 @@ from chronoq import resources as r
 from chronoq.domain.jobs import Job
 from chronoq.domain.notifications import signing_secret, topic_statuses, verify
 from chronoq.domain.runs import Run, RunStatus
-from chronoq.usecases import notify as notify_module
+from chronoq.execution.egress import Egress
 from chronoq.usecases.notify import Notifier
 
 from tests.builders import OWNER, Fakes
@@ -100,10 +100,8 @@ class Channels:
 
 
 @pytest.fixture
-def channels(monkeypatch: pytest.MonkeyPatch) -> Channels:
-    stubs = Channels()
-    monkeypatch.setattr(notify_module, "_http", stubs.http)
-    return stubs
+def channels() -> Channels:
+    return Channels()
 
 
 @pytest.fixture
@@ -141,6 +139,7 @@ def notifier(
         master_secret=lambda: "master",
         sleep=channels.slept.append,
         clock=lambda: NOW,
+        egress=Egress(_http=channels.http),  # type: ignore[arg-type]
     )
 
 

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 _CHECKPOINT_BUCKET = "checkpoint"
 #: Prefix of the jobs table's idempotency key items (never a job id: those are ``job_...``).
 _KEY_PREFIX = "idem#"
+#: The key of an owner's job count in the jobs table (job ids start with "job_").
+_COUNT_PREFIX = "count#"
 
 
 def _packs(
@@ -71,8 +73,28 @@ class DynamoStore:
         item = self._db.get_item(
             TableName=self._jobs, Key=_dump({"job_id": job_id}), ConsistentRead=True
         ).get("Item")
-        # (an idempotency key's item is no job)
+        # (an idempotency key's item, or an owner's job count, is no job)
         return codecs.job_from_item(item) if item and "spec" in item else None
+
+    def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
+        """The owner's job count is an item of the jobs table (not in the owner index: it
+        has no ``owner`` attribute), changed by one conditional update."""
+        values: dict[str, Any] = {":d": delta, ":zero": 0}
+        # (no limit, or one counted down: any count will do)
+        condition = "attribute_not_exists(#n) OR #n <= :room"
+        values[":room"] = limit - delta if limit is not None and delta > 0 else 2**62
+        try:
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": f"{_COUNT_PREFIX}{owner}"}),
+                UpdateExpression="SET #n = if_not_exists(#n, :zero) + :d",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#n": "jobs"},
+                ExpressionAttributeValues=_dump(values),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
 
     def list_jobs(self, owner: str) -> list[Job]:
         """The owner's jobs, in the owner index's order (oldest first). The index holds keys
@@ -96,9 +118,11 @@ class DynamoStore:
         Eventually consistent reads (half the price) unless ``consistent``: what the
         dispatcher decides from them, the worker checks again with consistent reads."""
         found: dict[str, Job] = {}
-        for chunk in _chunks(sorted(set(job_ids)), 100):
-            keys = [_dump({"job_id": j}) for j in chunk]
-            request: dict[str, Any] = {self._jobs: {"Keys": keys, "ConsistentRead": consistent}}
+        for chunk in _chunks(list(dict.fromkeys(job_ids)), 100):
+            keys: dict[str, Any] = {"Keys": [_dump({"job_id": j}) for j in chunk]}
+            if consistent:
+                keys["ConsistentRead"] = True
+            request: dict[str, Any] = {self._jobs: keys}
             pause = 0.05
             while request:
                 answer = self._db.batch_get_item(RequestItems=request)

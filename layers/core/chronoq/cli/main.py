@@ -32,6 +32,9 @@ def _local(args: argparse.Namespace) -> int:
         shards=args.shards,
         topic_statuses=args.topic_statuses,
         tick_seconds=args.tick_seconds,
+        block_private_targets=args.block_private_targets,
+        allowed_target_networks=args.allowed_target_networks,
+        max_jobs_per_owner=args.max_jobs_per_owner,
     ).start()
     token = tokens.mint(args.data_dir, args.user)
     print(f"chronoq local listening on {system.url}", flush=True)
@@ -57,6 +60,7 @@ def _preview(args: argparse.Namespace) -> int:
 
     from pydantic import TypeAdapter, ValidationError
 
+    from chronoq.domain.errors import InvalidRequest
     from chronoq.domain.schedules import Schedule, preview
 
     if args.json:
@@ -77,7 +81,12 @@ def _preview(args: argparse.Namespace) -> int:
             field = ".".join(str(p) for p in ("schedule", *e["loc"]))
             print(f"{field}: {e['msg']}", file=sys.stderr)
         return 2
-    for fire in preview(schedule, datetime.now(UTC), args.count):
+    try:
+        fires = preview(schedule, datetime.now(UTC), args.count)
+    except InvalidRequest as error:
+        print(f"{error.field}: {error.message}", file=sys.stderr)
+        return 2
+    for fire in fires:
         print(f"{fire['utc']}  {fire['local']}")
     return 0
 
@@ -104,7 +113,9 @@ def _call(args: argparse.Namespace, method: str, path: str) -> tuple[Any, int]:
             return json.load(answer), 0
     except urllib.error.HTTPError as error:
         try:
-            message = json.load(error).get("message", error.reason)
+            document = json.load(error)
+            problem = document.get("error") or document  # (API Gateway's own 401: message)
+            message = problem.get("message", error.reason)
         except ValueError:
             message = error.reason
         print(f"HTTP {error.code}: {message}", file=sys.stderr)
@@ -184,6 +195,17 @@ def _topic_statuses(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _networks(text: str) -> str:
+    from chronoq.domain.network import NetworkPolicy
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        NetworkPolicy.of(True, names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return ",".join(names)
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
     commands = main.add_subparsers(dest="command", required=True)
@@ -217,6 +239,26 @@ def parser() -> argparse.ArgumentParser:
         default=",".join(r.DEFAULT_TOPIC_STATUSES),
         help="comma-separated final statuses of the runs published to the SNS topic"
         " (default: %(default)s; jobs' own webhooks and e-mails follow their notify.on)",
+    )
+    local.add_argument(
+        "--block-private-targets",
+        action="store_true",
+        help="refuse http targets and webhooks on loopback, private, link-local and metadata"
+        " addresses, as the AWS deployment does (off by default locally)",
+    )
+    local.add_argument(
+        "--allowed-target-networks",
+        type=_networks,
+        default="",
+        metavar="CIDRS",
+        help="comma-separated networks targets and webhooks may call all the same"
+        " (with --block-private-targets)",
+    )
+    local.add_argument(
+        "--max-jobs-per-owner",
+        type=int,
+        default=r.DEFAULT_MAX_JOBS_PER_OWNER,
+        help="jobs one owner may have (default: %(default)s)",
     )
     local.set_defaults(run=_local)
 

@@ -16,12 +16,17 @@ class Conflict(ChronoqError):
 
 
 class InvalidRequest(ChronoqError):
-    """A well-formed request that cannot be accepted; ``field`` names the culprit."""
+    """A well-formed request that cannot be accepted; ``field`` names the culprit (its JSON
+    path in the request body; None: the request as a whole)."""
 
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
+
+
+class QuotaExceeded(ChronoqError):
+    """The owner has as many jobs as the deployment allows."""
 
 
 class TargetError(ChronoqError):

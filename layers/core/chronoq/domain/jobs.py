@@ -71,17 +71,17 @@ class RetryPolicy(Model):
     next one, at most ``max_interval_seconds``; with ``jitter`` each wait is drawn between
     half and all of that, so that many failing runs do not retry in step."""
 
-    max_attempts: int = Field(default=3, ge=1, le=20)
-    interval_seconds: int = Field(default=10, ge=1, le=3600)
-    backoff_rate: float = Field(default=2.0, ge=1.0, le=10.0)
-    max_interval_seconds: int = Field(default=300, ge=1, le=3600)
-    jitter: bool = True
+    max_attempts: int = Field(default=3, ge=1, le=20, strict=True)
+    interval_seconds: int = Field(default=10, ge=1, le=3600, strict=True)
+    backoff_rate: float = Field(default=2.0, ge=1.0, le=10.0, strict=True, allow_inf_nan=False)
+    max_interval_seconds: int = Field(default=300, ge=1, le=3600, strict=True)
+    jitter: bool = Field(default=True, strict=True)
 
 
 class Notify(Model):
     """Whom to tell when a run ends with one of the statuses in ``on``."""
 
-    on: list[FinalStatus] = Field(default_factory=_default_notify_on, min_length=1)
+    on: list[FinalStatus] = Field(default_factory=_default_notify_on, min_length=1, max_length=10)
     webhook: str | None = Field(default=None, max_length=2048)
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -94,16 +94,16 @@ class Notify(Model):
 class JobSpec(Model):
     """What a user asks for: the body of ``POST /jobs``."""
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=r.MAX_NAME_LENGTH)
     schedule: Schedule
     target: Target
     priority: Priority = Priority.NORMAL
     timeout_seconds: int = Field(
-        default=r.DEFAULT_TIMEOUT_SECONDS, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS
+        default=r.DEFAULT_TIMEOUT_SECONDS, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
     )
     concurrency: Concurrency = Concurrency.ALLOW
     start_deadline_seconds: int = Field(
-        default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS
+        default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS, strict=True
     )
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     notify: Notify | None = None
@@ -202,7 +202,7 @@ class PatchBase(Model):
     """The body of ``PATCH /jobs/{id}``: any fields of a JobSpec to change, and optionally the
     version the change was made against (409 if the job has moved on since)."""
 
-    version: int | None = None
+    version: int | None = Field(default=None, strict=True)
 
     def changes(self) -> dict[str, Any]:
         return self.model_dump(exclude_unset=True, exclude={"version"})

@@ -19,12 +19,34 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
+from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import format_instant, utc_second
+
+_EARLIEST = datetime(r.EARLIEST_YEAR, 1, 1, tzinfo=UTC)
+_LATEST = datetime(r.LATEST_YEAR, 1, 1, tzinfo=UTC)
+
+
+def bounded_instant(value: datetime) -> datetime:
+    """``value`` in UTC, rounded up to the whole second, if it lies in the years a schedule
+    may name (instants near the calendar's ends cannot be computed with)."""
+    try:
+        utc = value.astimezone(UTC)
+        if not _EARLIEST <= utc < _LATEST:
+            raise OverflowError
+        return utc_second(utc)
+    except OverflowError:
+        raise ValueError(
+            f"must be from {r.EARLIEST_YEAR}-01-01 to before {r.LATEST_YEAR}-01-01 (UTC)"
+        ) from None
+
+
+class NeverFires(ValueError):
+    """A cron expression matches no date (e.g. February 30th), or none for too long."""
 
 
 class AtSchedule(Model):
@@ -36,7 +58,7 @@ class AtSchedule(Model):
     @field_validator("at")
     @classmethod
     def _to_utc_second(cls, value: datetime) -> datetime:
-        return utc_second(value)
+        return bounded_instant(value)
 
 
 class _Recurring(Model):
@@ -49,14 +71,14 @@ class _Recurring(Model):
     @field_validator("start_at")
     @classmethod
     def _start_to_utc_second(cls, value: datetime | None) -> datetime | None:
-        return utc_second(value) if value else None
+        return bounded_instant(value) if value else None
 
     @field_validator("end_at")
     @classmethod
     def _end_after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if value is None:
             return None
-        value = value.astimezone(UTC)
+        value = bounded_instant(value)
         start = info.data.get("start_at")
         if start is not None and value <= start:
             raise ValueError("must be after start_at")
@@ -64,14 +86,18 @@ class _Recurring(Model):
 
 
 _SINGLE_VALUE_RANGE = re.compile(r"^(\w+)-\1(?:/\d+)?$", re.IGNORECASE)
+#: The largest value of each cron field (and so the largest sensible step).
+_CRON_FIELD_MAX = (59, 23, 31, 12, 7)
+#: Where a cron expression is first tried, to refuse one that matches no date at all.
+_CRON_PROBE = datetime(2001, 1, 1)
 
 
 class CronSchedule(_Recurring):
     """Recurring by a five-field cron expression evaluated in an IANA time zone."""
 
     type: Literal["cron"]
-    expression: str
-    timezone: str = "UTC"
+    expression: str = Field(max_length=r.MAX_CRON_EXPRESSION_LENGTH)
+    timezone: str = Field(default="UTC", max_length=64)
 
     @field_validator("expression")
     @classmethod
@@ -79,6 +105,11 @@ class CronSchedule(_Recurring):
         value = " ".join(value.split())
         if len(value.split(" ")) != 5:
             raise ValueError("must have five fields: minute hour day-of-month month day-of-week")
+        for field, largest in zip(value.split(" "), _CRON_FIELD_MAX, strict=True):
+            for term in field.split(","):
+                _, slash, step = term.partition("/")
+                if slash and not (step.isdigit() and 1 <= int(step) <= largest):
+                    raise ValueError(f"has a step out of range: {term!r} (1 to {largest})")
         # croniter reads a range whose ends are equal ("5-5") as the whole field; cron
         # means the single value.
         value = " ".join(
@@ -87,6 +118,10 @@ class CronSchedule(_Recurring):
         )
         if not croniter.is_valid(value):
             raise ValueError(f"is not a valid cron expression: {value!r}")
+        try:
+            croniter(value, _CRON_PROBE).get_next(datetime)
+        except CroniterError:
+            raise ValueError(f"never fires: {value!r} matches no date") from None
         return value
 
     @field_validator("timezone")
@@ -113,7 +148,7 @@ class RateSchedule(_Recurring):
     ``start_at``, the first run is one interval after the job is created."""
 
     type: Literal["rate"]
-    every: str
+    every: str = Field(max_length=32)
 
     @field_validator("every")
     @classmethod
@@ -190,10 +225,31 @@ def _next_cron(schedule: CronSchedule, after: datetime) -> datetime:
     # from ``after`` on: the scan starts there (one step), not hours back.
     zone = schedule.zone
     steady = (after - _LOOKBACK).astimezone(zone).utcoffset() == after.astimezone(zone).utcoffset()
-    for instant in _cron_instants(schedule, after if steady else after - _LOOKBACK):
-        if instant > after:
-            return instant
+    try:
+        for instant in _cron_instants(schedule, after if steady else after - _LOOKBACK):
+            if instant > after:
+                return instant
+    except (CroniterError, OverflowError):
+        raise NeverFires(f"{schedule.expression!r} fires no more") from None
     raise AssertionError("unreachable: croniter iterates without end")
+
+
+def first_fire(schedule: AnySchedule, now: datetime) -> datetime | None:
+    """The first fire time after ``now`` of a schedule a user asks for (create, change,
+    preview). Raises InvalidRequest, naming the field, for a cron expression that fires no
+    more, or not for longer than MAX_CRON_GAP_DAYS."""
+    try:
+        first = next_fire(schedule, now)
+    except NeverFires as error:
+        raise InvalidRequest("schedule.expression", f"never fires: {error}") from None
+    if isinstance(schedule, CronSchedule) and first is not None:
+        since = max(now, schedule.start_at or now)
+        if first - since > timedelta(days=r.MAX_CRON_GAP_DAYS):
+            raise InvalidRequest(
+                "schedule.expression",
+                f"next fires at {format_instant(first)}: more than {r.MAX_CRON_GAP_DAYS} days away",
+            )
+    return first
 
 
 def fire_times(schedule: AnySchedule, after: datetime, count: int) -> list[datetime]:
@@ -251,7 +307,10 @@ def preview(schedule: AnySchedule, now: datetime, count: int) -> list[dict[str, 
     rate without ``start_at`` is taken as created now)."""
     schedule = anchored(schedule, now)
     zone = schedule.zone if isinstance(schedule, CronSchedule) else ZoneInfo("UTC")
+    first = first_fire(schedule, now)
+    if first is None:
+        return []
     return [
         {"utc": format_instant(t), "local": t.astimezone(zone).isoformat()}
-        for t in fire_times(schedule, now, count)
+        for t in [first, *fire_times(schedule, first, count - 1)]
     ]

@@ -3,21 +3,62 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
 
 
 def http_url(value: str) -> str:
-    """``value`` if it is an absolute http(s) URL (a pydantic validator)."""
+    """``value`` if it is an absolute http(s) URL without credentials (a pydantic validator).
+    Which addresses it may name is the deployment's network policy's business (see
+    chronoq.domain.network)."""
+    if any(c in value for c in "\r\n\t\x00 ") or not value.isprintable():
+        raise ValueError("must not contain spaces or control characters")
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an absolute http:// or https:// URL")
+    if "@" in parts.netloc:
+        raise ValueError("must not carry credentials (user:password@): send them in a header")
+    try:
+        parts.port  # noqa: B018 - raises for a port that is not one
+    except ValueError:
+        raise ValueError("has an invalid port") from None
     return value
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def _header_name(name: str) -> str:
+    if not _TOKEN.match(name) or len(name) > r.MAX_HEADER_NAME_LENGTH:
+        raise ValueError(
+            f"is not a valid header name (letters, digits and !#$%&'*+-.^_`|~, at most"
+            f" {r.MAX_HEADER_NAME_LENGTH})"
+        )
+    lowered = name.lower()
+    if lowered in r.RESERVED_HEADERS or lowered.startswith(r.RESERVED_HEADER_PREFIX):
+        raise ValueError(
+            "is reserved: Host, Content-Length, Transfer-Encoding, Connection and X-Chronoq-*"
+            " are set by chronoq"
+        )
+    return name
+
+
+def _header_value(value: str) -> str:
+    if any(c in value for c in "\r\n\x00"):
+        raise ValueError("must not contain CR, LF or NUL")
+    if len(value) > r.MAX_HEADER_VALUE_LENGTH:
+        raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
+    return value
+
+
+HeaderName = Annotated[str, AfterValidator(_header_name)]
+HeaderValue = Annotated[str, AfterValidator(_header_value)]
 
 
 #: ``s3://bucket`` or ``s3://bucket/prefix``: where a job's large outputs and logs go.
@@ -36,10 +77,25 @@ class HttpTarget(Model):
     type: Literal["http"]
     url: str = Field(max_length=2048)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=r.MAX_HEADERS)
     body: Any = None
 
     _url = field_validator("url")(http_url)
+
+    @field_validator("headers")
+    @classmethod
+    def _one_of_each(cls, value: dict[str, str]) -> dict[str, str]:
+        seen: set[str] = set()
+        for name in value:
+            if name.lower() in seen:
+                raise ValueError(f"names {name} twice (header names are case-insensitive)")
+            seen.add(name.lower())
+        return value
+
+    @field_validator("body")
+    @classmethod
+    def _bounded_body(cls, value: Any) -> Any:
+        return _bounded_json(value, r.MAX_ARGS_BYTES)
 
 
 class PythonTarget(Model):
@@ -49,14 +105,23 @@ class PythonTarget(Model):
     task: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", max_length=200)
     args: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("args")
+    @classmethod
+    def _bounded_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        _bounded_json(value, r.MAX_ARGS_BYTES)
+        return value
+
 
 def _json_size(value: Any) -> int:
-    return len(json.dumps(value).encode())
+    try:
+        return len(json.dumps(value, allow_nan=False).encode())
+    except ValueError:
+        raise ValueError("must not contain NaN or infinite numbers") from None
 
 
-def _bounded_json(value: Any) -> Any:
-    if _json_size(value) > r.MAX_MESSAGE_BYTES:
-        raise ValueError(f"must be at most {r.MAX_MESSAGE_BYTES} bytes of JSON")
+def _bounded_json(value: Any, limit: int = r.MAX_MESSAGE_BYTES) -> Any:
+    if _json_size(value) > limit:
+        raise ValueError(f"must be at most {limit} bytes of JSON")
     return value
 
 
@@ -120,13 +185,17 @@ class ContainerTarget(Model):
 
     type: Literal["container"]
     image: str = Field(min_length=1, max_length=1024, pattern=r"^\S+$")
-    command: list[str] = Field(min_length=1, max_length=100)
+    command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=100)
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
-    memory: int = Field(default=512, ge=512, le=30720)
-    environment: dict[str, str] = Field(default_factory=dict, max_length=50)
+    memory: int = Field(default=512, ge=512, le=30720, strict=True)
+    environment: dict[
+        Annotated[str, Field(min_length=1, max_length=256)], Annotated[str, Field(max_length=4096)]
+    ] = Field(default_factory=dict, max_length=50)
     #: The clock starts at RunTask: the first heartbeat must come this soon after the task
     #: was asked for, image pull and start-up included.
-    heartbeat_seconds: int | None = Field(default=None, ge=60, le=r.MAX_CONTAINER_TIMEOUT_SECONDS)
+    heartbeat_seconds: int | None = Field(
+        default=None, ge=60, le=r.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
+    )
 
     @field_validator("environment")
     @classmethod

@@ -24,41 +24,51 @@ from chronoq import tasks
 from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.runs import log_line
 from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
+from chronoq.execution.egress import BlockedTarget, Egress
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_logs import CloudWatchLogsClient
 
-_http = urllib3.PoolManager(retries=False)
 Log = Callable[[str], None]
 
 
 def run_http(
-    target: HttpTarget, timeout_seconds: float, headers: dict[str, str], log: Log
+    target: HttpTarget,
+    timeout_seconds: float,
+    headers: dict[str, str],
+    log: Log,
+    egress: Egress | None = None,
 ) -> dict[str, Any]:
     """Call the endpoint once: no redirects followed, no retries (the run's policy decides),
-    the whole call bounded by ``timeout_seconds``. Success is a 2xx answer; the result keeps
-    the status code and the first bytes of the body."""
+    the whole call bounded by ``timeout_seconds``, the host checked by the deployment's
+    network policy (``egress``). Success is a 2xx answer; the result keeps the status code
+    and the first bytes of the body."""
+    egress = egress or Egress()
     body: bytes | None = None
     log(f"{target.method} {target.url}")
     started = time.monotonic()
-    all_headers = {"User-Agent": "chronoq", **headers, **target.headers}
+    # chronoq's own headers last: a job cannot override them (nor can it name them at all)
+    all_headers = {"User-Agent": "chronoq", **target.headers, **headers}
     if target.body is not None:
         body = json.dumps(target.body).encode()
-        all_headers.setdefault("Content-Type", "application/json")
+        if not any(k.lower() == "content-type" for k in all_headers):
+            all_headers["Content-Type"] = "application/json"
     try:
-        response = _http.request(
+        response = egress.request(
             target.method,
             target.url,
             body=body,
             headers=all_headers,
             timeout=urllib3.Timeout(total=timeout_seconds),
-            redirect=False,
             preload_content=False,
         )
         excerpt = response.read(r.OUTPUT_EXCERPT_BYTES, decode_content=True)
         response.release_conn()
+    except BlockedTarget as error:
+        log(f"refused: {error}")
+        raise PermanentError(f"{target.method} {target.url} refused: {error}") from None
     except urllib3.exceptions.NewConnectionError as error:  # (a TimeoutError in urllib3 2)
         log(f"failed: {error}")
         raise TargetError(f"{target.method} {target.url} failed: {error}") from None

@@ -50,6 +50,8 @@ class FakeStore:
     claims: dict[str, datetime] = field(default_factory=dict)
     #: idempotency key -> (record, when it expires)
     keys: dict[str, tuple[KeyRecord, datetime]] = field(default_factory=dict)
+    #: owner -> how many jobs they have
+    job_counts: dict[str, int] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- jobs -------------------------------------------------------------------------------
@@ -98,6 +100,14 @@ class FakeStore:
     def delete_job(self, job_id: str) -> bool:
         with self._lock:
             return self.jobs.pop(job_id, None) is not None
+
+    def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
+        with self._lock:
+            count = self.job_counts.get(owner, 0) + delta
+            if limit is not None and delta > 0 and count > limit:
+                return False
+            self.job_counts[owner] = count
+            return True
 
     def claim_run(
         self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool

@@ -77,6 +77,12 @@ class LocalAWS:
     #: The final statuses of the runs published to the SNS topic, as ``-c topic_statuses=``
     #: in CDK (comma-separated).
     topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
+    #: The SSRF guard: off by default here (developers call services on their own machine),
+    #: on in AWS; and the networks it lets through (comma-separated CIDRs).
+    block_private_targets: bool = False
+    allowed_target_networks: str = ""
+    #: Jobs one owner may have, as ``-c max_jobs_per_owner=`` in CDK.
+    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
     runtime: LambdaRuntime | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
@@ -202,6 +208,9 @@ class LocalAWS:
         env: dict[str, str] = {
             r.ENV_SHARDS: str(self.shards),
             r.ENV_TOPIC_STATUSES: ",".join(sorted(audience)),
+            r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
+            r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
+            r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
         }
         if self.task_modules:
             env[r.ENV_TASK_MODULES] = self.task_modules

@@ -94,7 +94,18 @@ def serve(
             control = (controls or {}).get(f"{self.command} {self.path}")
             if self.path.startswith(CONTROL_PREFIX):
                 status, result = (
-                    (200, control()) if control else (404, {"message": "no such control"})
+                    (200, control())
+                    if control
+                    else (
+                        404,
+                        {
+                            "error": {
+                                "code": "not_found",
+                                "message": f"no control {self.command} {self.path}",
+                                "field": None,
+                            }
+                        },
+                    )
                 )
                 self._reply(
                     status, {"content-type": "application/json"}, json.dumps(result).encode()

@@ -34,6 +34,12 @@ class LocalSystem:
     #: The final statuses of the runs published to the SNS topic (comma-separated).
     topic_statuses: str = ",".join(r.DEFAULT_TOPIC_STATUSES)
     tick_seconds: float = 1.0
+    #: The SSRF guard (off by default locally; ``--block-private-targets``) and the networks
+    #: it lets through (comma-separated CIDRs).
+    block_private_targets: bool = False
+    allowed_target_networks: str = ""
+    #: Jobs one owner may have.
+    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
     #: Concurrent worker invocations (AWS: an SQS event source mapping starts with five
     #: batches at a time, and scales them with the queue).
     pollers: int = 5
@@ -87,7 +93,12 @@ class LocalSystem:
 
     def start(self) -> LocalSystem:
         self.aws = LocalAWS(
-            shards=self.shards, task_modules=self.task_modules, topic_statuses=self.topic_statuses
+            shards=self.shards,
+            task_modules=self.task_modules,
+            topic_statuses=self.topic_statuses,
+            block_private_targets=self.block_private_targets,
+            allowed_target_networks=self.allowed_target_networks,
+            max_jobs_per_owner=self.max_jobs_per_owner,
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(

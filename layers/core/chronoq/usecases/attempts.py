@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chronoq.domain.retry import decide
@@ -21,6 +21,7 @@ from chronoq.execution.contract import (
     PrepareResult,
     summary,
 )
+from chronoq.execution.egress import Egress
 from chronoq.usecases.ports import Artifacts
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class Runner:
     containers: ContainerSettings
     #: The deployment's own task modules (see chronoq.tasks).
     task_modules: tuple[str, ...] = ()
+    #: How http targets are called (the SSRF guard).
+    egress: Egress = field(default_factory=Egress)
 
     def attempt(self, request: AttemptRequest) -> AttemptResult:
         """Run the target once; keep its log whatever happens, and its output if it
@@ -124,7 +127,7 @@ class Runner:
                 "X-Chronoq-Scheduled-At": request.scheduled_at,
                 "X-Chronoq-Attempt": str(request.attempt),
             }
-            return targets.run_http(target, deadline, headers, log)
+            return targets.run_http(target, deadline, headers, log, self.egress)
         if isinstance(target, PythonTarget):
             return {
                 "result": targets.run_python(

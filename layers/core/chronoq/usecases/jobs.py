@@ -9,11 +9,12 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
+from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
-from chronoq.domain.schedules import AtSchedule, anchored, next_fire
-from chronoq.domain.targets import PythonTarget, split_location
+from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
+from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, Store
@@ -32,12 +33,21 @@ class JobOperations:
     output_buckets: frozenset[str] | None
     is_task: TaskCheck
     pages: PageTokens
+    #: Which addresses http targets and webhooks may name (the SSRF guard).
+    network: NetworkPolicy = OPEN
+    #: Jobs one owner may have.
+    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         self._check(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         first = _first_fire(spec, now)
+        if not self.store.count_job(owner, +1, self.max_jobs_per_owner):
+            raise QuotaExceeded(
+                f"owner {owner} has {self.max_jobs_per_owner} jobs, the most this deployment"
+                " allows (max_jobs_per_owner): delete some first"
+            )
         job = Job.model_validate(
             {
                 **spec.model_dump(),
@@ -50,11 +60,16 @@ class JobOperations:
                 "updated_at": now,
             }
         )
-        self.store.put_new_job(job)
+        try:
+            self.store.put_new_job(job)
+        except Exception:
+            self.store.count_job(owner, -1)
+            raise
         try:
             self.index.schedule([(job, first)], now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
             self.store.delete_job(job.id)  # (its schedule item, if written, is dropped unsent)
+            self.store.count_job(owner, -1)
             raise
         return job
 
@@ -147,6 +162,7 @@ class JobOperations:
         job = self._stored(owner, job_id)
         if not self.store.delete_job(job.id):
             raise NotFound(f"job {job_id} not found")
+        self.store.count_job(owner, -1)
         # (its planned occurrence has no run record: the worker drops it, the job being gone)
 
     def trigger_job(self, owner: str, job_id: str) -> Run:
@@ -164,9 +180,25 @@ class JobOperations:
         return run
 
     def _check(self, spec: JobSpec) -> None:
-        """What the models cannot know: registered tasks, writable buckets."""
+        """What the models cannot know: registered tasks, writable buckets, addresses the
+        deployment may call; and the size of the whole job."""
+        size = len(spec.model_dump_json().encode())
+        if size > r.MAX_JOB_BYTES:
+            raise InvalidRequest(
+                None, f"the job is {size} bytes of JSON; at most {r.MAX_JOB_BYTES} are kept"
+            )
         if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
             raise InvalidRequest("target.task", f"{spec.target.task} is not a registered task")
+        urls = {"notify.webhook": spec.notify.webhook if spec.notify else None}
+        if isinstance(spec.target, HttpTarget):
+            urls["target.url"] = spec.target.url
+        for field, url in urls.items():
+            refusal = self.network.url_refusal(url) if url else None
+            if refusal:
+                raise InvalidRequest(
+                    field,
+                    f"must not name a private, loopback, link-local or metadata address: {refusal}",
+                )
         if spec.output_location is None or self.output_buckets is None:
             return
         bucket = split_location(spec.output_location)[0]
@@ -199,7 +231,7 @@ class JobOperations:
 
 
 def _first_fire(spec: JobSpec, now: datetime) -> datetime:
-    first = next_fire(spec.schedule, now)
+    first = first_fire(spec.schedule, now)
     if first is None:
         if isinstance(spec.schedule, AtSchedule):
             raise InvalidRequest("schedule.at", "must be in the future")

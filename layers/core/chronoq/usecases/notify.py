@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,11 +16,10 @@ import urllib3
 from chronoq import resources as r
 from chronoq.domain import notifications as notify
 from chronoq.domain.runs import Run, RunStatus
+from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.usecases.ports import JobRunStore
 
 logger = logging.getLogger(__name__)
-
-_http = urllib3.PoolManager(retries=False)
 
 
 @dataclass
@@ -35,6 +34,8 @@ class Notifier:
     master_secret: Callable[[], str]
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.time
+    #: How webhooks are called (the SSRF guard).
+    egress: Egress = field(default_factory=Egress)
 
     def run_finished(self, run: Run) -> dict[str, str]:
         """Publish the run's end if the topic hears of its status, deliver it where its job
@@ -98,19 +99,21 @@ class Notifier:
                 r.DELIVERY_HEADER: f"{run.id}:{run.status.value}",
             }
             try:
-                answer = _http.request(
+                answer = self.egress.request(
                     "POST",
                     url,
                     body=payload,
                     headers=headers,
                     timeout=urllib3.Timeout(total=r.WEBHOOK_TIMEOUT_SECONDS),
-                    redirect=False,
                 )
                 outcome = f"HTTP {answer.status}"
                 if 200 <= answer.status < 300:
                     return f"delivered ({outcome}, attempt {attempt})"
                 if answer.status < 500 and answer.status not in (408, 429):
                     break
+            except BlockedTarget as error:
+                outcome = f"refused: {error}"
+                break
             except urllib3.exceptions.HTTPError as error:
                 outcome = str(error)
             if attempt < r.WEBHOOK_ATTEMPTS:

@@ -100,6 +100,11 @@ class JobStore(Protocol):
 
     def delete_job(self, job_id: str) -> bool: ...
 
+    def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
+        """Add ``delta`` to the owner's job count, unless that takes it above ``limit``
+        (False: refused, nothing changed). One conditional write, no count of the jobs."""
+        ...
+
     def claim_run(
         self, job: Job, run: Run, queued_at: datetime, now: datetime, exclusive: bool
     ) -> Claim:
