@@ -52,13 +52,37 @@ def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(
 def test_given_topic_statuses_when_chronoq_local_is_started_then_they_are_checked_before_anything_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from chronoq.cli.main import parser
+    from chronoq.cli.main import local
 
-    assert parser().parse_args(["local"]).topic_statuses == "FAILED,MISSED,TIMED_OUT"
-    widened = parser().parse_args(["local", "--topic-statuses", "succeeded,failed"])
-    assert widened.topic_statuses == "FAILED,SUCCEEDED"
-    with pytest.raises(SystemExit) as exited:
-        parser().parse_args(["local", "--topic-statuses", "FAILED,DONE"])
+    context = local.make_context("local", [])
+    assert context.params["topic_statuses"] == "FAILED,MISSED,TIMED_OUT"
+    widened = local.make_context("local", ["--topic-statuses", "succeeded,failed"])
+    assert widened.params["topic_statuses"] == "FAILED,SUCCEEDED"
 
-    assert exited.value.code == 2
-    assert "--topic-statuses: not a final status: DONE" in capsys.readouterr().err
+    code = main(["local", "--topic-statuses", "FAILED,DONE"])
+
+    assert code == 2
+    assert "--topic-statuses" in capsys.readouterr().err
+
+
+def test_given_a_compact_rate_when_previewed_then_it_reads_like_jobs_create_every(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        [
+            "schedule",
+            "preview",
+            "--every",
+            "90m",
+            "--start-at",
+            "2027-01-01T00:00:00Z",
+            "--count",
+            "2",
+        ]
+    )
+
+    assert code == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
+        "2027-01-01T00:00:00Z",
+        "2027-01-01T01:30:00Z",
+    ]
