@@ -23,5 +23,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             event.get("shards"), lambda: context.get_remaining_time_in_millis() / 1000
         )
     )
-    logger.info("dispatched", extra={"report": report, "tick": event.get("time")})
+    # (a tick with nothing to report is logged only at DEBUG: a line a minute is paid for)
+    busy = report["dispatched"] or report["missed"] or report["unfinished"]
+    log = logger.info if busy else logger.debug
+    log("dispatched", extra={"report": report, "tick": event.get("time")})
     return report

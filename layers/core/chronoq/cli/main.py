@@ -1,168 +1,222 @@
-"""The ``chronoq`` command: run the local system, mint local tokens, preview schedules,
-read a run's logs."""
+"""The ``chronoq`` command: a client for everything the API does (jobs, runs, schedules,
+login), and chronoq local with its tools (``local``, ``token``, ``cost``).
+
+Exit codes: see chronoq.cli.errors (0 ok, 1 API error, 2 usage, 3 not found, 4 run did not
+succeed with ``--exit-status``)."""
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import logging
 import os
 import signal
 import sys
 import threading
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import click
+
 from chronoq import resources as r
+from chronoq.cli import render
+from chronoq.cli.client import Api
+from chronoq.cli.common import api_options
+from chronoq.cli.errors import USAGE
+from chronoq.cli.jobs import jobs
+from chronoq.cli.login import login, logout
+from chronoq.cli.runs import runs
+
+_DATA_DIR = click.Path(path_type=Path, file_okay=False)
 
 
-def _local(args: argparse.Namespace) -> int:
+def _version() -> str:
+    try:
+        return version("chronoq")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    _version(), "--version", "-V", prog_name="chronoq", message="%(prog)s %(version)s"
+)
+def cli() -> None:
+    """chronoq: a serverless job scheduler.
+
+    Talks to the API at --url / $CHRONOQ_URL / the profile chronoq login saved (default:
+    chronoq local at http://127.0.0.1:8080). Exit codes: 0 ok, 1 API error, 2 usage error,
+    3 not found, 4 a followed run did not succeed (--exit-status).
+    """
+
+
+cli.add_command(jobs)
+cli.add_command(runs)
+cli.add_command(login)
+cli.add_command(logout)
+
+
+# --- chronoq local and its tools ---------------------------------------------------------------
+
+
+def _topic_statuses(_: click.Context, __: click.Parameter, text: str) -> str:
+    from chronoq.domain.notifications import topic_statuses
+
+    try:
+        return ",".join(sorted(topic_statuses(text)))
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
+    from chronoq.domain.network import NetworkPolicy
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        NetworkPolicy.of(True, names)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return ",".join(names)
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option("--shards", type=int, default=r.DEFAULT_SHARDS, show_default=True)
+@click.option(
+    "--tick-seconds",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="how often the dispatcher is invoked (AWS: every 60 s)",
+)
+@click.option(
+    "--user", default="local-user", show_default=True, help="user of the token printed at start-up"
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+    default="WARNING",
+    show_default=True,
+    help="log level of chronoq local and of the functions it runs",
+)
+@click.option(
+    "--task-modules",
+    default="",
+    help="comma-separated modules holding your own Python tasks (importable from here)",
+)
+@click.option(
+    "--topic-statuses",
+    default=",".join(r.DEFAULT_TOPIC_STATUSES),
+    show_default=True,
+    callback=_topic_statuses,
+    help="comma-separated final statuses of the runs published to the SNS topic"
+    " (jobs' own webhooks and e-mails follow their notify.on)",
+)
+@click.option(
+    "--block-private-targets",
+    is_flag=True,
+    help="refuse http targets and webhooks on loopback, private, link-local and metadata"
+    " addresses, as the AWS deployment does (off by default locally)",
+)
+@click.option(
+    "--allowed-target-networks",
+    default="",
+    metavar="CIDRS",
+    callback=_networks,
+    help="comma-separated networks targets and webhooks may call all the same"
+    " (with --block-private-targets)",
+)
+@click.option(
+    "--max-jobs-per-owner",
+    type=int,
+    default=r.DEFAULT_MAX_JOBS_PER_OWNER,
+    show_default=True,
+    help="jobs one owner may have",
+)
+def local(
+    host: str,
+    port: int,
+    data_dir: Path,
+    shards: int,
+    tick_seconds: float,
+    user: str,
+    log_level: str,
+    task_modules: str,
+    topic_statuses: str,
+    block_private_targets: bool,
+    allowed_target_networks: str,
+    max_jobs_per_owner: int,
+) -> None:
+    """Run the whole system locally, on embedded AWS."""
     from chronoq.local import tokens
     from chronoq.local.system import LocalSystem
 
-    logging.basicConfig(
-        level=args.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", args.log_level)
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", log_level)
     system = LocalSystem(
-        task_modules=args.task_modules or "",
-        host=args.host,
-        port=args.port,
-        data_dir=args.data_dir,
-        shards=args.shards,
-        topic_statuses=args.topic_statuses,
-        tick_seconds=args.tick_seconds,
-        block_private_targets=args.block_private_targets,
-        allowed_target_networks=args.allowed_target_networks,
-        max_jobs_per_owner=args.max_jobs_per_owner,
+        task_modules=task_modules,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        shards=shards,
+        topic_statuses=topic_statuses,
+        tick_seconds=tick_seconds,
+        block_private_targets=block_private_targets,
+        allowed_target_networks=allowed_target_networks,
+        max_jobs_per_owner=max_jobs_per_owner,
     ).start()
-    token = tokens.mint(args.data_dir, args.user)
+    token = tokens.mint(data_dir, user)
     print(f"chronoq local listening on {system.url}", flush=True)
-    print(f"token for user {args.user!r} (chronoq token USER mints others):", flush=True)
+    print(f"token for user {user!r} (chronoq token USER mints others):", flush=True)
     print(token, flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     done.wait()
     system.stop()
-    return 0
 
 
-def _token(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("user")
+@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option(
+    "--ttl", type=int, default=7 * 24 * 3600, show_default=True, help="seconds the token is valid"
+)
+def token(user: str, data_dir: Path, ttl: int) -> None:
+    """Print a token for USER, valid for chronoq local."""
     from chronoq.local import tokens
 
-    print(tokens.mint(args.data_dir, args.user, args.ttl))
-    return 0
+    click.echo(tokens.mint(data_dir, user, ttl))
 
 
-def _preview(args: argparse.Namespace) -> int:
-    from datetime import UTC, datetime
-
-    from pydantic import TypeAdapter, ValidationError
-
-    from chronoq.domain.errors import InvalidRequest
-    from chronoq.domain.schedules import Schedule, preview
-
-    if args.json:
-        document = json.loads(args.json)
-    elif args.cron:
-        document = {"type": "cron", "expression": args.cron, "timezone": args.timezone}
-    elif args.rate:
-        document = {"type": "rate", "every": args.rate}
-    else:
-        document = {"type": "at", "at": args.at}
-    for key in ("start_at", "end_at"):
-        if getattr(args, key):
-            document[key] = getattr(args, key)
-    try:
-        schedule = TypeAdapter(Schedule).validate_python(document)
-    except ValidationError as error:
-        for e in error.errors():
-            field = ".".join(str(p) for p in ("schedule", *e["loc"]))
-            print(f"{field}: {e['msg']}", file=sys.stderr)
-        return 2
-    try:
-        fires = preview(schedule, datetime.now(UTC), args.count)
-    except InvalidRequest as error:
-        print(f"{error.field}: {error.message}", file=sys.stderr)
-        return 2
-    for fire in fires:
-        print(f"{fire['utc']}  {fire['local']}")
-    return 0
-
-
-def _call(args: argparse.Namespace, method: str, path: str) -> tuple[Any, int]:
-    """``method path`` on the API with the token: (the JSON answer, 0), or (None, exit code)
-    after printing why not."""
-    import urllib.error
-    import urllib.request
-
-    if not args.token:
-        print("a token is needed: --token or CHRONOQ_TOKEN", file=sys.stderr)
-        return None, 2
-    if not args.api.startswith(("http://", "https://")):
-        print(f"--api must be an http(s) URL, not {args.api}", file=sys.stderr)
-        return None, 2
-    request = urllib.request.Request(  # noqa: S310 - checked to be http(s) above
-        f"{args.api.rstrip('/')}{path}",
-        method=method,
-        headers={"Authorization": f"Bearer {args.token}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - http(s) API
-            return json.load(answer), 0
-    except urllib.error.HTTPError as error:
-        try:
-            document = json.load(error)
-            problem = document.get("error") or document  # (API Gateway's own 401: message)
-            message = problem.get("message", error.reason)
-        except ValueError:
-            message = error.reason
-        print(f"HTTP {error.code}: {message}", file=sys.stderr)
-        return None, 1
-    except urllib.error.URLError as error:
-        print(f"cannot reach {args.api}: {error.reason}", file=sys.stderr)
-        return None, 1
-
-
-def _logs(args: argparse.Namespace) -> int:
-    import urllib.parse
-
-    path = f"/runs/{urllib.parse.quote(args.run_id, safe='')}/logs"
-    document, status = _call(args, "GET", path)
-    if document is None:
-        return status
-    for line in document["lines"]:
-        print(line)
-    return 0
-
-
-def _cost(args: argparse.Namespace) -> int:
+@cli.command()
+@click.option("--reset", is_flag=True, help="start counting again afterwards")
+@click.option("--json", "as_json", is_flag=True, help="the usage and its prices as JSON")
+@api_options
+def cost(api: Api, reset: bool, as_json: bool) -> None:
+    """What the workload on chronoq local would cost on AWS, per million runs."""
     from chronoq.local.usage import EVENTBRIDGE_SCHEDULER_PER_MILLION, per_million_runs, price
 
-    usage, status = _call(args, "GET", "/_local/usage")
-    if usage is None:
-        return status
-    if args.reset:
-        _call(args, "POST", "/_local/usage/reset")
+    usage = api.call("GET", "/_local/usage")
+    if reset:
+        api.call("POST", "/_local/usage/reset")
     totals, per_run = price(usage), per_million_runs(usage)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "usage": usage,
-                    "cost": {k: float(v) for k, v in totals.items()},
-                    "cost_per_million_runs": {k: float(v) for k, v in per_run.items()},
-                },
-                indent=2,
-            )
-        )
-        return 0
-    runs = usage["runs_finished"]
-    print(f"runs finished: {runs}")
-    if not runs:
-        print("no run has finished since the last reset: nothing to price per run")
-        return 0
+    if as_json:
+        document = {
+            "usage": usage,
+            "cost": {k: float(v) for k, v in totals.items()},
+            "cost_per_million_runs": {k: float(v) for k, v in per_run.items()},
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    finished = usage["runs_finished"]
+    click.echo(f"runs finished: {finished}")
+    if not finished:
+        click.echo("no run has finished since the last reset: nothing to price per run")
+        return
     sfn, ddb = usage["stepfunctions"], usage["dynamodb"]
     notes = {
         "dynamodb": f"{ddb['write_units']:g} write, {ddb['read_units']:g} read units",
@@ -171,147 +225,125 @@ def _cost(args: argparse.Namespace) -> int:
         "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items()),
         "sqs": f"{usage['sqs']['requests']} requests",
     }
-    print(f"{'':16}{'per million runs':>18}")
-    for service, cost in per_run.items():
+    click.echo(f"{'':16}{'per million runs':>18}")
+    for service, amount in per_run.items():
         if service == "total":
             continue
-        amount = f"${cost:,.2f}"
-        print(f"  {service:<14}{amount:>18}   {notes.get(service, '')}")
+        dollars = f"${amount:,.2f}"
+        click.echo(f"  {service:<14}{dollars:>18}   {notes.get(service, '')}")
     total = f"${per_run['total']:,.2f}"
-    print(f"  {'total':<14}{total:>18}")
-    print(
+    click.echo(f"  {'total':<14}{total:>18}")
+    click.echo(
         f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations"
         " (no history kept)"
     )
-    return 0
 
 
-def _topic_statuses(text: str) -> str:
-    from chronoq.domain.notifications import topic_statuses
+# --- schedules ---------------------------------------------------------------------------------
 
+
+@cli.group()
+def schedule() -> None:
+    """Work with schedules."""
+
+
+@schedule.command()
+@click.option("--cron", help='five-field cron expression, e.g. "30 2 * * 1-5"')
+@click.option(
+    "--rate", "--every", "rate", help='interval, e.g. "5 minutes", "2 hours", "1 day", 5m'
+)
+@click.option("--at", help="one instant, ISO 8601 with offset")
+@click.option("--json", "as_json", metavar="SCHEDULE", help="a schedule object as in the API")
+@click.option("--timezone", default="UTC", show_default=True, help="IANA time zone of --cron")
+@click.option("--start-at")
+@click.option("--end-at")
+@click.option("--count", type=click.IntRange(1, 100), default=10, show_default=True)
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def preview(
+    cron: str | None,
+    rate: str | None,
+    at: str | None,
+    as_json: str | None,
+    timezone: str,
+    start_at: str | None,
+    end_at: str | None,
+    count: int,
+    output: str,
+) -> None:
+    """Print the next fire times of a schedule (UTC, then local time). Computed here, as
+    POST /schedules/preview does: no token needed."""
+    from datetime import UTC, datetime
+
+    from pydantic import TypeAdapter, ValidationError
+
+    from chronoq.cli.jobspec import rate_every
+    from chronoq.domain.errors import InvalidRequest
+    from chronoq.domain.schedules import Schedule, preview
+
+    given = [
+        name
+        for name, value in (("--cron", cron), ("--rate", rate), ("--at", at), ("--json", as_json))
+        if value
+    ]
+    if len(given) != 1:
+        raise click.UsageError("give exactly one of --cron, --rate, --at, --json")
+    document: dict[str, Any]
+    if as_json:
+        document = json.loads(as_json)
+    elif cron:
+        document = {"type": "cron", "expression": cron, "timezone": timezone}
+    elif rate:
+        every = rate.strip()
+        if " " not in every:  # 5m, 1h30m: as jobs create --every takes them
+            with contextlib.suppress(ValueError):  # if so, the schedule's check says why
+                every = rate_every(every)
+        document = {"type": "rate", "every": every}
+    else:
+        document = {"type": "at", "at": at}
+    for key, value in (("start_at", start_at), ("end_at", end_at)):
+        if value:
+            document[key] = value
     try:
-        return ",".join(sorted(topic_statuses(text)))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _networks(text: str) -> str:
-    from chronoq.domain.network import NetworkPolicy
-
-    names = [n.strip() for n in text.split(",") if n.strip()]
+        parsed = TypeAdapter(Schedule).validate_python(document)
+    except ValidationError as error:
+        for e in error.errors():
+            field = ".".join(str(p) for p in ("schedule", *e["loc"]))
+            click.echo(f"{field}: {e['msg']}", err=True)
+        raise click.exceptions.Exit(USAGE) from None
     try:
-        NetworkPolicy.of(True, names)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return ",".join(names)
+        fires = preview(parsed, datetime.now(UTC), count)
+    except InvalidRequest as error:
+        click.echo(f"{error.field}: {error.message}", err=True)
+        raise click.exceptions.Exit(USAGE) from None
+    if output == "json":
+        click.echo(render.dump_json({"fire_times": fires}))
+        return
+    for fire in fires:
+        click.echo(f"{fire['utc']}  {fire['local']}")
 
 
-def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="chronoq", description="chronoq job scheduler")
-    commands = main.add_subparsers(dest="command", required=True)
-
-    local = commands.add_parser("local", help="run the whole system locally, on embedded AWS")
-    local.add_argument("--host", default="127.0.0.1")
-    local.add_argument("--port", type=int, default=8080)
-    local.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
-    local.add_argument("--shards", type=int, default=r.DEFAULT_SHARDS)
-    local.add_argument(
-        "--tick-seconds",
-        type=float,
-        default=1.0,
-        help="how often the dispatcher is invoked (AWS: every 60 s)",
-    )
-    local.add_argument("--user", default="local-user", help="user of the token printed at start-up")
-    local.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="log level of chronoq local and of the functions it runs",
-    )
-    local.add_argument(
-        "--task-modules",
-        default="",
-        help="comma-separated modules holding your own Python tasks (importable from here)",
-    )
-    local.add_argument(
-        "--topic-statuses",
-        type=_topic_statuses,
-        default=",".join(r.DEFAULT_TOPIC_STATUSES),
-        help="comma-separated final statuses of the runs published to the SNS topic"
-        " (default: %(default)s; jobs' own webhooks and e-mails follow their notify.on)",
-    )
-    local.add_argument(
-        "--block-private-targets",
-        action="store_true",
-        help="refuse http targets and webhooks on loopback, private, link-local and metadata"
-        " addresses, as the AWS deployment does (off by default locally)",
-    )
-    local.add_argument(
-        "--allowed-target-networks",
-        type=_networks,
-        default="",
-        metavar="CIDRS",
-        help="comma-separated networks targets and webhooks may call all the same"
-        " (with --block-private-targets)",
-    )
-    local.add_argument(
-        "--max-jobs-per-owner",
-        type=int,
-        default=r.DEFAULT_MAX_JOBS_PER_OWNER,
-        help="jobs one owner may have (default: %(default)s)",
-    )
-    local.set_defaults(run=_local)
-
-    token = commands.add_parser("token", help="print a token for USER, valid for chronoq local")
-    token.add_argument("user")
-    token.add_argument("--data-dir", type=Path, default=Path(".chronoq"))
-    token.add_argument("--ttl", type=int, default=7 * 24 * 3600, help="seconds the token is valid")
-    token.set_defaults(run=_token)
-
-    schedule = commands.add_parser("schedule", help="work with schedules")
-    schedule_commands = schedule.add_subparsers(dest="schedule_command", required=True)
-    preview = schedule_commands.add_parser(
-        "preview", help="print the next fire times of a schedule (UTC, then local time)"
-    )
-    kind = preview.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--cron", help='five-field cron expression, e.g. "30 2 * * 1-5"')
-    kind.add_argument("--rate", help='interval, e.g. "5 minutes", "2 hours", "1 day"')
-    kind.add_argument("--at", help="one instant, ISO 8601 with offset")
-    kind.add_argument("--json", help="a schedule object as in the API")
-    preview.add_argument("--timezone", default="UTC", help="IANA time zone of --cron")
-    preview.add_argument("--start-at", dest="start_at")
-    preview.add_argument("--end-at", dest="end_at")
-    preview.add_argument("--count", type=int, default=10, choices=range(1, 101), metavar="1-100")
-    preview.set_defaults(run=_preview)
-
-    runs = commands.add_parser("runs", help="work with runs")
-    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
-    logs = runs_commands.add_parser("logs", help="print the log lines of a run, attempt by attempt")
-    logs.add_argument("run_id")
-    logs.set_defaults(run=_logs)
-
-    cost = commands.add_parser(
-        "cost",
-        help="what the workload on chronoq local would cost on AWS, per million runs",
-    )
-    cost.add_argument("--reset", action="store_true", help="start counting again afterwards")
-    cost.add_argument("--json", action="store_true", help="the usage and its prices as JSON")
-    for command in (logs, cost):
-        command.add_argument(
-            "--api",
-            default=os.environ.get("CHRONOQ_API", "http://127.0.0.1:8080"),
-            help="the API's base URL (default: $CHRONOQ_API, else chronoq local's)",
-        )
-        command.add_argument(
-            "--token", default=os.environ.get("CHRONOQ_TOKEN", ""), help="default: $CHRONOQ_TOKEN"
-        )
-    cost.set_defaults(run=_cost)
-    return main
+# --- running -----------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    return int(args.run(args))
+    """Run the command line on ``argv`` (default: the process's); the exit code."""
+    try:
+        code = cli.main(args=argv, prog_name="chronoq", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return int(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        return int(error.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":

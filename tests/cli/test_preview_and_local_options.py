@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 from chronoq import resources as r
-from chronoq.cli.main import main, parser
+from chronoq.cli.main import main
 
 
 def test_given_a_berlin_cron_when_previewed_on_the_command_line_then_utc_and_local_times_are_printed(
@@ -53,50 +53,78 @@ def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(
 def test_given_topic_statuses_when_chronoq_local_is_started_then_they_are_checked_before_anything_starts(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from chronoq.cli.main import parser
+    from chronoq.cli.main import local
 
-    assert parser().parse_args(["local"]).topic_statuses == "FAILED,MISSED,TIMED_OUT"
-    widened = parser().parse_args(["local", "--topic-statuses", "succeeded,failed"])
-    assert widened.topic_statuses == "FAILED,SUCCEEDED"
-    with pytest.raises(SystemExit) as exited:
-        parser().parse_args(["local", "--topic-statuses", "FAILED,DONE"])
+    context = local.make_context("local", [])
+    assert context.params["topic_statuses"] == "FAILED,MISSED,TIMED_OUT"
+    widened = local.make_context("local", ["--topic-statuses", "succeeded,failed"])
+    assert widened.params["topic_statuses"] == "FAILED,SUCCEEDED"
 
-    assert exited.value.code == 2
-    assert "--topic-statuses: not a final status: DONE" in capsys.readouterr().err
+    code = main(["local", "--topic-statuses", "FAILED,DONE"])
+
+    assert code == 2
+    assert "--topic-statuses" in capsys.readouterr().err
+
+
+def test_given_a_compact_rate_when_previewed_then_it_reads_like_jobs_create_every(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(
+        [
+            "schedule",
+            "preview",
+            "--every",
+            "90m",
+            "--start-at",
+            "2027-01-01T00:00:00Z",
+            "--count",
+            "2",
+        ]
+    )
+
+    assert code == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
+        "2027-01-01T00:00:00Z",
+        "2027-01-01T01:30:00Z",
+    ]
 
 
 def test_given_the_local_command_when_no_guard_option_is_given_then_the_ssrf_guard_is_off() -> None:
-    args = parser().parse_args(["local"])
+    from chronoq.cli.main import local
 
-    assert (args.block_private_targets, args.allowed_target_networks) == (False, "")
-    assert args.max_jobs_per_owner == r.DEFAULT_MAX_JOBS_PER_OWNER
+    params = local.make_context("local", []).params
+
+    assert (params["block_private_targets"], params["allowed_target_networks"]) == (False, "")
+    assert params["max_jobs_per_owner"] == r.DEFAULT_MAX_JOBS_PER_OWNER
 
 
 def test_given_block_private_targets_when_chronoq_local_is_started_then_the_guard_and_quota_are_set() -> (
     None
 ):
-    args = parser().parse_args(
+    from chronoq.cli.main import local
+
+    params = local.make_context(
+        "local",
         [
-            "local",
             "--block-private-targets",
             "--allowed-target-networks",
             "10.0.0.0/8, fd12::/16",
             "--max-jobs-per-owner",
             "5",
-        ]
-    )
+        ],
+    ).params
 
-    assert args.block_private_targets is True
-    assert args.allowed_target_networks == "10.0.0.0/8,fd12::/16"
-    assert args.max_jobs_per_owner == 5
+    assert params["block_private_targets"] is True
+    assert params["allowed_target_networks"] == "10.0.0.0/8,fd12::/16"
+    assert params["max_jobs_per_owner"] == 5
 
 
 def test_given_an_allowed_network_that_is_not_one_when_chronoq_local_is_started_then_it_is_refused(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with pytest.raises(SystemExit):
-        parser().parse_args(["local", "--allowed-target-networks", "10.0.0.0/33"])
+    code = main(["local", "--allowed-target-networks", "10.0.0.0/33"])
 
+    assert code == 2
     assert "10.0.0.0/33" in capsys.readouterr().err
 
 

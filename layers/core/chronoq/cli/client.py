@@ -1,0 +1,81 @@
+"""The API over HTTP, as the command line speaks to it (standard library only)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from chronoq.cli.errors import USAGE, ApiError, Failure
+
+TIMEOUT_SECONDS = 30.0
+
+
+def quote(identifier: str) -> str:
+    return urllib.parse.quote(identifier, safe="")
+
+
+class Api:
+    """Calls on the API at ``url`` with a bearer ``token``."""
+
+    def __init__(self, url: str, token: str, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        *,
+        raw: bool = False,
+    ) -> Any:
+        """The decoded JSON answer (the text as it is with ``raw``); ApiError on an error
+        answer, Failure if the API cannot be reached."""
+        if not self.token:
+            raise Failure("a token is needed: --token, CHRONOQ_TOKEN or chronoq login", USAGE)
+        if not self.url.startswith(("http://", "https://")):
+            raise Failure(f"the API URL must be http(s), not {self.url!r}", USAGE)
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        target = self.url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode()
+        request = urllib.request.Request(target, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
+                text = answer.read().decode()
+        except urllib.error.HTTPError as error:
+            raise ApiError(error.code, _decode(error.read().decode(errors="replace"))) from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
+            reason = getattr(error, "reason", error)
+            raise Failure(f"cannot reach {self.url}: {reason}") from None
+        return text if raw else _decode(text)
+
+    def pages(
+        self, path: str, key: str, limit: int | None, next_token: str | None, every: bool
+    ) -> Iterator[tuple[list[dict[str, Any]], str | None]]:
+        """The items under ``key`` page by page, with the ``next_token`` each page ends on;
+        all pages with ``every``, else the first."""
+        while True:
+            answer = self.call("GET", path, query={"limit": limit, "next_token": next_token})
+            next_token = answer.get("next_token") if isinstance(answer, dict) else None
+            yield list(answer.get(key, [])), next_token
+            if not every or not next_token:
+                return
+
+
+def _decode(text: str) -> Any:
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

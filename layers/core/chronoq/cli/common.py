@@ -1,0 +1,92 @@
+"""What the commands that call the API share: the endpoint and token options, ``-o``, and
+printing an answer either way."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from chronoq.cli import config, render
+from chronoq.cli.client import Api
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def api_options(function: F) -> F:
+    """``--url`` (alias ``--api``), ``--token`` and ``--profile``, resolved into an ``api``
+    argument (an Api)."""
+
+    @click.option(
+        "--url",
+        "--api",
+        "url",
+        metavar="URL",
+        help=f"the API's base URL [default: ${config.URL_ENV}, else the profile's,"
+        f" else {config.DEFAULT_URL}]",
+    )
+    @click.option(
+        "--token",
+        metavar="TOKEN",
+        help=f"bearer token [default: ${config.TOKEN_ENV}, else the profile's]",
+    )
+    @click.option(
+        "--profile",
+        metavar="NAME",
+        help=f"profile saved by chronoq login [default: ${config.PROFILE_ENV},"
+        " else the current one]",
+    )
+    @functools.wraps(function)
+    def wrapper(
+        *args: Any, url: str | None, token: str | None, profile: str | None, **kwargs: Any
+    ) -> Any:
+        return function(*args, api=connect(url, token, profile), **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def output_option(function: F) -> F:
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="tables for people, or the API's JSON for scripts",
+    )(function)
+
+
+def connect(url: str | None, token: str | None, profile: str | None) -> Api:
+    """The Api the flags, environment and profile point to; a profile's token about to
+    expire is renewed (and saved) first when the profile says how."""
+    path = config.config_path()
+    endpoint = config.resolve(
+        url=url,
+        token=token,
+        profile_name=profile,
+        environ=os.environ,
+        config=config.read_config(path),
+    )
+    chosen = endpoint.token
+    if (
+        endpoint.token_source == config.FROM_PROFILE
+        and endpoint.profile is not None
+        and endpoint.profile_name is not None
+        and config.expires_soon(chosen)
+    ):
+        renewed = config.renewed_token(endpoint.profile)
+        if renewed is not None:
+            chosen, saved = renewed
+            config.save_profile(path, endpoint.profile_name, saved)
+    return Api(endpoint.url, chosen)
+
+
+def emit(output: str, document: Any, table: Callable[[], Any]) -> None:
+    """The API's JSON with ``-o json``, else the table ``table()`` makes."""
+    if output == "json":
+        click.echo(render.dump_json(document))
+    else:
+        render.show(table())

@@ -1,0 +1,244 @@
+"""``chronoq jobs``: create, list, read, change, pause, resume, trigger and delete jobs."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from chronoq.cli import render
+from chronoq.cli.client import Api, quote
+from chronoq.cli.common import api_options, emit, output_option
+from chronoq.cli.jobspec import BadInput, JobFlags, build, load
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: (flag, JobFlags field, help); ``multiple`` for the repeatable ones.
+_JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+    (("--name",), {"help": "the job's name"}),
+    (("--cron",), {"metavar": "EXPR", "help": "five-field cron expression, e.g. '0 2 * * *'"}),
+    (("--every",), {"metavar": "DURATION", "help": "fixed rate, e.g. 5m, 1h, 1d, 90m"}),
+    (
+        ("--at",),
+        {
+            "metavar": "INSTANT",
+            "help": "once: ISO 8601 (no offset: in --timezone), or +30s / 'in 5m'",
+        },
+    ),
+    (
+        ("--timezone",),
+        {"metavar": "ZONE", "help": "IANA time zone of --cron (and of --at without offset)"},
+    ),
+    (
+        ("--start-at",),
+        {"metavar": "INSTANT", "help": "a recurring schedule's first possible fire time"},
+    ),
+    (
+        ("--end-at",),
+        {"metavar": "INSTANT", "help": "a recurring schedule's last possible fire time"},
+    ),
+    (("--http",), {"metavar": "URL", "help": "target: call this URL"}),
+    (
+        ("--method",),
+        {
+            "type": click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False),
+            "help": "--http's method [default: POST]",
+        },
+    ),
+    (
+        ("--header", "headers"),
+        {"multiple": True, "metavar": "NAME:VALUE", "help": "--http header (repeatable)"},
+    ),
+    (("--body",), {"help": "--http body: JSON, or text"}),
+    (("--task",), {"metavar": "MODULE:FUNCTION", "help": "target: a registered Python task"}),
+    (("--args",), {"metavar": "JSON", "help": "--task's arguments, a JSON object"}),
+    (("--priority",), {"type": click.Choice(["high", "normal", "low"], case_sensitive=False)}),
+    (
+        ("--timeout",),
+        {"metavar": "DURATION", "help": "execution timeout, e.g. 30s, 5m [default: 5m]"},
+    ),
+    (
+        ("--start-deadline",),
+        {"metavar": "DURATION", "help": "a run not started this long after its time is MISSED"},
+    ),
+    (
+        ("--concurrency",),
+        {
+            "type": click.Choice(["allow", "forbid", "replace"], case_sensitive=False),
+            "help": "when a run is due while another is active",
+        },
+    ),
+    (
+        ("--max-attempts",),
+        {"type": click.IntRange(1, 20), "help": "attempts in all, retries included"},
+    ),
+    (("--retry-interval",), {"metavar": "DURATION", "help": "wait after the first failed attempt"}),
+    (("--notify-webhook",), {"metavar": "URL", "help": "POST the run's end here"}),
+    (("--notify-email",), {"metavar": "ADDRESS", "help": "e-mail the run's end here"}),
+    (
+        ("--notify-on",),
+        {
+            "multiple": True,
+            "metavar": "STATUSES",
+            "help": "final statuses to notify, e.g. FAILED,TIMED_OUT",
+        },
+    ),
+    (
+        ("--output-location",),
+        {"metavar": "S3_URL", "help": "s3://bucket/prefix for large outputs and logs"},
+    ),
+]
+
+
+def job_options(function: F) -> F:
+    for declaration, attributes in reversed(_JOB_OPTIONS):
+        function = click.option(*declaration, **attributes)(function)
+    return click.option(
+        "-f",
+        "--file",
+        "file",
+        metavar="PATH",
+        help="the job as JSON or YAML ('-': standard input); flags given change it",
+    )(function)
+
+
+def _document(file: str | None, flags: dict[str, Any]) -> dict[str, Any]:
+    base: dict[str, Any] | None = None
+    try:
+        if file is not None:
+            base = load(file, sys.stdin.read() if file == "-" else None)
+        return build(JobFlags(**flags), base)
+    except BadInput as error:
+        raise click.UsageError(str(error)) from None
+    except OSError as error:
+        raise click.UsageError(f"--file: {error}") from None
+
+
+@click.group()
+def jobs() -> None:
+    """Create, list, read, change and delete jobs."""
+
+
+@jobs.command()
+@job_options
+@output_option
+@api_options
+def create(api: Api, output: str, file: str | None, **flags: Any) -> None:
+    """Create a job, from flags or a file (-f).
+
+    \b
+    chronoq jobs create --name nightly --cron '0 2 * * *' --timezone Europe/Berlin \\
+        --http https://example.com/hook
+    chronoq jobs create --name hello --at +30s --task chronoq.tasks:echo --args '{"n": 1}'
+    chronoq jobs create -f job.yaml
+    """
+    document = _document(file, flags)
+    missing = [k for k in ("name", "schedule", "target") if k not in document]
+    if missing:
+        hints = {
+            "name": "--name",
+            "schedule": "--cron, --every or --at",
+            "target": "--http or --task",
+        }
+        raise click.UsageError("a job needs " + "; ".join(f"{m} ({hints[m]})" for m in missing))
+    job = api.call("POST", "/jobs", document)
+    emit(output, job, lambda: render.job_view(job, _now()))
+
+
+@jobs.command("list")
+@click.option("--limit", type=click.IntRange(1, 1000), help="at most this many per page")
+@click.option("--all", "every", is_flag=True, help="follow next_token to the last page")
+@click.option("--next-token", help="the page after the one that gave this token")
+@output_option
+@api_options
+def list_jobs(
+    api: Api, output: str, limit: int | None, every: bool, next_token: str | None
+) -> None:
+    """List your jobs: state, schedule in words and next run."""
+    items: list[dict[str, Any]] = []
+    last: str | None = None
+    for page, token in api.pages("/jobs", "jobs", limit, next_token, every):
+        items += page
+        last = token
+    emit(output, {"jobs": items, "next_token": last}, lambda: render.jobs_table(items, _now()))
+    if output == "table" and last:
+        click.echo(f"(more: --next-token {last}, or --all)", err=True)
+
+
+@jobs.command()
+@click.argument("job_id")
+@output_option
+@api_options
+def get(api: Api, output: str, job_id: str) -> None:
+    """Show a job."""
+    job = api.call("GET", f"/jobs/{quote(job_id)}")
+    emit(output, job, lambda: render.job_view(job, _now()))
+
+
+@jobs.command()
+@click.argument("job_id")
+@job_options
+@click.option(
+    "--version",
+    "expected_version",
+    type=int,
+    help="refuse (409) if the job is no longer at this version",
+)
+@output_option
+@api_options
+def update(
+    api: Api, output: str, job_id: str, file: str | None, expected_version: int | None, **flags: Any
+) -> None:
+    """Change a job: only what is given (flags, or fields of -f) changes."""
+    document = _document(file, flags)
+    if expected_version is not None:
+        document["version"] = expected_version
+    if not document:
+        raise click.UsageError("nothing to change: give flags or -f")
+    job = api.call("PATCH", f"/jobs/{quote(job_id)}", document)
+    emit(output, job, lambda: render.job_view(job, _now()))
+
+
+@jobs.command()
+@click.argument("job_ids", nargs=-1, required=True, metavar="JOB_ID...")
+@output_option
+@api_options
+def delete(api: Api, output: str, job_ids: tuple[str, ...]) -> None:
+    """Delete jobs (their history goes with them)."""
+    for job_id in job_ids:
+        api.call("DELETE", f"/jobs/{quote(job_id)}")
+        if output == "json":
+            click.echo(render.dump_json({"id": job_id, "deleted": True}))
+        else:
+            click.echo(f"deleted {job_id}")
+
+
+def _action(name: str, summary: str) -> None:
+    @jobs.command(name, help=summary)
+    @click.argument("job_id")
+    @output_option
+    @api_options
+    def command(api: Api, output: str, job_id: str) -> None:
+        job = api.call("POST", f"/jobs/{quote(job_id)}/{name}")
+        emit(output, job, lambda: render.job_view(job, _now()))
+
+
+_action("pause", "Pause a job: no scheduled run starts until it is resumed.")
+_action("resume", "Resume a paused job from its next fire time.")
+
+
+@jobs.command()
+@click.argument("job_id")
+@output_option
+@api_options
+def trigger(api: Api, output: str, job_id: str) -> None:
+    """Run a job now (besides its schedule); prints the run."""
+    run = api.call("POST", f"/jobs/{quote(job_id)}/trigger")
+    emit(output, run, lambda: render.run_view(run))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

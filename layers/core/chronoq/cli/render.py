@@ -1,0 +1,323 @@
+"""How jobs and runs look to people: aligned tables, schedules in words, times and durations
+made short. (``-o json`` prints the API's answers instead.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console, RenderableType
+from rich.table import Table
+
+_DAYS = {
+    "0": "Sundays",
+    "1": "Mondays",
+    "2": "Tuesdays",
+    "3": "Wednesdays",
+    "4": "Thursdays",
+    "5": "Fridays",
+    "6": "Saturdays",
+    "7": "Sundays",
+    "sun": "Sundays",
+    "mon": "Mondays",
+    "tue": "Tuesdays",
+    "wed": "Wednesdays",
+    "thu": "Thursdays",
+    "fri": "Fridays",
+    "sat": "Saturdays",
+}
+#: Widest a table is laid out when the output is not a terminal (a pipe, a file).
+PIPE_WIDTH = 400
+
+
+def console() -> Console:
+    """A console on the current standard output (looked up now: tests replace it)."""
+    out = sys.stdout
+    terminal = out.isatty()
+    return Console(
+        file=out,
+        highlight=False,
+        soft_wrap=False,
+        width=None if terminal else PIPE_WIDTH,
+        color_system="auto" if terminal else None,
+    )
+
+
+def show(renderable: RenderableType) -> None:
+    """Print to a terminal with rich; anywhere else as plain text without trailing blanks."""
+    if sys.stdout.isatty():
+        console().print(renderable)
+    else:
+        click.echo(as_text(renderable))
+
+
+def as_text(renderable: RenderableType, width: int = PIPE_WIDTH) -> str:
+    """What ``renderable`` prints as plain text (each line's trailing blanks dropped)."""
+    out = Console(width=width, color_system=None, highlight=False, record=True, file=io.StringIO())
+    out.print(renderable)
+    return "\n".join(line.rstrip() for line in out.export_text().splitlines())
+
+
+def dump_json(document: Any) -> str:
+    return json.dumps(document, indent=2)
+
+
+# --- words ------------------------------------------------------------------------------------
+
+
+def schedule_words(schedule: dict[str, Any] | None) -> str:
+    """A schedule as people say it: "daily at 02:00 (Europe/Berlin)", "every 5 minutes",
+    "once at 2026-11-25 21:48:30Z"; cron expressions without a short name are shown as they are."""
+    if not schedule:
+        return ""
+    kind = schedule.get("type")
+    if kind == "at":
+        return f"once at {short_time(schedule.get('at'))}"
+    if kind == "rate":
+        text = f"every {schedule.get('every')}"
+    elif kind == "cron":
+        text = cron_words(str(schedule.get("expression", "")))
+        zone = schedule.get("timezone") or "UTC"
+        if zone != "UTC":
+            text += f" ({zone})"
+    else:
+        return json.dumps(schedule)
+    if schedule.get("end_at"):
+        text += f" until {short_time(schedule['end_at'])}"
+    return text
+
+
+def cron_words(expression: str) -> str:
+    fields = expression.split()
+    if len(fields) != 5:
+        return f"cron {expression}"
+    minute, hour, day, month, weekday = fields
+    if fields == ["*"] * 5:
+        return "every minute"
+    if minute.startswith("*/") and [hour, day, month, weekday] == ["*"] * 4:
+        return f"every {minute[2:]} minutes"
+    if not (minute.isdigit() and month == "*"):
+        return f"cron {expression}"
+    if [hour, day, weekday] == ["*"] * 3:
+        return f"hourly at :{int(minute):02d}"
+    if not hour.isdigit():
+        return f"cron {expression}"
+    clock = f"{int(hour):02d}:{int(minute):02d}"
+    if day == "*" and weekday == "*":
+        return f"daily at {clock}"
+    if day == "*" and weekday in ("1-5", "mon-fri", "MON-FRI"):
+        return f"weekdays at {clock}"
+    if day == "*" and weekday.lower() in _DAYS:
+        return f"{_DAYS[weekday.lower()]} at {clock}"
+    if day.isdigit() and weekday == "*":
+        return f"monthly on day {int(day)} at {clock}"
+    return f"cron {expression}"
+
+
+def target_words(target: dict[str, Any] | None) -> str:
+    if not target:
+        return ""
+    kind = target.get("type")
+    detail = {
+        "http": f"{target.get('method', 'POST')} {target.get('url')}",
+        "python": f"{target.get('task')} {json.dumps(target.get('args') or {})}",
+        "lambda": str(target.get("function_arn")),
+        "sqs": str(target.get("queue_url")),
+        "sns": str(target.get("topic_arn")),
+        "eventbridge": f"bus {target.get('event_bus', 'default')}",
+        "container": f"{target.get('image')} {' '.join(target.get('command') or [])}",
+    }.get(str(kind), "")
+    return f"{kind} {detail}".strip()
+
+
+# --- times ------------------------------------------------------------------------------------
+
+
+def _instant(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def short_time(value: Any) -> str:
+    """``2026-11-25T21:48:30.004Z`` -> ``2026-11-25 21:48:30Z`` (empty for none)."""
+    at = _instant(value)
+    return at.strftime("%Y-%m-%d %H:%M:%SZ") if at else ("" if not value else str(value))
+
+
+def span(seconds: float) -> str:
+    """A length of time made short: 4 ms, 1.2 s, 3m05s, 2h10m, 3d4h."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600}h"
+
+
+def relative(value: Any, now: datetime) -> str:
+    at = _instant(value)
+    if at is None:
+        return ""
+    seconds = (at - now).total_seconds()
+    return f"in {span(seconds)}" if seconds >= 0 else f"{span(-seconds)} ago"
+
+
+def when(value: Any, now: datetime) -> str:
+    """A time and how far it is from now: ``2026-11-25 21:48:30Z (in 4m05s)``."""
+    if not value:
+        return ""
+    return f"{short_time(value)} ({relative(value, now)})"
+
+
+def lag(run: dict[str, Any]) -> str:
+    value = run.get("lag_ms")
+    return span(value / 1000) if isinstance(value, int | float) else ""
+
+
+def duration(run: dict[str, Any]) -> str:
+    started, finished = _instant(run.get("started_at")), _instant(run.get("finished_at"))
+    if started is None or finished is None:
+        return ""
+    return span((finished - started).total_seconds())
+
+
+# --- tables -----------------------------------------------------------------------------------
+
+
+def _table(*columns: str) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column.upper(), no_wrap=True, overflow="fold")
+    return table
+
+
+def jobs_table(jobs: Iterable[dict[str, Any]], now: datetime) -> Table:
+    table = _table("id", "name", "state", "schedule", "next run")
+    for job in jobs:
+        table.add_row(
+            str(job.get("id", "")),
+            str(job.get("name", "")),
+            str(job.get("state", "")),
+            schedule_words(job.get("schedule")),
+            when(job.get("next_run_at"), now) or "-",
+        )
+    return table
+
+
+def runs_table(runs: Iterable[dict[str, Any]]) -> Table:
+    table = _table("id", "status", "scheduled", "lag", "duration", "attempts")
+    for run in runs:
+        table.add_row(
+            str(run.get("id", "")),
+            str(run.get("status", "")),
+            short_time(run.get("scheduled_at")),
+            lag(run),
+            duration(run),
+            str(len(run.get("attempts") or [])),
+        )
+    return table
+
+
+def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for name, value in rows:
+        if value not in (None, "", [], {}):
+            grid.add_row(name, str(value))
+    return grid
+
+
+def job_view(job: dict[str, Any], now: datetime) -> Table:
+    retry = job.get("retry") or {}
+    notify = job.get("notify") or {}
+    return _fields(
+        [
+            ("id", job.get("id")),
+            ("name", job.get("name")),
+            ("state", job.get("state")),
+            ("schedule", schedule_words(job.get("schedule"))),
+            ("next run", when(job.get("next_run_at"), now)),
+            ("target", target_words(job.get("target"))),
+            ("priority", job.get("priority")),
+            ("timeout", f"{job['timeout_seconds']} s" if "timeout_seconds" in job else None),
+            ("concurrency", job.get("concurrency")),
+            ("retry", f"up to {retry['max_attempts']} attempts" if retry else None),
+            (
+                "notify",
+                f"{', '.join(notify.get('on') or [])} -> "
+                + ", ".join(str(v) for k, v in notify.items() if k != "on" and v)
+                if notify
+                else None,
+            ),
+            ("active runs", ", ".join(job.get("active_runs") or [])),
+            ("version", job.get("version")),
+            ("created", short_time(job.get("created_at"))),
+            ("updated", short_time(job.get("updated_at"))),
+        ]
+    )
+
+
+def run_view(run: dict[str, Any]) -> Table:
+    return _fields(
+        [
+            ("id", run.get("id")),
+            ("job", run.get("job_id")),
+            ("status", run.get("status")),
+            ("trigger", run.get("trigger")),
+            ("priority", run.get("priority")),
+            ("scheduled", short_time(run.get("scheduled_at"))),
+            ("queued", short_time(run.get("queued_at"))),
+            ("started", short_time(run.get("started_at"))),
+            ("finished", short_time(run.get("finished_at"))),
+            ("lag", lag(run)),
+            ("duration", duration(run)),
+            ("error", run.get("error")),
+            ("reason", run.get("reason")),
+            ("output", _clip(run.get("output") or run.get("output_location"))),
+            (
+                "notifications",
+                ", ".join(f"{k}: {v}" for k, v in (run.get("notifications") or {}).items()),
+            ),
+        ]
+    )
+
+
+def attempts_table(run: dict[str, Any]) -> Table:
+    table = _table("attempt", "started", "finished", "outcome", "error")
+    for attempt in run.get("attempts") or []:
+        table.add_row(
+            str(attempt.get("attempt", "")),
+            short_time(attempt.get("started_at")),
+            short_time(attempt.get("finished_at")),
+            str(attempt.get("outcome", "")),
+            str(attempt.get("error") or ""),
+        )
+    return table
+
+
+def _clip(value: Any, limit: int = 200) -> str | None:
+    if value is None:
+        return None
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
+    table = _table("utc", "local")
+    for fire in fire_times:
+        table.add_row(fire["utc"], fire["local"])
+    return table
