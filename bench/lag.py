@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from chronoq.resources import DISPATCH_LOOKAHEAD_MINUTES
+from chronoq.domain.ids import first_unopened
 
 T = TypeVar("T")
 FINISHED = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"})
@@ -308,9 +308,7 @@ def burst(api: Api, sink: Sink, count: int, priority: str, clock: Clock) -> Burs
     # from now: a move into a minute not yet opened costs about what a creation did, and the
     # dispatcher then queues all the runs in one tick, as it does any minute's.
     moved_by = datetime.now(UTC) + timedelta(seconds=2 * created_in)
-    burst_at = moved_by.replace(second=0, microsecond=0) + timedelta(
-        minutes=1 + DISPATCH_LOOKAHEAD_MINUTES
-    )
+    burst_at = first_unopened(moved_by)
     started = time.monotonic()
     moved: list[str] = []
     lags = Lags()

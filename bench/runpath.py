@@ -44,8 +44,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from chronoq.domain.ids import first_unopened, opened_at
 from chronoq.local.usage import EVENTBRIDGE_SCHEDULER_PER_MILLION, per_million_runs
-from chronoq.resources import DISPATCH_LOOKAHEAD_MINUTES
 
 from bench.lag import Api, Clock, Sink, TimeLimit, burst, chronoq_local, http_sink, percentile
 
@@ -436,9 +436,7 @@ def run_phase(
     count = workload.cron_jobs + workload.at_jobs + 1
     # Its first minute: one the dispatcher opens only after the jobs are created.
     ready_by = datetime.now(UTC) + timedelta(seconds=RESET_AHEAD_SECONDS + 5 + 2 * per_job * count)
-    minute = ready_by.replace(second=0, microsecond=0) + timedelta(
-        minutes=1 + DISPATCH_LOOKAHEAD_MINUTES
-    )
+    minute = first_unopened(ready_by)
     phase = phase_for(key, workload, sink, api, minute)
     phases.append(phase)
     started = time.monotonic()
@@ -446,7 +444,7 @@ def run_phase(
     created_in = time.monotonic() - started
     # The counting starts at the same time before the minute whenever the benchmark starts,
     # so that what is counted by time (idle ticks, stream polls) is alike from run to run.
-    reset_at = minute - timedelta(minutes=DISPATCH_LOOKAHEAD_MINUTES, seconds=RESET_AHEAD_SECONDS)
+    reset_at = opened_at(minute) - timedelta(seconds=RESET_AHEAD_SECONDS)
     if datetime.now(UTC) > reset_at:
         raise RuntimeError(
             f"creating the jobs took {created_in:.1f} s, too long to end before the "

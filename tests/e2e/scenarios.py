@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from chronoq.resources import DISPATCH_LOOKAHEAD_MINUTES
+from chronoq.domain.ids import first_unopened
 
 from tests.e2e.harness import (
     ENDED,
@@ -41,7 +41,7 @@ class BurstScenario:
 
     The due second is chosen once the jobs exist, not before: they are created due a day
     ahead, which takes however long it takes on this machine (D), then each is moved to the
-    start of a minute that the dispatcher opens (DISPATCH_LOOKAHEAD_MINUTES ahead) only after
+    start of a minute that the dispatcher opens (DISPATCH_AHEAD_SECONDS ahead) only after
     2 D from then. A move into a minute not yet opened costs about what a creation did, so the
     moves are normally done by then, and the dispatcher queues the 300 runs in one tick, a
     minute ahead, as it does any minute's. Should the machine slow down meanwhile, the later
@@ -81,8 +81,7 @@ class BurstScenario:
 
     def _move(self, local: Local, halt: threading.Event) -> None:
         moved_by = now() + timedelta(seconds=2 * self.created_in)
-        lookahead = timedelta(minutes=DISPATCH_LOOKAHEAD_MINUTES)
-        self.burst_at = minute_of(moved_by) + timedelta(minutes=1) + lookahead
+        self.burst_at = first_unopened(moved_by)
         started = time.monotonic()
         schedule = {"schedule": {"type": "at", "at": self.burst_at.isoformat()}}
         for i, job_id in enumerate(self.priorities):

@@ -101,3 +101,20 @@ def test_given_a_recurring_job_when_the_dispatcher_chains_it_on_then_its_item_is
     clock.now = datetime(2026, 11, 25, 21, 48, 30, tzinfo=UTC)
     assert service.jobs.get_job("alice", job.id).next_run_at == following
     assert [j.next_run_at for j in service.jobs.list_jobs("alice")] == [following]
+
+
+def test_given_a_rules_event_naming_a_group_of_shards_when_the_handler_runs_then_only_those_shards_are_dispatched(
+    harness: Harness,
+) -> None:
+    # (what a rule of the stack sends: its constant input, the group's shards)
+    event = load_event("dispatcher/group")
+    store = harness.wiring().store
+    before = store.checkpoints(r.DEFAULT_SHARDS)
+
+    report = harness.invoke(r.DISPATCHER_FUNCTION, event)
+
+    assert sorted(int(s) for s in report["per_shard"]) == event["shards"]
+    assert report["unfinished"] == []
+    after = store.checkpoints(r.DEFAULT_SHARDS)
+    moved = {s for s in range(r.DEFAULT_SHARDS) if after[s] != before[s]}
+    assert moved == set(event["shards"])

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from chronoq import resources as r
-from chronoq.local.drivers import QueuePoller
+from chronoq.local.drivers import QueuePoller, Ticker
 
 from tests.integration.conftest import Harness
 
@@ -62,3 +62,16 @@ def test_given_a_batch_that_does_not_fill_when_polled_then_it_is_handed_over_onc
     assert time.monotonic() - started >= r.WORKER_BATCHING_WINDOW_SECONDS
     assert poller.poll_once() == 0
     assert [len(b) for b in batches] == [3]
+
+
+def test_given_groups_of_shards_when_the_ticker_ticks_then_the_dispatcher_is_invoked_once_per_group() -> (
+    None
+):
+    events: list[dict[str, Any]] = []
+    groups = r.shard_groups(8, 3)
+    ticker = Ticker(events.append, 60, threading.Event(), groups)
+
+    ticker.tick()
+
+    assert sorted(e["shards"] for e in events) == sorted(groups)
+    assert sorted(s for e in events for s in e["shards"]) == list(range(8))

@@ -59,10 +59,12 @@ IDEMPOTENCY_KEY_SECONDS = 24 * 3600
 IDEMPOTENCY_STALE_SECONDS = 60
 #: Longest Idempotency-Key accepted.
 MAX_IDEMPOTENCY_KEY_CHARS = 255
-#: How many minutes ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap).
-#: The rule ticks at the start of each minute (a cron rule), so each minute is dispatched
-#: about a minute before it starts.
-DISPATCH_LOOKAHEAD_MINUTES = 1
+#: How far ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap): every
+#: minute that starts within this many seconds. The rule ticks at the start of each minute
+#: (a cron rule), so each minute is dispatched about a minute before it starts; a tick late
+#: in its minute (55 s or more) dispatches the minute after next too, so the first seconds
+#: of a minute are dispatched at least 6 s ahead whatever second the tick comes at.
+DISPATCH_AHEAD_SECONDS = 65
 #: Dispatcher invocations per tick, each for its own group of shards, in parallel: a late or
 #: failed group holds up no other, and throughput grows with them (``-c dispatch_groups=N``).
 DEFAULT_DISPATCH_GROUPS = 1

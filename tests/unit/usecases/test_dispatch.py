@@ -5,7 +5,7 @@ deadline MISSED, those of paused, deleted or rescheduled jobs dropped."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -532,3 +532,28 @@ def test_given_recurring_jobs_when_their_minute_is_dispatched_then_their_next_oc
     chained = sorted(run_id for run_ids, pack in written for run_id in run_ids)
     assert chained == sorted(ids.run_id(job.id, t(21, 49)) for job in jobs)
     assert {pack for _, pack in written} == {"chain-20261125T2148"}
+
+
+@pytest.mark.parametrize("offset", [0, 1, 30, 54, 55, 59])
+def test_given_ticks_at_any_second_of_their_minute_when_runs_are_due_in_the_first_seconds_of_a_minute_then_each_is_sent_well_ahead_of_its_second(
+    fakes: Fakes, offset: int
+) -> None:
+    first = t(22, 0)
+    fakes.clock.set(first - timedelta(minutes=5))  # no minute below is opened yet
+    due = [first + timedelta(minutes=m, seconds=s) for m in range(3) for s in range(3)]
+    for instant in due:
+        fakes.jobs.create_job(OWNER, job_spec(at(instant)))
+    assert fakes.queues.sent == []
+
+    sent_at: dict[str, datetime] = {}
+    for minute in range(-3, 3):  # a tick a minute, each at ``offset`` into its minute
+        fakes.clock.set(first + timedelta(minutes=minute, seconds=offset))
+        fakes.dispatcher.dispatch()
+        for s in fakes.queues.sent:
+            sent_at.setdefault(s.message.run_id, fakes.clock())
+
+    assert len(sent_at) == len(due)
+    # (the worker's event source may hold a batch a second, and the priority's lead is up
+    # to two: five seconds ahead leaves time to spare)
+    for s in fakes.queues.sent:
+        assert s.message.scheduled_at - sent_at[s.message.run_id] >= timedelta(seconds=5)

@@ -86,6 +86,13 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
 @click.option("--shards", type=int, default=r.DEFAULT_SHARDS, show_default=True)
 @click.option(
+    "--dispatch-groups",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_DISPATCH_GROUPS,
+    show_default=True,
+    help="dispatcher invocations per tick, each for its own group of shards, in parallel",
+)
+@click.option(
     "--tick-seconds",
     type=float,
     default=1.0,
@@ -141,6 +148,7 @@ def local(
     port: int,
     data_dir: Path,
     shards: int,
+    dispatch_groups: int,
     tick_seconds: float,
     user: str,
     log_level: str,
@@ -162,6 +170,7 @@ def local(
         port=port,
         data_dir=data_dir,
         shards=shards,
+        dispatch_groups=dispatch_groups,
         topic_statuses=topic_statuses,
         tick_seconds=tick_seconds,
         block_private_targets=block_private_targets,

@@ -6,6 +6,8 @@ import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
 
+from chronoq import resources as r
+
 _RUN_STAMP = "%Y%m%dT%H%M%SZ"
 _BUCKET_MINUTE = "%Y%m%d%H%M"
 
@@ -67,3 +69,13 @@ def minutes(first: datetime, last: datetime) -> list[datetime]:
         out.append(current)
         current += timedelta(minutes=1)
     return out
+
+
+def opened_at(minute: datetime) -> datetime:
+    """The first instant a dispatcher tick opens ``minute`` at (see DISPATCH_AHEAD_SECONDS)."""
+    return minute_of(minute) - timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
+
+
+def first_unopened(instant: datetime) -> datetime:
+    """The first minute no dispatcher tick up to ``instant`` has opened."""
+    return minute_of(instant + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)) + timedelta(minutes=1)

@@ -45,25 +45,44 @@ def scheduled_event(rule_arn: str) -> dict[str, Any]:
 
 class Ticker(threading.Thread):
     """Invokes the dispatcher every ``interval`` seconds (AWS: once a minute; dispatching is
-    idempotent, so ticking more often only shortens the wait after a start or an outage)."""
+    idempotent, so ticking more often only shortens the wait after a start or an outage):
+    once per group of shards, in parallel, as the stack's rules do (``groups``: None, one
+    invocation for every shard)."""
 
-    def __init__(self, invoke: Invoke, interval: float, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        invoke: Invoke,
+        interval: float,
+        stop: threading.Event,
+        groups: list[list[int]] | None = None,
+    ) -> None:
         super().__init__(name="ticker", daemon=True)
         self._invoke = invoke
         self._interval = interval
         self._halt = stop
+        self._groups = groups
         self.paused = threading.Event()
 
     def run(self) -> None:
         while not self._halt.is_set():
             if not self.paused.is_set():
-                try:
-                    self._invoke(
-                        scheduled_event("arn:aws:events:us-east-1:123456789012:rule/chronoq-tick")
-                    )
-                except Exception:
-                    logger.exception("dispatcher failed")
+                self.tick()
             self._halt.wait(self._interval)
+
+    def tick(self) -> None:
+        event = scheduled_event("arn:aws:events:us-east-1:123456789012:rule/chronoq-tick")
+        events = [{**event, "shards": g} for g in self._groups] if self._groups else [event]
+        threads = [threading.Thread(target=self._one, args=(e,), daemon=True) for e in events]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _one(self, event: dict[str, Any]) -> None:
+        try:
+            self._invoke(event)
+        except Exception:
+            logger.exception("dispatcher failed")
 
 
 def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -29,6 +29,8 @@ class LocalSystem:
     port: int = 8080
     data_dir: Path = Path(".chronoq")
     shards: int = r.DEFAULT_SHARDS
+    #: Dispatcher invocations per tick, each for its own group of shards (as deployed).
+    dispatch_groups: int = r.DEFAULT_DISPATCH_GROUPS
     #: The deployment's own task modules (comma-separated).
     task_modules: str = ""
     #: The final statuses of the runs published to the SNS topic (comma-separated).
@@ -102,7 +104,10 @@ class LocalSystem:
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
-            lambda e: self.invoke(r.DISPATCHER_FUNCTION, e), self.tick_seconds, self._halt
+            lambda e: self.invoke(r.DISPATCHER_FUNCTION, e),
+            self.tick_seconds,
+            self._halt,
+            r.shard_groups(self.shards, self.dispatch_groups),
         )
         self._nothing_to_catch_up()
         self._warm(first=True)

@@ -47,7 +47,7 @@ class Dispatcher:
         cleanly before it runs out, recording how far into its minute each shard got (the
         next invocation resumes there: each run is dispatched once)."""
         now = self.clock()
-        last = ids.minute_of(now) + timedelta(minutes=r.DISPATCH_LOOKAHEAD_MINUTES)
+        last = ids.minute_of(now + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS))
         mine = list(range(self.shards)) if shards is None else list(shards)
         checkpoints, progress = self.store.dispatch_marks(self.shards)
         report = DispatchReport()
