@@ -32,6 +32,7 @@ from pathlib import Path
 from aws_cdk import App
 from chronoq import resources as r
 from chronoq_cdk.access import TargetAccess, context_list
+from chronoq_cdk.application import new_app
 from chronoq_cdk.stack import ChronoqStack
 
 
@@ -52,7 +53,7 @@ def _number(app: App, key: str, default: int) -> int:
 
 
 def main() -> None:
-    app = App(outdir=os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
+    app = new_app(os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
     shards = app.node.try_get_context("shards")
     groups = app.node.try_get_context("dispatch_groups")
     statuses = context_list(app.node, "topic_statuses")

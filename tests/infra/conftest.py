@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from tests.infra.synthesis import Synthesis, staged_assets
@@ -19,9 +18,10 @@ if CDK_DIR not in sys.path:
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
+    from chronoq_cdk.application import new_app
     from chronoq_cdk.stack import ChronoqStack
 
-    app = App(outdir=str(tmp_path_factory.mktemp("cdk.out")))
+    app = new_app(str(tmp_path_factory.mktemp("cdk.out")))
     stack = ChronoqStack(app, "Chronoq")
     template = dict(Template.from_stack(stack).to_json())
     return Synthesis(stack, template, staged_assets(app.synth(), stack))

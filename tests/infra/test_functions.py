@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -345,3 +346,36 @@ def test_given_task_layers_and_modules_when_synthesized_then_only_the_runner_and
         assert (
             props["Environment"]["Variables"].get(r.ENV_TASK_MODULES) == "mytasks.reports"
         ) is with_tasks
+
+
+def test_given_the_synthesized_template_when_sam_reads_it_then_every_function_and_layer_names_its_asset(
+    synth: Synthesis,
+) -> None:
+    """``sam local invoke`` finds a function's code (and its layer's) in cdk.out by the
+    asset metadata the CDK CLI writes; `make synth` writes it too."""
+    found = {
+        **synth.of_type("AWS::Lambda::Function"),
+        **synth.of_type("AWS::Lambda::LayerVersion"),
+    }
+    assert found
+    for logical_id, resource in found.items():
+        metadata = resource.get("Metadata", {})
+        assert metadata.get("aws:asset:path", "").startswith("asset."), logical_id
+        expected = "Code" if resource["Type"] == "AWS::Lambda::Function" else "Content"
+        assert metadata.get("aws:asset:property") == expected, logical_id
+
+
+def test_given_the_readmes_sam_table_when_read_then_each_logical_id_is_a_function_of_the_template(
+    synth: Synthesis,
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("| Function | Logical id |") :].split("\n\n", 1)[0]
+    named = dict(re.findall(r"^\| (\w+) \| `(\w+)` \|", table, re.MULTILINE))
+
+    functions = synth.of_type("AWS::Lambda::Function")
+    assert set(named) == {f.name for f in r.FUNCTIONS}
+    for name, logical_id in named.items():
+        assert logical_id in functions, (name, logical_id)
+        assert functions[logical_id]["Properties"]["Environment"]["Variables"][
+            "POWERTOOLS_SERVICE_NAME"
+        ].endswith(name), (name, logical_id)

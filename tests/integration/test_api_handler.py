@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -768,3 +769,18 @@ def test_given_an_allowed_network_when_a_target_names_an_address_in_it_then_it_i
 
     assert harness.api(api_event("create_at_job", body=inside))[0] == 201
     assert harness.api(api_event("create_at_job", body=outside))[0] == 422
+
+
+def test_given_a_job_and_its_manual_run_when_answered_then_every_instant_is_utc_to_the_millisecond(
+    harness: Harness,
+) -> None:
+    status, job = create(harness)
+    assert status == 201
+    trigger = api_event("create_at_job", path=f"/jobs/{job['id']}/trigger")
+    trigger["body"] = None
+    status, run = harness.api(trigger)
+    assert status == 202
+
+    instants = [job["created_at"], job["updated_at"], run["scheduled_at"], run["queued_at"]]
+    for instant in instants:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z", instant), instant

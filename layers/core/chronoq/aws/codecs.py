@@ -191,7 +191,8 @@ def run_key(job_id: str, run_id: str) -> dict[str, Any]:
 
 
 def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
-    """The item of a run just created (not yet queued)."""
+    """The item of a run just created (``queued_at``: when it is sent at once, as a manual
+    run is)."""
     return {
         "job_id": run.job_id,
         "run_id": run.id,
@@ -201,6 +202,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "trigger": run.trigger.value,
         "generation": run.generation,
         "scheduled_at": format_instant(run.scheduled_at),
+        "queued_at": format_instant(run.queued_at) if run.queued_at else None,
         "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
         "notify": True if run.notify else None,  # written only when true
     }

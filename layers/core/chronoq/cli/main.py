@@ -24,6 +24,7 @@ from chronoq.cli import render
 from chronoq.cli.client import Api
 from chronoq.cli.common import api_options
 from chronoq.cli.errors import USAGE
+from chronoq.cli.invoke import invoke
 from chronoq.cli.jobs import jobs
 from chronoq.cli.login import login, logout
 from chronoq.cli.runs import runs
@@ -55,6 +56,7 @@ cli.add_command(jobs)
 cli.add_command(runs)
 cli.add_command(login)
 cli.add_command(logout)
+cli.add_command(invoke)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------

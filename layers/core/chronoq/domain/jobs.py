@@ -23,6 +23,7 @@ from chronoq.domain.base import Model
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
+from chronoq.domain.time import Instant
 from chronoq.resources import Priority
 
 __all__ = [
@@ -145,10 +146,10 @@ class Job(JobSpec):
     id: str
     owner: str
     state: JobState
-    next_run_at: datetime | None = None
+    next_run_at: Instant | None = None
     version: int
-    created_at: datetime
-    updated_at: datetime
+    created_at: Instant
+    updated_at: Instant
     #: Runs claimed and not yet finished.
     active_runs: frozenset[str] = frozenset()
     #: Bumped whenever the sequence of scheduled occurrences is replaced (a schedule change,

@@ -9,7 +9,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from chronoq.domain.time import format_instant
+from chronoq.domain.time import Instant, format_instant
 from chronoq.resources import Priority
 
 
@@ -51,8 +51,8 @@ class Attempt(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     attempt: int
-    started_at: datetime
-    finished_at: datetime
+    started_at: Instant
+    finished_at: Instant
     outcome: str  # SUCCEEDED, or the error's name
     error: str | None = None
 
@@ -68,10 +68,10 @@ class Run(BaseModel):
     status: RunStatus
     priority: Priority
     trigger: Trigger = Trigger.SCHEDULE
-    scheduled_at: datetime
-    queued_at: datetime | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    scheduled_at: Instant
+    queued_at: Instant | None = None
+    started_at: Instant | None = None
+    finished_at: Instant | None = None
     #: The output (JSON text) when it is small enough for the record; else ``output_location``.
     output: str | None = None
     output_location: str | None = None
@@ -101,7 +101,7 @@ class Occurrence(BaseModel):
 
     job_id: str
     run_id: str
-    scheduled_at: datetime
+    scheduled_at: Instant
     priority: Priority
     generation: int = 1
     #: (The time index holds scheduled occurrences only; a manual run is sent at once.)
@@ -126,8 +126,8 @@ class RunMessage(BaseModel):
 
     job_id: str
     run_id: str
-    scheduled_at: datetime
-    queued_at: datetime
+    scheduled_at: Instant
+    queued_at: Instant
     #: The job's generation the occurrence was planned under (see Job.is_current).
     generation: int = 1
     trigger: Trigger = Trigger.SCHEDULE

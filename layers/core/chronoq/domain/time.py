@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from pydantic import PlainSerializer
 
 
 def utc_now() -> datetime:
@@ -26,3 +29,7 @@ def format_instant(value: datetime) -> str:
     if value.microsecond:
         text += f".{value.microsecond // 1000:03d}"
     return text + "Z"
+
+
+#: An instant of a model, written in JSON (API answers, messages) in the wire format.
+Instant = Annotated[datetime, PlainSerializer(format_instant, return_type=str, when_used="json")]

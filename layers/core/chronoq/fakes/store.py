@@ -165,6 +165,7 @@ class FakeStore:
                 trigger=run.trigger,
                 generation=run.generation,
                 scheduled_at=run.scheduled_at,
+                queued_at=run.queued_at,
                 notify=run.notify,
             )
             return True

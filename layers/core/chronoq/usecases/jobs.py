@@ -171,6 +171,7 @@ class JobOperations:
         now = self.clock()
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
+        run = run.model_copy(update={"queued_at": now})  # sent right below
         self.store.create_run(run, now)
         try:
             self.index.enqueue([Occurrence.of(run)], now)
