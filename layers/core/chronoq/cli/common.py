@@ -90,3 +90,25 @@ def emit(output: str, document: Any, table: Callable[[], Any]) -> None:
         click.echo(render.dump_json(document))
     else:
         render.show(table())
+
+
+def emit_pages(
+    api: Api,
+    output: str,
+    listing: tuple[str, str],
+    paging: tuple[int | None, str | None, bool],
+    table: Callable[[list[dict[str, Any]]], Any],
+) -> None:
+    """A list (``listing``: the API's path, and the key of its items), one page or, with
+    ``every``, all of them (``paging``: limit, next_token, every), as ``output`` asks; in a
+    table, a hint of how to see more when more are left."""
+    path, key = listing
+    limit, next_token, every = paging
+    items: list[dict[str, Any]] = []
+    last: str | None = None
+    for page, token in api.pages(path, key, limit, next_token, every):
+        items += page
+        last = token
+    emit(output, {key: items, "next_token": last}, lambda: table(items))
+    if output == "table" and last:
+        click.echo(f"(more: --next-token {last}, or --all)", err=True)

@@ -9,9 +9,10 @@ from typing import Any, TypeVar
 
 import click
 
+from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.client import Api, quote
-from chronoq.cli.common import api_options, emit, output_option
+from chronoq.cli.common import api_options, emit, emit_pages, output_option
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -149,7 +150,11 @@ def create(api: Api, output: str, file: str | None, **flags: Any) -> None:
 
 
 @jobs.command("list")
-@click.option("--limit", type=click.IntRange(1, 1000), help="at most this many per page")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, r.MAX_PAGE_LIMIT),
+    help=f"at most this many per page [API default: {r.DEFAULT_PAGE_LIMIT}]",
+)
 @click.option("--all", "every", is_flag=True, help="follow next_token to the last page")
 @click.option("--next-token", help="the page after the one that gave this token")
 @output_option
@@ -158,14 +163,13 @@ def list_jobs(
     api: Api, output: str, limit: int | None, every: bool, next_token: str | None
 ) -> None:
     """List your jobs: state, schedule in words and next run."""
-    items: list[dict[str, Any]] = []
-    last: str | None = None
-    for page, token in api.pages("/jobs", "jobs", limit, next_token, every):
-        items += page
-        last = token
-    emit(output, {"jobs": items, "next_token": last}, lambda: render.jobs_table(items, _now()))
-    if output == "table" and last:
-        click.echo(f"(more: --next-token {last}, or --all)", err=True)
+    emit_pages(
+        api,
+        output,
+        ("/jobs", "jobs"),
+        (limit, next_token, every),
+        lambda items: render.jobs_table(items, _now()),
+    )
 
 
 @jobs.command()

@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
+from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.client import Api, quote
-from chronoq.cli.common import api_options, emit, output_option
+from chronoq.cli.common import api_options, emit, emit_pages, output_option
 from chronoq.cli.errors import RUN_NOT_SUCCEEDED
 
 #: The statuses a run ends in (as chronoq.domain.runs has them).
@@ -28,7 +29,9 @@ def runs() -> None:
 @runs.command("list")
 @click.argument("job_id")
 @click.option(
-    "--limit", type=click.IntRange(1, 100), help="at most this many per page [API default: 50]"
+    "--limit",
+    type=click.IntRange(1, r.MAX_PAGE_LIMIT),
+    help=f"at most this many per page [API default: {r.DEFAULT_PAGE_LIMIT}]",
 )
 @click.option("--all", "every", is_flag=True, help="follow next_token to the last page")
 @click.option("--next-token", help="the page after the one that gave this token")
@@ -38,14 +41,13 @@ def list_runs(
     api: Api, output: str, job_id: str, limit: int | None, every: bool, next_token: str | None
 ) -> None:
     """List a job's runs, newest first."""
-    items: list[dict[str, Any]] = []
-    last: str | None = None
-    for page, token in api.pages(f"/jobs/{quote(job_id)}/runs", "runs", limit, next_token, every):
-        items += page
-        last = token
-    emit(output, {"runs": items, "next_token": last}, lambda: render.runs_table(items))
-    if output == "table" and last:
-        click.echo(f"(more: --next-token {last}, or --all)", err=True)
+    emit_pages(
+        api,
+        output,
+        (f"/jobs/{quote(job_id)}/runs", "runs"),
+        (limit, next_token, every),
+        render.runs_table,
+    )
 
 
 @runs.command()
