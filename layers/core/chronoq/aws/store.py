@@ -470,7 +470,7 @@ class DynamoStore:
             base = {
                 k: v
                 for k, v in codecs.new_run_item(run, run.scheduled_at).items()
-                if k not in ("job_id", "run_id", "status") and v is not None
+                if k not in ("job_id", "run_id", "status", "queued_at") and v is not None
             }
             names = {f"#b{i}": name for i, name in enumerate(base)}
             self._db.update_item(
