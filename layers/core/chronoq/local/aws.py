@@ -211,6 +211,20 @@ class LocalAWS:
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
+            # Locally everything in the embedded AWS stays allowed, up to Fargate's own sizes.
+            **dict.fromkeys(
+                (
+                    r.ENV_LAMBDA_TARGETS,
+                    r.ENV_QUEUE_TARGETS,
+                    r.ENV_TOPIC_TARGETS,
+                    r.ENV_EVENT_BUS_TARGETS,
+                    r.ENV_CONTAINER_IMAGES,
+                ),
+                r.ALLOW_ANY,
+            ),
+            r.ENV_MAX_CONTAINER_CPU: str(r.MAX_CONTAINER_CPU),
+            r.ENV_MAX_CONTAINER_MEMORY: str(r.MAX_CONTAINER_MEMORY),
+            r.ENV_MAX_CONTAINER_SECONDS: str(r.MAX_CONTAINER_TIMEOUT_SECONDS),
         }
         if self.task_modules:
             env[r.ENV_TASK_MODULES] = self.task_modules
