@@ -184,7 +184,8 @@ def chronoq_local(data_dir: Path, clock: Clock, options: Sequence[str] = ()) -> 
     threading.Thread(target=read, name="chronoq-local-stdout", daemon=True).start()
     try:
         try:
-            # "chronoq local listening on URL", "token for user 'bench' (...):", the token
+            # "chronoq local listening on URL", "admin token for user 'bench' (...):", the token
+            # (an admin token: it may use /_local/usage and the ticker)
             wait = max(1.0, min(120, clock.left()))
             first, _, token = [lines.get(timeout=wait) for _ in range(3)]
         except queue.Empty:

@@ -12,9 +12,14 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 - ``output_buckets``: names of buckets, besides the deployment's own, jobs may write
   their output to (bucket ARNs and s3:// URIs are read as their buckets' names; default: none);
 - ``lambda_targets``, ``queue_targets``, ``topic_targets``, ``event_bus_targets``: ARNs of
-  what lambda, sqs, sns and eventbridge targets may reach (default: any in the deployment's
-  own account and region; an empty list: none). Whatever they allow, targets never reach
-  chronoq's own functions, queues or topic.
+  what lambda, sqs, sns and eventbridge targets may reach (default: none; ``*``: any in the
+  deployment's own account and region; ``*`` inside an ARN matches any characters). The API
+  refuses (422) a job naming anything else, and IAM grants exactly these. Whatever they
+  allow, targets never reach chronoq's own functions, queues or topic.
+- ``container_images``: images container targets may run (patterns such as
+  ``123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs/*``; default: none; ``*``: any);
+  ``max_container_cpu`` (CPU units, default 1024), ``max_container_memory`` (MiB, default
+  2048), ``max_container_seconds`` (default 3600): caps on container targets.
 - ``block_private_targets``: the SSRF guard of http targets and webhooks (default true:
   loopback, private, link-local, unique-local and metadata addresses refused);
   ``allowed_target_networks``: CIDRs they may call all the same (default: none);

@@ -1,7 +1,9 @@
 """What the jobs' targets may reach, from the app's context (see cdk/app.py).
 
-Each list of ARNs left unset (None) means "anything of that kind in the deployment's own
-account and region"; an empty list means nothing at all.
+Secure by default: each list of ARNs left unset (None) or empty means nothing at all; ``*``
+means anything of that kind in the deployment's own account and region. The API function is
+told the same lists (it refuses a job naming anything else, with a 422 naming the setting),
+and the runner's and state machine's IAM rights follow them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Stack
+from chronoq import resources as r
 from constructs import Construct, Node
 
 S3_URI = "s3://"
@@ -29,6 +32,14 @@ class TargetAccess:
     #: location (context ``output_buckets``; bucket ARNs and s3:// URIs are read as the names
     #: of their buckets).
     output_buckets: Sequence[str] = ()
+    #: Images container targets may run (patterns, ``*`` matching any characters; context
+    #: ``container_images``; default: none).
+    container_images: Sequence[str] | None = None
+    #: Caps on container targets (contexts ``max_container_cpu``, ``max_container_memory``
+    #: in MiB, ``max_container_seconds``).
+    max_container_cpu: int = r.DEFAULT_MAX_CONTAINER_CPU
+    max_container_memory: int = r.DEFAULT_MAX_CONTAINER_MEMORY
+    max_container_seconds: int = r.DEFAULT_MAX_CONTAINER_SECONDS
 
     def __post_init__(self) -> None:
         names = (bucket_name(b) for b in self.output_buckets)
@@ -42,7 +53,42 @@ class TargetAccess:
             topics=context_list(node, "topic_targets"),
             event_buses=context_list(node, "event_bus_targets"),
             output_buckets=context_list(node, "output_buckets") or [],
+            container_images=context_list(node, "container_images"),
+            max_container_cpu=_number(node, "max_container_cpu", r.DEFAULT_MAX_CONTAINER_CPU),
+            max_container_memory=_number(
+                node, "max_container_memory", r.DEFAULT_MAX_CONTAINER_MEMORY
+            ),
+            max_container_seconds=_number(
+                node, "max_container_seconds", r.DEFAULT_MAX_CONTAINER_SECONDS
+            ),
         )
+
+    def check(self) -> None:
+        """Refuse caps outside what Fargate and chronoq's models allow."""
+        if not 256 <= self.max_container_cpu <= r.MAX_CONTAINER_CPU:
+            raise ValueError(f"max_container_cpu must be within 256..{r.MAX_CONTAINER_CPU}")
+        if not 512 <= self.max_container_memory <= r.MAX_CONTAINER_MEMORY:
+            raise ValueError(f"max_container_memory must be within 512..{r.MAX_CONTAINER_MEMORY}")
+        if not 1 <= self.max_container_seconds <= r.MAX_CONTAINER_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"max_container_seconds must be within 1..{r.MAX_CONTAINER_TIMEOUT_SECONDS}"
+            )
+
+    def api_environment(self) -> dict[str, str]:
+        """The API function's variables for the same lists and caps ("*": any; "": none)."""
+        lists = (
+            (r.ENV_LAMBDA_TARGETS, self.lambda_functions),
+            (r.ENV_QUEUE_TARGETS, self.queues),
+            (r.ENV_TOPIC_TARGETS, self.topics),
+            (r.ENV_EVENT_BUS_TARGETS, self.event_buses),
+            (r.ENV_CONTAINER_IMAGES, self.container_images),
+        )
+        return {
+            **{name: ",".join(values or ()) for name, values in lists},
+            r.ENV_MAX_CONTAINER_CPU: str(self.max_container_cpu),
+            r.ENV_MAX_CONTAINER_MEMORY: str(self.max_container_memory),
+            r.ENV_MAX_CONTAINER_SECONDS: str(self.max_container_seconds),
+        }
 
     def lambda_function_arns(self, scope: Construct) -> list[str]:
         return _or_own(
@@ -99,6 +145,11 @@ def context_list(node: Node, key: str) -> list[str] | None:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
+def _number(node: Node, key: str, default: int) -> int:
+    value = node.try_get_context(key)
+    return default if value is None else int(value)
+
+
 def _or_own(
     arns: Sequence[str] | None,
     scope: Construct,
@@ -108,11 +159,9 @@ def _or_own(
     resource_name: str | None = None,
     arn_format: ArnFormat = ArnFormat.NO_RESOURCE_NAME,
 ) -> list[str]:
-    """``arns``, or when unset the wildcard of ``service`` in the stack's account and region."""
-    if arns is not None:
-        return list(arns)
-    return [
-        Stack.of(scope).format_arn(
-            service=service, resource=resource, resource_name=resource_name, arn_format=arn_format
-        )
-    ]
+    """``arns`` (unset: none), each ``*`` read as the wildcard of ``service`` in the stack's
+    account and region."""
+    own = Stack.of(scope).format_arn(
+        service=service, resource=resource, resource_name=resource_name, arn_format=arn_format
+    )
+    return list(dict.fromkeys(own if arn == r.ALLOW_ANY else arn for arn in arns or ()))

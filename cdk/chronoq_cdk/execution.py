@@ -124,9 +124,9 @@ class Execution(Construct):
         topics: Iterable[sns.ITopic],
     ) -> None:
         """Keep targets away from chronoq itself, whatever their scopes allow (by default
-        anything in the account and region): the runner may invoke none of ``functions``
-        (its lambda targets), the state machine may send to none of ``queues`` nor publish
-        to any of ``topics`` (its sqs and sns targets).
+        nothing; ``*``: anything in the account and region): the runner may invoke none of
+        ``functions`` (its lambda targets), the state machine may send to none of ``queues``
+        nor publish to any of ``topics`` (its sqs and sns targets).
 
         The state machine still invokes the runner: that right is its own, not the runner's.
         """

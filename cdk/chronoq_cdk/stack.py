@@ -74,6 +74,7 @@ class ChronoqStack(Stack):
             for i, arn in enumerate(task_layer_arns)
         ]
         access = target_access or TargetAccess()
+        access.check()
         self.containers = Containers(self, "Containers")
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
@@ -90,6 +91,8 @@ class ChronoqStack(Stack):
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: ",".join(allowed_target_networks),
             r.ENV_MAX_JOBS_PER_OWNER: str(max_jobs_per_owner),
+            # What service targets and container images the API accepts: what IAM allows.
+            **access.api_environment(),
         }
         self.notifications = Notifications(
             self,

@@ -118,6 +118,9 @@ def sleep_until(instant: datetime, halt: threading.Event | None = None) -> None:
 
 # --- chronoq local ----------------------------------------------------------------------------
 
+#: The user whose token may use chronoq local's controls (``chronoq token --admin``).
+ADMIN = "local-admin"
+
 
 @dataclass
 class Local:
@@ -136,8 +139,10 @@ class Local:
             return self.tokens[user]
 
     def _mint(self, user: str) -> str:
+        """A token for ``user``; for ADMIN, one that may use chronoq local's controls."""
+        admin = ["--admin"] if user == ADMIN else []
         out = subprocess.run(
-            [CHRONOQ, "token", user, "--data-dir", str(self.data_dir)],
+            [CHRONOQ, "token", user, *admin, "--data-dir", str(self.data_dir)],
             check=True,
             capture_output=True,
             text=True,
@@ -147,7 +152,7 @@ class Local:
 
     def control(self, name: str) -> Any:
         """A control of chronoq local itself, e.g. ``ticker/stop``."""
-        status, answer = self.call("POST", f"/_local/{name}")
+        status, answer = self.call("POST", f"/_local/{name}", user=ADMIN)
         assert status == 200, f"POST /_local/{name} answered {status}: {answer}"
         return answer
 

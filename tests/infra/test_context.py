@@ -192,3 +192,112 @@ def test_given_a_list_in_the_context_when_read_then_text_and_lists_both_work(
 
     assert context_list(app.node, "queue_targets") == expected
     assert TargetAccess.from_context(app.node).queues == expected
+
+
+# --- secure by default: service targets and images only where listed -------------------------
+
+
+def test_given_the_default_context_when_synthesized_then_the_api_allows_no_service_target_nor_image(
+    synth: Synthesis,
+) -> None:
+    api = synth.resource(synth.stack.api.function)["Properties"]["Environment"]["Variables"]
+
+    assert {name: api[name] for name in r.ENV_TARGET_ACCESS} == {
+        r.ENV_LAMBDA_TARGETS: "",
+        r.ENV_QUEUE_TARGETS: "",
+        r.ENV_TOPIC_TARGETS: "",
+        r.ENV_EVENT_BUS_TARGETS: "",
+        r.ENV_CONTAINER_IMAGES: "",
+        r.ENV_MAX_CONTAINER_CPU: str(r.DEFAULT_MAX_CONTAINER_CPU),
+        r.ENV_MAX_CONTAINER_MEMORY: str(r.DEFAULT_MAX_CONTAINER_MEMORY),
+        r.ENV_MAX_CONTAINER_SECONDS: str(r.DEFAULT_MAX_CONTAINER_SECONDS),
+    }
+
+
+def test_given_listed_targets_when_synthesized_then_the_api_is_told_the_same_lists_iam_grants(
+    configured: Synthesis,
+) -> None:
+    api = configured.resource(configured.stack.api.function)["Properties"]["Environment"][
+        "Variables"
+    ]
+
+    assert (
+        api[r.ENV_LAMBDA_TARGETS],
+        api[r.ENV_QUEUE_TARGETS],
+        api[r.ENV_TOPIC_TARGETS],
+        api[r.ENV_EVENT_BUS_TARGETS],
+    ) == (FUNCTION, QUEUE, "", BUS)
+
+
+def test_given_any_for_each_kind_when_synthesized_then_iam_grants_anything_in_the_own_account_and_the_api_any(
+    tmp_path: Path,
+) -> None:
+    context = dict.fromkeys(
+        (
+            "lambda_targets",
+            "queue_targets",
+            "topic_targets",
+            "event_bus_targets",
+            "container_images",
+        ),
+        "*",
+    )
+    app = App(outdir=str(tmp_path), context=context)
+    stack = ChronoqStack(app, "Chronoq", target_access=TargetAccess.from_context(app.node))
+    synthesis = Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
+    own = "${AWS::Region}:${AWS::AccountId}"
+    runner = grants(synthesis.role_statements(stack.execution.runner))
+    machine = grants(synthesis.role_statements(stack.execution.state_machine))
+    api = synthesis.resource(stack.api.function)["Properties"]["Environment"]["Variables"]
+
+    assert (
+        "lambda:InvokeFunction",
+        f"arn:${{AWS::Partition}}:lambda:{own}:function:*",
+        "null",
+    ) in (runner)
+    assert {
+        g for g in machine if g[0] in ("sqs:SendMessage", "sns:Publish", "events:PutEvents")
+    } == {
+        ("sqs:SendMessage", f"arn:${{AWS::Partition}}:sqs:{own}:*", "null"),
+        ("sns:Publish", f"arn:${{AWS::Partition}}:sns:{own}:*", "null"),
+        ("events:PutEvents", f"arn:${{AWS::Partition}}:events:{own}:event-bus/*", "null"),
+    }
+    assert {api[name] for name in r.ENV_TARGET_ACCESS[:5]} == {"*"}
+
+
+def test_given_container_caps_in_the_context_when_synthesized_then_the_api_enforces_them(
+    tmp_path: Path,
+) -> None:
+    context = {
+        "container_images": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs/*",
+        "max_container_cpu": "2048",
+        "max_container_memory": 4096,
+        "max_container_seconds": "600",
+    }
+    app = App(outdir=str(tmp_path), context=context)
+    stack = ChronoqStack(app, "Chronoq", target_access=TargetAccess.from_context(app.node))
+    api = Template.from_stack(stack).to_json()["Resources"][
+        stack.get_logical_id(stack.api.function.node.default_child)  # type: ignore[arg-type]
+    ]["Properties"]["Environment"]["Variables"]
+
+    assert (
+        api[r.ENV_CONTAINER_IMAGES],
+        api[r.ENV_MAX_CONTAINER_CPU],
+        api[r.ENV_MAX_CONTAINER_MEMORY],
+        api[r.ENV_MAX_CONTAINER_SECONDS],
+    ) == ("123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs/*", "2048", "4096", "600")
+
+
+@pytest.mark.parametrize(
+    "caps",
+    [
+        {"max_container_cpu": 128},
+        {"max_container_memory": 64 * 1024},
+        {"max_container_seconds": 0},
+    ],
+)
+def test_given_a_container_cap_out_of_range_when_synthesized_then_it_is_refused(
+    caps: dict[str, int], tmp_path: Path
+) -> None:
+    with pytest.raises(ValueError, match=next(iter(caps))):
+        ChronoqStack(App(outdir=str(tmp_path)), "Chronoq", target_access=TargetAccess(**caps))  # type: ignore[arg-type]

@@ -44,6 +44,15 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_BLOCK_PRIVATE_TARGETS: "true",  # the SSRF guard is on in AWS by default
         r.ENV_ALLOWED_TARGET_NETWORKS: "",  # and lets no private network through
         r.ENV_MAX_JOBS_PER_OWNER: str(r.DEFAULT_MAX_JOBS_PER_OWNER),
+        # no service target nor container image is allowed by default
+        r.ENV_LAMBDA_TARGETS: "",
+        r.ENV_QUEUE_TARGETS: "",
+        r.ENV_TOPIC_TARGETS: "",
+        r.ENV_EVENT_BUS_TARGETS: "",
+        r.ENV_CONTAINER_IMAGES: "",
+        r.ENV_MAX_CONTAINER_CPU: str(r.DEFAULT_MAX_CONTAINER_CPU),
+        r.ENV_MAX_CONTAINER_MEMORY: str(r.DEFAULT_MAX_CONTAINER_MEMORY),
+        r.ENV_MAX_CONTAINER_SECONDS: str(r.DEFAULT_MAX_CONTAINER_SECONDS),
     }
 
 
@@ -243,18 +252,12 @@ def test_given_the_runner_role_when_synthesized_then_it_only_appends_logs_and_wr
     assert grants(_on(statements, "s3")) == {("s3:PutObject", f"${{{outputs}.Arn}}/*", "null")}
 
 
-def test_given_the_runner_role_when_synthesized_then_it_invokes_lambdas_only_in_its_own_account(
+def test_given_no_lambda_targets_listed_when_synthesized_then_the_runner_may_invoke_no_function(
     synth: Synthesis,
 ) -> None:
     statements = _on(_role_statements(synth, r.RUNNER_FUNCTION.name), "lambda")
 
-    assert grants(statements) == {
-        (
-            "lambda:InvokeFunction",
-            "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:*",
-            "null",
-        )
-    }
+    assert grants(statements) == set()
 
 
 @pytest.mark.parametrize("function", [f.name for f in r.FUNCTIONS])

@@ -287,7 +287,8 @@ def topic_statuses() -> str:
 @pytest.fixture
 def harness(topic_statuses: str) -> Iterator[Harness]:
     saved = dict(os.environ)
-    aws = LocalAWS(shards=4, topic_statuses=topic_statuses).start()
+    # the tests' container commands are their own: they run as host processes
+    aws = LocalAWS(shards=4, topic_statuses=topic_statuses, allow_host_commands=True).start()
     try:
         yield Harness(aws)
     finally:

@@ -100,7 +100,7 @@ def test_given_chronoq_local_when_its_usage_is_asked_for_then_it_is_served_price
 ) -> None:
     system = LocalSystem(port=0, data_dir=tmp_path).start()
     try:
-        token = tokens.mint(tmp_path, "alice")
+        token = tokens.mint(tmp_path, "alice", admin=True)  # its controls need one
         api = ["--api", system.url, "--token", token]
         job_status, _ = _post_job(system.url, token, sink)
         assert job_status == 201

@@ -79,6 +79,7 @@ def api(settings: ApiSettings) -> Api:
             pages=PageTokens(master_secret),
             network=settings.network,
             max_jobs_per_owner=settings.max_jobs_per_owner,
+            targets=settings.targets,
         ),
         runs=RunOperations(
             store=store,

@@ -148,6 +148,16 @@ EARLIEST_YEAR = 1970
 LATEST_YEAR = 3000
 #: Jobs one owner may have (deployment setting ``max_jobs_per_owner``).
 DEFAULT_MAX_JOBS_PER_OWNER = 10_000
+#: Caps on container targets (deployment settings ``max_container_cpu`` in CPU units,
+#: ``max_container_memory`` in MiB, ``max_container_seconds``): 1 vCPU, 2 GB, one hour.
+DEFAULT_MAX_CONTAINER_CPU = 1024
+DEFAULT_MAX_CONTAINER_MEMORY = 2048
+DEFAULT_MAX_CONTAINER_SECONDS = 3600
+#: Fargate's own largest task (and what chronoq local allows).
+MAX_CONTAINER_CPU = 4096
+MAX_CONTAINER_MEMORY = 30720
+#: The value of an allow-list setting that allows anything (chronoq local's).
+ALLOW_ANY = "*"
 #: API Gateway throttling of the HTTP API's stage (deployment settings ``api_burst_limit``
 #: and ``api_rate_limit``): requests at once and requests per second, for all callers.
 DEFAULT_API_BURST_LIMIT = 200
@@ -197,6 +207,30 @@ ENV_BLOCK_PRIVATE_TARGETS = "CHRONOQ_BLOCK_PRIVATE_TARGETS"
 ENV_ALLOWED_TARGET_NETWORKS = "CHRONOQ_ALLOWED_TARGET_NETWORKS"
 #: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
 ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
+#: What service targets may reach and which images containers may run: comma-separated ARN
+#: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
+#: The API refuses a job naming anything else (the runner's and state machine's IAM rights
+#: follow the same lists in AWS).
+ENV_LAMBDA_TARGETS = "CHRONOQ_LAMBDA_TARGETS"
+ENV_QUEUE_TARGETS = "CHRONOQ_QUEUE_TARGETS"
+ENV_TOPIC_TARGETS = "CHRONOQ_TOPIC_TARGETS"
+ENV_EVENT_BUS_TARGETS = "CHRONOQ_EVENT_BUS_TARGETS"
+ENV_CONTAINER_IMAGES = "CHRONOQ_CONTAINER_IMAGES"
+#: Caps on container targets (defaults DEFAULT_MAX_CONTAINER_CPU, _MEMORY and _SECONDS).
+ENV_MAX_CONTAINER_CPU = "CHRONOQ_MAX_CONTAINER_CPU"
+ENV_MAX_CONTAINER_MEMORY = "CHRONOQ_MAX_CONTAINER_MEMORY"
+ENV_MAX_CONTAINER_SECONDS = "CHRONOQ_MAX_CONTAINER_SECONDS"
+#: Every variable of the targets' allow-lists and caps, in that order.
+ENV_TARGET_ACCESS = (
+    ENV_LAMBDA_TARGETS,
+    ENV_QUEUE_TARGETS,
+    ENV_TOPIC_TARGETS,
+    ENV_EVENT_BUS_TARGETS,
+    ENV_CONTAINER_IMAGES,
+    ENV_MAX_CONTAINER_CPU,
+    ENV_MAX_CONTAINER_MEMORY,
+    ENV_MAX_CONTAINER_SECONDS,
+)
 
 
 # --- Tables -------------------------------------------------------------------------------
@@ -334,6 +368,7 @@ API_FUNCTION = Function(
         ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
         ENV_ALLOWED_TARGET_NETWORKS,
         ENV_MAX_JOBS_PER_OWNER,
+        *ENV_TARGET_ACCESS,  # to refuse targets and images the deployment does not allow
         *ENV_QUEUE_URLS.values(),
     ),
     description="HTTP API: stores jobs and answers queries",

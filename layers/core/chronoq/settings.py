@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from chronoq import resources as r
 from chronoq.domain import notifications
+from chronoq.domain.access import TargetPolicy, patterns
 from chronoq.domain.network import NetworkPolicy
 from chronoq.domain.runs import RunStatus
 
@@ -119,6 +120,52 @@ class _Network(BaseModel):
         return NetworkPolicy.of(self.block_private_targets, self.allowed_target_networks)
 
 
+def _patterns(value: Any) -> Any:
+    return patterns(value) if isinstance(value, str) else value
+
+
+class _Targets(BaseModel):
+    """What service targets may reach and which images containers may run (each unset or
+    empty: none; "*": any), and the caps on containers."""
+
+    lambda_targets: tuple[str, ...] | None = Field(default=(), alias=r.ENV_LAMBDA_TARGETS)
+    queue_targets: tuple[str, ...] | None = Field(default=(), alias=r.ENV_QUEUE_TARGETS)
+    topic_targets: tuple[str, ...] | None = Field(default=(), alias=r.ENV_TOPIC_TARGETS)
+    event_bus_targets: tuple[str, ...] | None = Field(default=(), alias=r.ENV_EVENT_BUS_TARGETS)
+    container_images: tuple[str, ...] | None = Field(default=(), alias=r.ENV_CONTAINER_IMAGES)
+    max_container_cpu: int = Field(
+        default=r.DEFAULT_MAX_CONTAINER_CPU, alias=r.ENV_MAX_CONTAINER_CPU, ge=256
+    )
+    max_container_memory: int = Field(
+        default=r.DEFAULT_MAX_CONTAINER_MEMORY, alias=r.ENV_MAX_CONTAINER_MEMORY, ge=512
+    )
+    max_container_seconds: int = Field(
+        default=r.DEFAULT_MAX_CONTAINER_SECONDS, alias=r.ENV_MAX_CONTAINER_SECONDS, ge=1
+    )
+
+    _lists = field_validator(
+        "lambda_targets",
+        "queue_targets",
+        "topic_targets",
+        "event_bus_targets",
+        "container_images",
+        mode="before",
+    )(_patterns)
+
+    @property
+    def targets(self) -> TargetPolicy:
+        return TargetPolicy(
+            lambda_functions=self.lambda_targets,
+            queues=self.queue_targets,
+            topics=self.topic_targets,
+            event_buses=self.event_bus_targets,
+            container_images=self.container_images,
+            max_container_cpu=self.max_container_cpu,
+            max_container_memory=self.max_container_memory,
+            max_container_seconds=self.max_container_seconds,
+        )
+
+
 class _Queues(BaseModel):
     queue_url_high: str = Field(alias=r.ENV_QUEUE_URLS["high"], min_length=1)
     queue_url_normal: str = Field(alias=r.ENV_QUEUE_URLS["normal"], min_length=1)
@@ -133,7 +180,7 @@ class _Queues(BaseModel):
         }
 
 
-class ApiSettings(FunctionSettings, _Queues, _Network):
+class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     FUNCTION = r.API_FUNCTION
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)

@@ -93,7 +93,7 @@ def login(
         directory = data_dir.resolve()
         saved = {
             "url": (url or config.DEFAULT_URL).rstrip("/"),
-            "token": tokens.mint(directory, user, seconds),
+            "token": tokens.mint(directory, user, seconds, admin=True),  # reads the secret: admin
             "local": {"data_dir": str(directory), "user": user},
         }
         who = user

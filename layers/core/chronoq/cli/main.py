@@ -145,6 +145,13 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     show_default=True,
     help="jobs one owner may have",
 )
+@click.option(
+    "--allow-host-commands",
+    is_flag=True,
+    help="run container targets' commands as host processes, as this user (anyone holding a"
+    " token can then run code here: trusted users only); by default they run in Docker when"
+    " a daemon answers, and are refused otherwise",
+)
 def local(
     host: str,
     port: int,
@@ -159,6 +166,7 @@ def local(
     block_private_targets: bool,
     allowed_target_networks: str,
     max_jobs_per_owner: int,
+    allow_host_commands: bool,
 ) -> None:
     """Run the whole system locally, on embedded AWS."""
     from chronoq.local import tokens
@@ -178,10 +186,18 @@ def local(
         block_private_targets=block_private_targets,
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
+        allow_host_commands=allow_host_commands,
     ).start()
-    token = tokens.mint(data_dir, user)
+    if allow_host_commands:
+        click.echo(
+            "WARNING: --allow-host-commands: container targets run their commands on this"
+            " machine as this user; anyone holding a token can run code here",
+            err=True,
+        )
+    # The one who started chronoq local may use its controls (/_local/*) too.
+    token = tokens.mint(data_dir, user, admin=True)
     print(f"chronoq local listening on {system.url}", flush=True)
-    print(f"token for user {user!r} (chronoq token USER mints others):", flush=True)
+    print(f"admin token for user {user!r} (chronoq token USER mints others):", flush=True)
     print(token, flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -196,11 +212,16 @@ def local(
 @click.option(
     "--ttl", type=int, default=7 * 24 * 3600, show_default=True, help="seconds the token is valid"
 )
-def token(user: str, data_dir: Path, ttl: int) -> None:
+@click.option(
+    "--admin",
+    is_flag=True,
+    help="the token may also use chronoq local's controls (/_local/*: ticker, usage)",
+)
+def token(user: str, data_dir: Path, ttl: int, admin: bool) -> None:
     """Print a token for USER, valid for chronoq local."""
     from chronoq.local import tokens
 
-    click.echo(tokens.mint(data_dir, user, ttl))
+    click.echo(tokens.mint(data_dir, user, ttl, admin=admin))
 
 
 @cli.command()

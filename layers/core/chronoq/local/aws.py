@@ -83,6 +83,12 @@ class LocalAWS:
     allowed_target_networks: str = ""
     #: Jobs one owner may have, as ``-c max_jobs_per_owner=`` in CDK.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    #: Container targets run their commands as host processes (anyone who may create a job
+    #: runs code as this user); otherwise in Docker when a daemon answers, else not at all.
+    allow_host_commands: bool = False
+    #: The master secret webhook signatures derive from ("": a new one; chronoq local keeps
+    #: one in its data directory so that signatures survive a restart).
+    signing_secret: str = ""
     runtime: LambdaRuntime | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
@@ -117,6 +123,7 @@ class LocalAWS:
         wait_until_the_timestamp()
         parse_each_definition_once()
         serialize_service_calls()
+        emulation.CONTAINERS[0] = emulation.container_mode(self.allow_host_commands)
         run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -211,6 +218,20 @@ class LocalAWS:
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
+            # Locally everything in the embedded AWS stays allowed, up to Fargate's own sizes.
+            **dict.fromkeys(
+                (
+                    r.ENV_LAMBDA_TARGETS,
+                    r.ENV_QUEUE_TARGETS,
+                    r.ENV_TOPIC_TARGETS,
+                    r.ENV_EVENT_BUS_TARGETS,
+                    r.ENV_CONTAINER_IMAGES,
+                ),
+                r.ALLOW_ANY,
+            ),
+            r.ENV_MAX_CONTAINER_CPU: str(r.MAX_CONTAINER_CPU),
+            r.ENV_MAX_CONTAINER_MEMORY: str(r.MAX_CONTAINER_MEMORY),
+            r.ENV_MAX_CONTAINER_SECONDS: str(r.MAX_CONTAINER_TIMEOUT_SECONDS),
         }
         if self.task_modules:
             env[r.ENV_TASK_MODULES] = self.task_modules
@@ -339,7 +360,7 @@ class LocalAWS:
         )["TopicArn"]
         env[r.ENV_SIGNING_SECRET_ARN] = self.client("secretsmanager").create_secret(
             Name=f"{PREFIX}-{r.SIGNING_SECRET_ID.lower()}",
-            SecretString=secrets.token_hex(32),
+            SecretString=self.signing_secret or secrets.token_hex(32),
         )["ARN"]
         self.client("ses").verify_email_identity(EmailAddress=self.email_sender)
         env[r.ENV_EMAIL_SENDER] = self.email_sender

@@ -280,11 +280,74 @@ LOCAL_SUBNET = "subnet-chronoq-local"
 LOCAL_SECURITY_GROUP = "sg-chronoq-local"
 
 
+#: How container targets run locally (set by LocalAWS.start): HOST_PROCESSES (only with
+#: ``chronoq local --allow-host-commands``), IN_DOCKER (a Docker daemon answers), or NOWHERE:
+#: each attempt fails with NOT_ENABLED.
+HOST_PROCESSES = "host"
+IN_DOCKER = "docker"
+NOWHERE = "none"
+CONTAINERS = [NOWHERE]
+NOT_ENABLED = (
+    "container targets do not run on this machine: start chronoq local with"
+    " --allow-host-commands to run their commands as host processes (trusted users only), or"
+    " start a Docker daemon to run them in their images"
+)
+#: The exit code of an attempt that could not run (as ``docker run`` answers when the command
+#: cannot be invoked).
+NOT_RUN_EXIT_CODE = 126
+
+
+def docker_available(timeout: float = 5.0) -> bool:
+    """Does a Docker daemon answer here?"""
+    import shutil
+    import subprocess
+
+    docker = shutil.which("docker")
+    if docker is None:
+        return False
+    try:
+        return (
+            subprocess.run(  # noqa: S603 - docker found on PATH, fixed arguments
+                [docker, "info", "--format", "{{.ServerVersion}}"],
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def container_mode(allow_host_commands: bool) -> str:
+    """How container targets run here: as host processes only when allowed; otherwise in
+    Docker when a daemon answers; else not at all."""
+    if allow_host_commands:
+        return HOST_PROCESSES
+    return IN_DOCKER if docker_available() else NOWHERE
+
+
+def container_command(
+    mode: str, name: str, image: str, command: list[str], environment: dict[str, str]
+) -> list[str] | None:
+    """The host command running a task's container in ``mode`` (None: it may not run). In
+    Docker the environment's values reach the container from docker's own environment
+    (``-e NAME``), never on a command line another user could read."""
+    if mode == HOST_PROCESSES:
+        return command
+    if mode == IN_DOCKER:
+        names = [arg for key in sorted(environment) for arg in ("-e", key)]
+        return ["docker", "run", "--rm", "--name", name, *names, image, *command]
+    return None
+
+
 def run_containers_as_subprocesses(region: str) -> None:
-    """ECS on moto records tasks but runs nothing. Locally a task's command runs as a
-    subprocess on the host (the image is not used): its output goes to the task's awslogs
-    stream in CloudWatch Logs, its exit code to the task's container, and the task stops
-    when the process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS`` (killed)."""
+    """ECS on moto records tasks but runs nothing. Locally a task runs as CONTAINERS says: its
+    command as a host process (the image is not used), or ``docker run --rm image command``,
+    or not at all (the attempt fails, saying how to enable them). Its output goes to the
+    task's awslogs stream in CloudWatch Logs, its exit code to the task's container, and the
+    task stops when the process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS``
+    (killed)."""
     import subprocess
 
     import boto3
@@ -299,19 +362,19 @@ def run_containers_as_subprocesses(region: str) -> None:
     original_stop = EC2ContainerServiceBackend.stop_task
     # Tasks stay RUNNING until their process ends (moto would report them stopped at once).
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": sys.maxsize})
-    processes: dict[str, subprocess.Popen[bytes]] = {}
+    processes: dict[str, tuple[subprocess.Popen[bytes], str | None]] = {}
 
-    def supervise(task: Any, process: subprocess.Popen[bytes], timeout: float, group: str) -> None:
-        reason = "Essential container in task exited"
-        try:
-            output, _ = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
-            reason = "Task stopped at its timeout"
-        processes.pop(task.task_arn, None)
+    def remove(container: str | None) -> None:
+        if container:  # killing the docker client leaves its container running
+            subprocess.run(  # noqa: S603 - fixed arguments, the name chronoq gave it
+                ["docker", "rm", "-f", container],  # noqa: S607 - docker on PATH, as it ran
+                capture_output=True,
+                timeout=30,
+                check=False,
+            )
+
+    def finish(task: Any, group: str, lines: list[str], code: int, reason: str) -> None:
         stream = container_log_stream(task.task_arn)
-        lines = output.decode(errors="replace").splitlines()
         try:
             if group:
                 logs = boto3.client("logs", region_name=region)
@@ -325,27 +388,61 @@ def run_containers_as_subprocesses(region: str) -> None:
                     )
         except Exception:  # the local AWS was stopped meanwhile: nobody is left to read them
             return
-        task.containers[0].exitCode = process.returncode
+        task.containers[0].exitCode = code
         if task.stopped_reason == "":
             task.stopped_reason = reason
         task.desired_status = "STOPPED"
         task.last_status = "STOPPED"
 
-    def run_task(self: Any, *args: Any, **kwargs: Any) -> Any:
-        tasks = original_run(self, *args, **kwargs)
-        for task in tasks:
-            definition = self.describe_task_definition(task.task_definition_arn)
-            container = definition.container_definitions[0]
-            override = (task.overrides.get("containerOverrides") or [{}])[0]
-            env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
-            for pair in (container.get("environment") or []) + (override.get("environment") or []):
-                env[pair["name"]] = pair["value"]
-            command = override.get("command") or container.get("command") or []
-            group = (
-                (container.get("logConfiguration") or {})
-                .get("options", {})
-                .get("awslogs-group", "")
-            )
+    def supervise(
+        task: Any,
+        process: subprocess.Popen[bytes],
+        container: str | None,
+        timeout: float,
+        group: str,
+    ) -> None:
+        reason = "Essential container in task exited"
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            remove(container)
+            output, _ = process.communicate()
+            reason = "Task stopped at its timeout"
+        processes.pop(task.task_arn, None)
+        lines = output.decode(errors="replace").splitlines()
+        finish(task, group, lines, process.returncode, reason)
+
+    def start(task: Any, definition: Any) -> None:
+        container = definition.container_definitions[0]
+        override = (task.overrides.get("containerOverrides") or [{}])[0]
+        job_env: dict[str, str] = {}
+        for pair in (container.get("environment") or []) + (override.get("environment") or []):
+            job_env[pair["name"]] = pair["value"]
+        group = (
+            (container.get("logConfiguration") or {}).get("options", {}).get("awslogs-group", "")
+        )
+        mode = CONTAINERS[0]
+        name = f"chronoq-{task.task_arn.rsplit('/', 1)[-1]}"
+        command = container_command(
+            mode,
+            name,
+            str(container.get("image", "")),
+            list(override.get("command") or container.get("command") or []),
+            job_env,
+        )
+        if command is None:
+            threading.Thread(
+                target=finish,
+                args=(task, group, [NOT_ENABLED], NOT_RUN_EXIT_CODE, NOT_ENABLED),
+                daemon=True,
+            ).start()
+            return
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
+        if mode == IN_DOCKER:
+            env.update({k: v for k, v in os.environ.items() if k.startswith("DOCKER_")})
+        env.update(job_env)
+        try:
             process = subprocess.Popen(  # noqa: S603 - the job's own command, as Fargate runs it
                 command,
                 env=env,
@@ -353,17 +450,33 @@ def run_containers_as_subprocesses(region: str) -> None:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
-            processes[task.task_arn] = process
-            timeout = float(env.get("CHRONOQ_TIMEOUT_SECONDS", "3600"))
+        except OSError as error:  # no such program
+            message = f"the command could not be started: {error}"
             threading.Thread(
-                target=supervise, args=(task, process, timeout, group), daemon=True
+                target=finish,
+                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
+                daemon=True,
             ).start()
+            return
+        processes[task.task_arn] = (process, name if mode == IN_DOCKER else None)
+        timeout = float(job_env.get("CHRONOQ_TIMEOUT_SECONDS", "3600"))
+        threading.Thread(
+            target=supervise,
+            args=(task, process, name if mode == IN_DOCKER else None, timeout, group),
+            daemon=True,
+        ).start()
+
+    def run_task(self: Any, *args: Any, **kwargs: Any) -> Any:
+        tasks = original_run(self, *args, **kwargs)
+        for task in tasks:
+            start(task, self.describe_task_definition(task.task_definition_arn))
         return tasks
 
     def stop_task(self: Any, cluster_str: str, task_str: str, reason: str) -> Any:
-        for arn, process in list(processes.items()):
+        for arn, (process, container) in list(processes.items()):
             if arn.endswith(task_str.rsplit("/", 1)[-1]):
                 process.kill()
+                remove(container)
         return original_stop(self, cluster_str, task_str, reason)
 
     run_task.subprocesses = True  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
 """A local API Gateway (HTTP API): turns HTTP requests into payload-2.0 events for the api
-function, after checking the bearer token as the JWT authorizer would."""
+function, after checking the bearer token as the JWT authorizer would (before reading the
+body, whose size is capped at the API's limit)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from chronoq.local.tokens import InvalidToken, verify
+from chronoq import resources as r
+from chronoq.local.tokens import InvalidToken, is_admin, verify
 
 logger = logging.getLogger(__name__)
 
@@ -75,41 +78,63 @@ Controls = dict[str, Callable[[], dict[str, Any]]]
 CONTROL_PREFIX = "/_local/"
 
 
+#: Seconds a request may take to send its body (no connection is tied up longer).
+BODY_TIMEOUT_SECONDS = 30.0
+
+
+def _error(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+
+
+def body_length(headers: Message) -> tuple[int, tuple[int, bytes] | None]:
+    """The length of a request's body, or the answer refusing it: 400 for a Content-Length
+    that is not one (negative, not a number, several) or a body sent in chunks, 413 for one
+    larger than the API's body limit."""
+    if headers.get("Transfer-Encoding"):
+        return 0, (400, _error("bad_request", "send the body with a Content-Length, not chunked"))
+    values = headers.get_all("Content-Length") or []
+    if not values:
+        return 0, None
+    text = values[0].strip()
+    if len(set(values)) > 1 or not text.isdigit() or not text.isascii():
+        return 0, (400, _error("bad_request", "Content-Length must be one non-negative integer"))
+    length = int(text)
+    if length > r.MAX_REQUEST_BYTES:
+        return 0, (
+            413,
+            _error("payload_too_large", f"the body must be at most {r.MAX_REQUEST_BYTES} bytes"),
+        )
+    return length, None
+
+
 def serve(
     host: str, port: int, secret: str, invoke: Invoke, controls: Controls | None = None
 ) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = BODY_TIMEOUT_SECONDS  # a client that stops sending is dropped
 
         def _handle(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
+            # The token first, the body's size next: nothing is read for a caller that may
+            # not call, nor more than the API accepts.
             try:
                 claims = verify(secret, self.headers.get("Authorization"))
             except InvalidToken:
-                self._reply(
+                self._refuse(
                     401, {"content-type": "application/json"}, b'{"message":"Unauthorized"}'
                 )
                 return
-            control = (controls or {}).get(f"{self.command} {self.path}")
-            if self.path.startswith(CONTROL_PREFIX):
-                status, result = (
-                    (200, control())
-                    if control
-                    else (
-                        404,
-                        {
-                            "error": {
-                                "code": "not_found",
-                                "message": f"no control {self.command} {self.path}",
-                                "field": None,
-                            }
-                        },
-                    )
-                )
-                self._reply(
-                    status, {"content-type": "application/json"}, json.dumps(result).encode()
-                )
+            length, refusal = body_length(self.headers)
+            if refusal:
+                self._refuse(refusal[0], {"content-type": "application/json"}, refusal[1])
+                return
+            body = self.rfile.read(length) if length else b""
+            if len(body) < length:  # the client closed the connection or stopped sending
+                self.close_connection = True
+                return
+            path = urlsplit(self.path).path
+            if path.startswith(CONTROL_PREFIX):
+                self._control(claims)
                 return
             event = http_event(
                 self.command,
@@ -134,10 +159,35 @@ def serve(
             headers: dict[str, str] = answer.get("headers") or {}
             self._reply(int(answer.get("statusCode", 200)), headers, data)
 
+        def _control(self, claims: dict[str, Any]) -> None:
+            """chronoq local's own controls: for admin tokens only."""
+            json_type = {"content-type": "application/json"}
+            if not is_admin(claims):
+                message = (
+                    f"{CONTROL_PREFIX}* controls need an admin token"
+                    " (chronoq token --admin USER, or the one chronoq local prints at start-up)"
+                )
+                self._reply(403, json_type, _error("forbidden", message))
+                return
+            control = (controls or {}).get(f"{self.command} {self.path}")
+            if control is None:
+                message = f"no control {self.command} {self.path}"
+                self._reply(404, json_type, _error("not_found", message))
+                return
+            self._reply(200, json_type, json.dumps(control()).encode())
+
+        def _refuse(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            """Answer without reading the body, and close the connection (what is left of
+            the request on it is not read)."""
+            self.close_connection = True
+            self._reply(status, {**headers, "Connection": "close"}, data)
+
         def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
             self.send_response(status)
             for key, value in headers.items():
-                if key.lower() not in ("content-length", "connection"):
+                if key.lower() != "content-length" and (
+                    key.lower() != "connection" or self.close_connection
+                ):
                     self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

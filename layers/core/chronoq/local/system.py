@@ -42,6 +42,9 @@ class LocalSystem:
     allowed_target_networks: str = ""
     #: Jobs one owner may have.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    #: Container targets as host processes (``--allow-host-commands``; otherwise in Docker
+    #: when a daemon answers, else refused).
+    allow_host_commands: bool = False
     #: Concurrent worker invocations (AWS: an SQS event source mapping starts with five
     #: batches at a time, and scales them with the queue).
     pollers: int = 5
@@ -101,6 +104,8 @@ class LocalSystem:
             block_private_targets=self.block_private_targets,
             allowed_target_networks=self.allowed_target_networks,
             max_jobs_per_owner=self.max_jobs_per_owner,
+            allow_host_commands=self.allow_host_commands,
+            signing_secret=tokens.signing_secret(self.data_dir),
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(

@@ -1,8 +1,13 @@
 """Local access tokens: JWTs signed with a secret kept in the data directory, checked the
-way API Gateway's JWT authorizer checks Cognito's (signature, issuer, audience, expiry)."""
+way API Gateway's JWT authorizer checks Cognito's (signature, issuer, audience, expiry).
+
+A token minted with ``admin`` may also use chronoq local's own controls (``/_local/*``: the
+ticker, the usage counts); an ordinary one only the API, as its user. The data directory
+also keeps the master secret webhook signatures derive from, so that they survive a restart."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from pathlib import Path
@@ -13,22 +18,44 @@ import jwt
 from chronoq.resources import LOCAL_TOKEN_ISSUER, TOKEN_AUDIENCE
 
 SECRET_FILE = "jwt-secret"  # noqa: S105 - a file name
+SIGNING_SECRET_FILE = "signing-secret"  # noqa: S105 - a file name
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
+#: The claim of a token that may use chronoq local's controls.
+ADMIN_CLAIM = "chronoq:admin"
 
 
-def secret(data_dir: Path) -> str:
-    """The signing secret of this data directory, created on first use (mode 0600)."""
-    path = data_dir / SECRET_FILE
+def _kept(data_dir: Path, name: str) -> str:
+    """A random secret kept in ``data_dir/name``, created on first use (mode 0600, in a
+    directory of mode 0700 when chronoq creates it)."""
+    path = data_dir / name
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_hex(32))
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process created it meanwhile
+            pass
+        else:
+            with os.fdopen(descriptor, "w") as file:
+                file.write(secrets.token_hex(32))
     return path.read_text().strip()
 
 
-def mint(data_dir: Path, user: str, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> str:
+def secret(data_dir: Path) -> str:
+    """The token signing secret of this data directory."""
+    return _kept(data_dir, SECRET_FILE)
+
+
+def signing_secret(data_dir: Path) -> str:
+    """The master secret of this data directory's webhook signatures (the embedded Secrets
+    Manager's secret, as the deployment's is in AWS)."""
+    return _kept(data_dir, SIGNING_SECRET_FILE)
+
+
+def mint(
+    data_dir: Path, user: str, ttl_seconds: int = DEFAULT_TTL_SECONDS, *, admin: bool = False
+) -> str:
     now = int(time.time())
-    claims = {
+    claims: dict[str, Any] = {
         "sub": user,
         "username": user,
         "iss": LOCAL_TOKEN_ISSUER,
@@ -36,6 +63,8 @@ def mint(data_dir: Path, user: str, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> s
         "iat": now,
         "exp": now + ttl_seconds,
     }
+    if admin:
+        claims[ADMIN_CLAIM] = True
     return jwt.encode(claims, secret(data_dir), algorithm="HS256")
 
 
@@ -60,3 +89,8 @@ def verify(key: str, authorization: str | None) -> dict[str, Any]:
     except jwt.PyJWTError as error:
         raise InvalidToken(str(error)) from None
     return claims
+
+
+def is_admin(claims: dict[str, Any]) -> bool:
+    """May the holder of a token with these claims use chronoq local's controls?"""
+    return claims.get(ADMIN_CLAIM) is True

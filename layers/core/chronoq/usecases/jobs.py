@@ -9,6 +9,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
 from chronoq.domain.network import OPEN, NetworkPolicy
@@ -37,6 +38,8 @@ class JobOperations:
     network: NetworkPolicy = OPEN
     #: Jobs one owner may have.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    #: What service targets may reach, which images containers may run and how large.
+    targets: TargetPolicy = ANY_TARGET
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         self._check(spec)
@@ -190,6 +193,9 @@ class JobOperations:
             )
         if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
             raise InvalidRequest("target.task", f"{spec.target.task} is not a registered task")
+        refused = self.targets.refusal(spec.target, spec.timeout_seconds)
+        if refused:
+            raise InvalidRequest(*refused)
         urls = {"notify.webhook": spec.notify.webhook if spec.notify else None}
         if isinstance(spec.target, HttpTarget):
             urls["target.url"] = spec.target.url

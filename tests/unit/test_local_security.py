@@ -1,0 +1,136 @@
+"""chronoq local on a shared machine, the parts without a server: admin tokens, the secrets
+kept in the data directory, how container targets run, the command line's options."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from chronoq.cli.main import main
+from chronoq.local import emulation, tokens
+
+
+def test_given_a_token_minted_without_admin_when_verified_then_it_is_not_admin(
+    tmp_path: Path,
+) -> None:
+    claims = tokens.verify(tokens.secret(tmp_path), f"Bearer {tokens.mint(tmp_path, 'alice')}")
+
+    assert not tokens.is_admin(claims)
+
+
+def test_given_a_token_minted_with_admin_when_verified_then_it_is_admin(tmp_path: Path) -> None:
+    token = tokens.mint(tmp_path, "alice", admin=True)
+
+    assert tokens.is_admin(tokens.verify(tokens.secret(tmp_path), f"Bearer {token}"))
+
+
+def test_given_a_data_directory_when_the_signing_secret_is_asked_for_twice_then_it_is_kept_private_and_the_same(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+
+    first = tokens.signing_secret(data)
+
+    assert tokens.signing_secret(data) == first
+    assert first != tokens.secret(data)
+    assert stat.S_IMODE((data / tokens.SIGNING_SECRET_FILE).stat().st_mode) == 0o600
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+
+
+def test_given_host_commands_not_allowed_and_no_docker_when_the_mode_is_chosen_then_containers_run_nowhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(emulation, "docker_available", lambda: False)
+
+    assert emulation.container_mode(allow_host_commands=False) == emulation.NOWHERE
+    assert emulation.container_mode(allow_host_commands=True) == emulation.HOST_PROCESSES
+
+
+def test_given_host_commands_not_allowed_and_a_docker_daemon_when_the_mode_is_chosen_then_containers_run_in_docker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(emulation, "docker_available", lambda: True)
+
+    assert emulation.container_mode(allow_host_commands=False) == emulation.IN_DOCKER
+
+
+def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only() -> (
+    None
+):
+    command = emulation.container_command(
+        emulation.IN_DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
+    )
+
+    assert command == [
+        *("docker", "run", "--rm", "--name", "chronoq-t1", "-e", "TOKEN"),
+        *("busybox:1.36", "echo", "hi"),
+    ]
+    assert "s3cret" not in " ".join(command)
+
+
+def test_given_no_way_to_run_containers_when_a_task_is_run_then_there_is_no_command() -> None:
+    assert emulation.container_command(emulation.NOWHERE, "n", "i", ["echo"], {}) is None
+    assert "--allow-host-commands" in emulation.NOT_ENABLED
+
+
+def test_given_the_token_command_with_admin_when_run_then_the_token_is_admin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["token", "bob", "--admin", "--data-dir", str(tmp_path)]) == 0
+    admin = capsys.readouterr().out.strip()
+    assert main(["token", "bob", "--data-dir", str(tmp_path)]) == 0
+    ordinary = capsys.readouterr().out.strip()
+    key = tokens.secret(tmp_path)
+
+    assert tokens.is_admin(tokens.verify(key, f"Bearer {admin}"))
+    assert not tokens.is_admin(tokens.verify(key, f"Bearer {ordinary}"))
+
+
+class _FakeSystem:
+    """LocalSystem as the local command sees it, recording what it was given."""
+
+    started: list[dict[str, Any]] = []  # noqa: RUF012 - the test's record
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+        self.url = "http://127.0.0.1:1"
+
+    def start(self) -> _FakeSystem:
+        _FakeSystem.started.append(self.options)
+        return self
+
+    def stop(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_given_the_local_command_when_started_then_host_commands_follow_the_flag_and_a_warning_says_so(
+    allowed: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import chronoq.cli.main as cli_main
+    import chronoq.local.system as system
+
+    done = threading.Event()
+    done.set()  # the command returns at once instead of waiting for a signal
+    monkeypatch.setattr(system, "LocalSystem", _FakeSystem)
+    monkeypatch.setattr(cli_main, "threading", SimpleNamespace(Event=lambda: done))
+    monkeypatch.setattr(
+        cli_main, "signal", SimpleNamespace(signal=lambda *_: None, SIGTERM=15, SIGINT=2)
+    )
+    _FakeSystem.started.clear()
+    flags = ["--allow-host-commands"] if allowed else []
+
+    assert main(["local", "--data-dir", str(tmp_path), *flags]) == 0
+
+    out, err = capsys.readouterr()
+    assert _FakeSystem.started[0]["allow_host_commands"] is allowed
+    assert ("WARNING: --allow-host-commands" in err) is allowed
+    token = out.splitlines()[2]
+    assert tokens.is_admin(tokens.verify(tokens.secret(tmp_path), f"Bearer {token}"))
