@@ -136,6 +136,12 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     show_default=True,
     help="jobs one owner may have",
 )
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
+    " is a fresh system",
+)
 def local(
     host: str,
     port: int,
@@ -149,8 +155,10 @@ def local(
     block_private_targets: bool,
     allowed_target_networks: str,
     max_jobs_per_owner: int,
+    in_memory: bool,
 ) -> None:
-    """Run the whole system locally, on embedded AWS."""
+    """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
+    secrets) is kept in --data-dir: stop it and start it again, and it carries on."""
     from chronoq.local import tokens
     from chronoq.local.system import LocalSystem
 
@@ -167,16 +175,24 @@ def local(
         block_private_targets=block_private_targets,
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
+        in_memory=in_memory,
     ).start()
     token = tokens.mint(data_dir, user)
     print(f"chronoq local listening on {system.url}", flush=True)
     print(f"token for user {user!r} (chronoq token USER mints others):", flush=True)
     print(token, flush=True)
+    kept = "kept in memory only (--in-memory)" if in_memory else f"kept in {data_dir.resolve()}"
+    if system.aws.restored:
+        kept += " (restored from the last start)"
+    print(f"data: {kept}", flush=True)
+    print("stop: Ctrl-C (or SIGTERM)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     done.wait()
+    print("chronoq local stopping...", flush=True)
     system.stop()
+    print("chronoq local stopped" + ("" if in_memory else f"; data kept in {data_dir}"), flush=True)
 
 
 @cli.command()
