@@ -137,6 +137,14 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="jobs one owner may have",
 )
 @click.option(
+    "--aws-port",
+    type=click.IntRange(min=0, max=65535),
+    default=4566,
+    show_default=True,
+    help="port of the embedded AWS, for aws --endpoint-url and boto3 (0: a free one; taken:"
+    " a free one, printed at start-up)",
+)
+@click.option(
     "--in-memory",
     is_flag=True,
     help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
@@ -155,11 +163,13 @@ def local(
     block_private_targets: bool,
     allowed_target_networks: str,
     max_jobs_per_owner: int,
+    aws_port: int,
     in_memory: bool,
 ) -> None:
     """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
     secrets) is kept in --data-dir: stop it and start it again, and it carries on."""
     from chronoq.local import tokens
+    from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.system import LocalSystem
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -176,6 +186,7 @@ def local(
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
         in_memory=in_memory,
+        aws_port=aws_port,
     ).start()
     token = tokens.mint(data_dir, user)
     print(f"chronoq local listening on {system.url}", flush=True)
@@ -185,6 +196,11 @@ def local(
     if system.aws.restored:
         kept += " (restored from the last start)"
     print(f"data: {kept}", flush=True)
+    print(
+        f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; e.g."
+        f" aws --endpoint-url {system.aws_url} sqs list-queues)",
+        flush=True,
+    )
     print("stop: Ctrl-C (or SIGTERM)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

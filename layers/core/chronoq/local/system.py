@@ -15,7 +15,7 @@ from chronoq.aws import clients
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
-from chronoq.local import persist, tokens
+from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
@@ -47,6 +47,9 @@ class LocalSystem:
     pollers: int = 5
     #: Keep nothing in ``data_dir`` but the token secret: every start is a fresh system.
     in_memory: bool = False
+    #: The port the embedded AWS is served on (0: a free one; None: not served; taken: a
+    #: free one instead). See chronoq.local.endpoint.
+    aws_port: int | None = endpoint.DEFAULT_PORT
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
     aws: LocalAWS = field(init=False)
@@ -54,6 +57,7 @@ class LocalSystem:
     _halt: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _server: Any = None
+    _aws_server: Any = None
 
     def _warm(self, first: bool) -> None:
         """Idle containers started with the system (``first``: one of each function a run
@@ -193,6 +197,8 @@ class LocalSystem:
             },
         )
         self.port = self._server.server_address[1]
+        if self.aws_port is not None:
+            self._aws_server, _ = endpoint.serve_near(self.host, self.aws_port)
         self._threads.append(
             threading.Thread(target=self._server.serve_forever, name="gateway", daemon=True)
         )
@@ -217,8 +223,18 @@ class LocalSystem:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def aws_url(self) -> str | None:
+        """Where the embedded AWS is served (None: it is not)."""
+        if self._aws_server is None:
+            return None
+        return f"http://{self.host}:{self._aws_server.server_address[1]}"
+
     def stop(self) -> None:
         self._halt.set()
+        if self._aws_server is not None:
+            self._aws_server.shutdown()
+            self._aws_server.server_close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
