@@ -151,7 +151,7 @@ class TableState:
 
     def start(self) -> None:
         """Compact what was restored into a new snapshot, then journal every write."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         with self._lock:
             self._snapshot()
             self._journal_fd = os.open(
@@ -233,7 +233,7 @@ class TableState:
         """Every table's items into a new snapshot file; the journal emptied (lock held)."""
         tables = {
             name: [item.to_json()["Attributes"] for item in table.all_items()]
-            for name, table in self._backend.tables.items()
+            for name, table in list(self._backend.tables.items())
         }
         _atomic_write(self.snapshot_path, _json(tables))
         if self._journal_fd is not None:
