@@ -28,6 +28,8 @@ from tests.e2e.harness import (
 )
 from tests.support import Sink, http_sink
 
+#: At-jobs due around the kill, two a second.
+BURST = 20
 #: Longest wait for runs to end after a restart (the dispatcher catches up at once).
 AFTER_RESTART_SECONDS = 120.0
 
@@ -89,12 +91,20 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             )
             poll(lambda: sink.hits_to("/slow"), 90, "the slow run's call")
             assert first.runs(slow["id"])[0]["status"] == "RUNNING"
-            # due while chronoq local is down: their messages wait on a queue when it dies
-            due = whole_second_after(8)
+            # a burst of runs, two a second, that the kill falls into: some ran, some are
+            # going, some wait on a queue; and two runs due while chronoq local is down
+            base = whole_second_after(12)
+            burst = [
+                jobs.create(_at(f"burst-{i}", sink, base + timedelta(seconds=i // 2)))
+                for i in range(BURST)
+            ]
+            due = base + timedelta(seconds=BURST // 2)
             late = jobs.create(_at("late", sink, due))
             missed = jobs.create(_at("missed", sink, due, start_deadline_seconds=1))
+            assert now() < base, "the machine is too slow for this test's timing"
+            sleep_until(base + timedelta(seconds=BURST // 4))
             assert first.process is not None
-            first.process.kill()  # kill -9, with a run going and messages queued
+            first.process.kill()  # kill -9, under load
             first.process.wait(timeout=STOP_TIMEOUT_SECONDS)
             killed_at = now()
             assert killed_at < due, "the machine is too slow for this test's timing"
@@ -109,6 +119,7 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
                 slow["id"],
                 late["id"],
                 missed["id"],
+                *(j["id"] for j in burst),
             }
 
             (late_run,) = _ended_runs(second, late["id"], 1)
@@ -120,6 +131,16 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             (missed_run,) = _ended_runs(second, missed["id"], 1)
             assert missed_run["status"] == "MISSED", missed_run
             assert sink.hits_to("/missed") == []
+
+            for i, job in enumerate(burst):
+                (run,) = _ended_runs(second, job["id"], 1)
+                hits = len(sink.hits_to(f"/burst-{i}"))
+                if run["status"] == "SUCCEEDED":
+                    assert hits == 1, (run, hits)
+                else:  # going when killed: not called again
+                    assert run["status"] == "FAILED", run
+                    assert run["reason"] == persist.INTERRUPTED, run
+                    assert hits <= 1, (run, hits)
 
             (slow_run,) = _ended_runs(second, slow["id"], 1)
             assert slow_run["status"] == "FAILED", slow_run
@@ -145,7 +166,7 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             assert len(sink.hits_to("/minutely")) >= len(succeeded)
             called = [_run_id(hit.headers) for hit in sink.hits]
             assert len(called) == len(set(called)), f"a run's target was called twice: {called}"
-            for run in (late_run, missed_run, slow_run):
+            for run in (late_run, missed_run, slow_run):  # (and the burst's, above)
                 _assert_each_occurrence_once(second, run["job_id"])
             Jobs(second, jobs.created).delete_all()
 
