@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+#: what `make run` needs only (chronoq and the embedded AWS); STAMP implies it
+RUN_STAMP := $(VENV)/.installed-run
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
@@ -12,11 +14,16 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[local]"
+	touch $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP) ## start chronoq local on http://$(HOST):$(PORT)
+run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs only what running needs)
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
 test: $(STAMP) ## the whole suite: unit, integration, infra, e2e

@@ -98,6 +98,8 @@ class _FakeSystem:
     def __init__(self, **options: Any) -> None:
         self.options = options
         self.url = "http://127.0.0.1:1"
+        self.aws_url = "http://127.0.0.1:2"
+        self.aws = SimpleNamespace(restored=False)
 
     def start(self) -> _FakeSystem:
         _FakeSystem.started.append(self.options)
@@ -124,6 +126,7 @@ def test_given_the_local_command_when_started_then_host_commands_follow_the_flag
     monkeypatch.setattr(
         cli_main, "signal", SimpleNamespace(signal=lambda *_: None, SIGTERM=15, SIGINT=2)
     )
+    monkeypatch.setattr(cli_main.os, "_exit", lambda code: None)  # (it leaves at once)
     _FakeSystem.started.clear()
     flags = ["--allow-host-commands"] if allowed else []
 

@@ -152,6 +152,20 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     " token can then run code here: trusted users only); by default they run in Docker when"
     " a daemon answers, and are refused otherwise",
 )
+@click.option(
+    "--aws-port",
+    type=click.IntRange(min=0, max=65535),
+    default=4566,
+    show_default=True,
+    help="port of the embedded AWS, for aws --endpoint-url and boto3 (0: a free one; taken:"
+    " a free one, printed at start-up)",
+)
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
+    " is a fresh system",
+)
 def local(
     host: str,
     port: int,
@@ -167,9 +181,13 @@ def local(
     allowed_target_networks: str,
     max_jobs_per_owner: int,
     allow_host_commands: bool,
+    aws_port: int,
+    in_memory: bool,
 ) -> None:
-    """Run the whole system locally, on embedded AWS."""
+    """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
+    secrets) is kept in --data-dir: stop it and start it again, and it carries on."""
     from chronoq.local import tokens
+    from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.system import LocalSystem
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -187,6 +205,8 @@ def local(
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
         allow_host_commands=allow_host_commands,
+        in_memory=in_memory,
+        aws_port=aws_port,
     ).start()
     if allow_host_commands:
         click.echo(
@@ -199,11 +219,28 @@ def local(
     print(f"chronoq local listening on {system.url}", flush=True)
     print(f"admin token for user {user!r} (chronoq token USER mints others):", flush=True)
     print(token, flush=True)
+    kept = "kept in memory only (--in-memory)" if in_memory else f"kept in {data_dir.resolve()}"
+    if system.aws.restored:
+        kept += " (restored from the last start)"
+    print(f"data: {kept}", flush=True)
+    print(
+        f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; e.g."
+        f" aws --endpoint-url {system.aws_url} sqs list-queues)",
+        flush=True,
+    )
+    print("stop: Ctrl-C (or SIGTERM)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())
     done.wait()
+    print("chronoq local stopping...", flush=True)
     system.stop()
+    print("chronoq local stopped" + ("" if in_memory else f"; data kept in {data_dir}"), flush=True)
+    # Everything is saved and closed: leave at once, rather than spend seconds tearing down
+    # the embedded AWS's objects one by one at interpreter exit.
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @cli.command()

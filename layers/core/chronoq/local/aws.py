@@ -12,6 +12,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -35,6 +36,7 @@ from chronoq.local.emulation import (
     wait_until_the_timestamp,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
+from chronoq.local.persist import TableState
 from chronoq.local.usage import Meter, Usage, uncounted
 from chronoq.settings import S, load
 
@@ -86,10 +88,16 @@ class LocalAWS:
     #: Container targets run their commands as host processes (anyone who may create a job
     #: runs code as this user); otherwise in Docker when a daemon answers, else not at all.
     allow_host_commands: bool = False
-    #: The master secret webhook signatures derive from ("": a new one; chronoq local keeps
-    #: one in its data directory so that signatures survive a restart).
-    signing_secret: str = ""
+    #: The master secret webhook signatures derive from (None or "": a new one; chronoq local
+    #: keeps one in its data directory so that signatures survive a restart).
+    signing_secret: str | None = None
     runtime: LambdaRuntime | None = None
+    #: Where the tables' items are kept across starts (None: in memory only; see
+    #: chronoq.local.persist).
+    state_dir: Path | None = None
+    #: The kept tables, and whether a start found items kept by an earlier one.
+    state: TableState | None = None
+    restored: bool = False
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
     _meter: Meter | None = None
@@ -133,6 +141,8 @@ class LocalAWS:
         install_into_moto(self.runtime)
         self._create(audience)
         self._give_functions_their_environment()
+        if self.state_dir is not None:
+            self._keep_tables(self.state_dir)
         self._meter = Meter(
             self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION, ACCOUNT
         )
@@ -140,6 +150,18 @@ class LocalAWS:
         self.runtime.usage = self.usage
         self.reset_usage()  # creating the resources is not the workload's
         return self
+
+    def _keep_tables(self, state_dir: Path) -> None:
+        """Read back the items an earlier start kept in ``state_dir``, then keep every write."""
+        from moto.dynamodb.models import dynamodb_backends
+
+        self.state = TableState(
+            state_dir,
+            dynamodb_backends[ACCOUNT][REGION],
+            {f"{PREFIX}-{t.id.lower()}": t.ttl_attribute for t in r.TABLES if t.ttl_attribute},
+        )
+        self.restored = self.state.restore()
+        self.state.start()
 
     def reset_usage(self) -> None:
         self.usage.reset()
@@ -188,6 +210,9 @@ class LocalAWS:
         return load(settings, self.environment(settings.FUNCTION))
 
     def stop(self) -> None:
+        if self.state is not None:
+            self.state.stop()
+            self.state = None
         if emulation.METER[0] is self._meter:
             emulation.METER[0] = None
         if self._mock is not None:

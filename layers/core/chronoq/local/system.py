@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.aws import clients
+from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
-from chronoq.local import tokens
+from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
@@ -48,11 +50,19 @@ class LocalSystem:
     #: Concurrent worker invocations (AWS: an SQS event source mapping starts with five
     #: batches at a time, and scales them with the queue).
     pollers: int = 5
+    #: Keep nothing in ``data_dir`` but the token secret: every start is a fresh system.
+    in_memory: bool = False
+    #: The port the embedded AWS is served on (0: a free one; None: not served; taken: a
+    #: free one instead). See chronoq.local.endpoint.
+    aws_port: int | None = endpoint.DEFAULT_PORT
+    #: Seconds ``stop`` waits for the system's threads, all together.
+    stop_seconds: float = 1.0
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
     _server: Any = None
+    _aws_server: Any = None
 
     def _warm(self, first: bool) -> None:
         """Idle containers started with the system (``first``: one of each function a run
@@ -75,17 +85,48 @@ class LocalSystem:
                 return
             self.aws.runtime.warm(function_name(function), count)
 
-    def _nothing_to_catch_up(self) -> None:
-        """A fresh system has no occurrence before it started: each shard's checkpoint
-        starts at the minute before now, so that the first tick does not read the last hour
-        minute by minute, as it must after an outage or for a shard added to a deployment."""
+    def _store(self) -> DynamoStore:
         env = self.aws.env
-        store = DynamoStore(
+        return DynamoStore(
             clients.dynamodb(),
             env[r.ENV_JOBS_TABLE],
             env[r.ENV_RUNS_TABLE],
             env[r.ENV_SCHEDULE_TABLE],
         )
+
+    def _recover(self) -> None:
+        """A start on kept state: give back what the last stop lost (see persist.recover)."""
+        assert self.aws.state is not None
+        assert self.aws.state.saved_at is not None
+        saved_at = datetime.fromtimestamp(self.aws.state.saved_at, UTC)
+        with uncounted():
+            counts = persist.recover(
+                clients.dynamodb(),
+                self._store(),
+                SqsQueues(clients.sqs(), self.aws.queue_urls),
+                self.aws.env[r.ENV_RUNS_TABLE],
+                self.shards,
+                saved_at,
+                datetime.now(UTC),
+            )
+        logger.info("state restored from %s: %s", self.data_dir, counts)
+
+    def _compact(self) -> None:
+        """Now and then, fold the journal of the kept tables into a new snapshot."""
+        while not self._halt.wait(5):
+            state = self.aws.state
+            if state is None:
+                return
+            try:
+                state.compact_if_long()
+            except Exception:
+                logger.exception("compacting the kept state failed")
+
+    def _nothing_to_catch_up(self) -> None:
+        """A fresh system has no occurrence before it started: each shard's checkpoint
+        starts at the minute before now, so that the first tick does not read the last hour
+        minute by minute, as it must after an outage or for a shard added to a deployment."""
+        store = self._store()
         before = ids.minute_of(datetime.now(UTC)) - timedelta(minutes=1)
         with uncounted():
             for shard in range(self.shards):
@@ -105,7 +146,8 @@ class LocalSystem:
             allowed_target_networks=self.allowed_target_networks,
             max_jobs_per_owner=self.max_jobs_per_owner,
             allow_host_commands=self.allow_host_commands,
-            signing_secret=tokens.signing_secret(self.data_dir),
+            state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
+            signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
@@ -114,12 +156,17 @@ class LocalSystem:
             self._halt,
             r.shard_groups(self.shards, self.dispatch_groups),
         )
-        self._nothing_to_catch_up()
+        if self.aws.restored:
+            self._recover()
+        else:
+            self._nothing_to_catch_up()
         self._warm(first=True)
         self._threads = [
             self.ticker,
             threading.Thread(target=self._warm, args=(False,), daemon=True),
         ]
+        if self.aws.state is not None:
+            self._threads.append(threading.Thread(target=self._compact, daemon=True))
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
         for n in range(self.pollers):
             self._threads.append(
@@ -155,6 +202,8 @@ class LocalSystem:
             },
         )
         self.port = self._server.server_address[1]
+        if self.aws_port is not None:
+            self._aws_server, _ = endpoint.serve_near(self.host, self.aws_port)
         self._threads.append(
             threading.Thread(target=self._server.serve_forever, name="gateway", daemon=True)
         )
@@ -179,11 +228,24 @@ class LocalSystem:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    @property
+    def aws_url(self) -> str | None:
+        """Where the embedded AWS is served (None: it is not)."""
+        if self._aws_server is None:
+            return None
+        return f"http://{self.host}:{self._aws_server.server_address[1]}"
+
     def stop(self) -> None:
         self._halt.set()
+        if self._aws_server is not None:
+            self._aws_server.shutdown()
+            self._aws_server.server_close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+        # (daemon threads: one still busy after the wait ends with the process; what it had
+        # begun is given back at the next start, see persist.recover)
+        deadline = time.monotonic() + self.stop_seconds
         for thread in self._threads:
-            thread.join(timeout=5)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.aws.stop()

@@ -1,0 +1,217 @@
+"""chronoq local keeps its state in --data-dir: killed (``kill -9``) while runs are going, or
+stopped with Ctrl-C, and started again on the same directory, it has every job, and each run
+that fell due ends exactly once: late within its start deadline, or MISSED after it; a run
+that was running when it was killed ends FAILED, and is not run again."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from chronoq.local import persist, tokens
+
+from tests.e2e.harness import (
+    ENDED,
+    STOP_TIMEOUT_SECONDS,
+    Jobs,
+    Local,
+    now,
+    parse,
+    poll,
+    sleep_until,
+    start_local,
+    whole_second_after,
+)
+from tests.support import Sink, http_sink
+
+#: At-jobs due around the kill, two a second.
+BURST = 20
+#: Longest wait for runs to end after a restart (the dispatcher catches up at once).
+AFTER_RESTART_SECONDS = 120.0
+
+
+def _at(name: str, sink: Sink, at: datetime, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "schedule": {"type": "at", "at": at.isoformat()},
+        "target": {"type": "http", "url": f"{sink.url}/{name}"},
+        **extra,
+    }
+
+
+def _ended_runs(local: Local, job_id: str, count: int) -> list[dict[str, Any]]:
+    def ended() -> list[dict[str, Any]] | None:
+        runs = [r for r in local.runs(job_id) if r["status"] in ENDED]
+        return runs if len(runs) >= count else None
+
+    return poll(
+        ended,
+        AFTER_RESTART_SECONDS,
+        lambda: f"{count} ended runs of {job_id}: {local.runs(job_id)}",
+        interval=0.5,
+    )
+
+
+def _run_id(headers: dict[str, str]) -> str:
+    return next(v for k, v in headers.items() if k.lower() == "x-chronoq-run-id")
+
+
+def _assert_each_occurrence_once(local: Local, job_id: str) -> list[dict[str, Any]]:
+    runs = local.runs(job_id)
+    scheduled = [r["scheduled_at"] for r in runs]
+    assert len(scheduled) == len(set(scheduled)), f"an occurrence ran twice: {runs}"
+    return runs
+
+
+def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_job_is_there_and_each_due_run_ends_once(
+    tmp_path: Path,
+) -> None:
+    with http_sink() as sink:
+        sink.delays["/slow"] = 600.0  # still running when the process is killed
+        with start_local(tmp_path) as first:
+            jobs = Jobs(first)
+            every_minute = jobs.create(
+                {
+                    "name": "minutely",
+                    "schedule": {"type": "cron", "expression": "* * * * *"},
+                    "target": {"type": "http", "url": f"{sink.url}/minutely"},
+                }
+            )
+            slow, _ = jobs.create_at(
+                {
+                    "name": "slow",
+                    "target": {"type": "http", "url": f"{sink.url}/slow"},
+                    "timeout_seconds": 900,
+                },
+                lead=3,
+            )
+            poll(lambda: sink.hits_to("/slow"), 90, "the slow run's call")
+            assert first.runs(slow["id"])[0]["status"] == "RUNNING"
+            # a burst of runs, two a second, that the kill falls into: some ran, some are
+            # going, some wait on a queue; and two runs due while chronoq local is down
+            base = whole_second_after(12)
+            burst = [
+                jobs.create(_at(f"burst-{i}", sink, base + timedelta(seconds=i // 2)))
+                for i in range(BURST)
+            ]
+            due = base + timedelta(seconds=BURST // 2)
+            late = jobs.create(_at("late", sink, due))
+            missed = jobs.create(_at("missed", sink, due, start_deadline_seconds=1))
+            assert now() < base, "the machine is too slow for this test's timing"
+            sleep_until(base + timedelta(seconds=BURST // 4))
+            assert first.process is not None
+            first.process.kill()  # kill -9, under load
+            first.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            killed_at = now()
+            assert killed_at < due, "the machine is too slow for this test's timing"
+        sleep_until(due + timedelta(seconds=3))
+
+        with start_local(tmp_path) as second:
+            restarted_at = now()
+            status, listing = second.call("GET", "/jobs")
+            assert status == 200
+            assert {j["id"] for j in listing["jobs"]} == {
+                every_minute["id"],
+                slow["id"],
+                late["id"],
+                missed["id"],
+                *(j["id"] for j in burst),
+            }
+
+            (late_run,) = _ended_runs(second, late["id"], 1)
+            assert late_run["status"] == "SUCCEEDED", late_run
+            lag = parse(late_run["started_at"]) - due
+            assert timedelta(0) < lag <= timedelta(minutes=15), f"started {lag} after its second"
+            assert len(sink.hits_to("/late")) == 1
+
+            (missed_run,) = _ended_runs(second, missed["id"], 1)
+            assert missed_run["status"] == "MISSED", missed_run
+            assert sink.hits_to("/missed") == []
+
+            for i, job in enumerate(burst):
+                (run,) = _ended_runs(second, job["id"], 1)
+                hits = len(sink.hits_to(f"/burst-{i}"))
+                if run["status"] == "SUCCEEDED":
+                    assert hits == 1, (run, hits)
+                else:  # going when killed: not called again
+                    assert run["status"] == "FAILED", run
+                    assert run["reason"] == persist.INTERRUPTED, run
+                    assert hits <= 1, (run, hits)
+
+            (slow_run,) = _ended_runs(second, slow["id"], 1)
+            assert slow_run["status"] == "FAILED", slow_run
+            assert slow_run["reason"] == persist.INTERRUPTED
+            assert len(sink.hits_to("/slow")) == 1  # not run again
+
+            # the recurring job goes on: a run due after the restart ends, and no occurrence,
+            # before the kill, while down or after, ran twice
+            def after_restart() -> list[dict[str, Any]] | None:
+                runs = second.runs(every_minute["id"])
+                return [
+                    r
+                    for r in runs
+                    if parse(r["scheduled_at"]) > restarted_at and r["status"] in ENDED
+                ] or None
+
+            poll(after_restart, AFTER_RESTART_SECONDS, "a minutely run after the restart")
+            runs = _assert_each_occurrence_once(second, every_minute["id"])
+            for run in runs:
+                if parse(run["scheduled_at"]) < killed_at - timedelta(seconds=30):
+                    assert run["status"] in ENDED, run
+            succeeded = [r for r in runs if r["status"] == "SUCCEEDED"]
+            assert len(sink.hits_to("/minutely")) >= len(succeeded)
+            called = [_run_id(hit.headers) for hit in sink.hits]
+            assert len(called) == len(set(called)), f"a run's target was called twice: {called}"
+            for run in (late_run, missed_run, slow_run):  # (and the burst's, above)
+                _assert_each_occurrence_once(second, run["job_id"])
+            Jobs(second, jobs.created).delete_all()
+
+
+def test_given_a_job_when_chronoq_local_is_stopped_with_ctrl_c_and_started_again_then_it_stops_quickly_and_carries_on(
+    tmp_path: Path,
+) -> None:
+    with http_sink() as sink:
+        with start_local(tmp_path) as first:
+            jobs = Jobs(first)
+            due = whole_second_after(10)
+            job = jobs.create(_at("after-restart", sink, due))
+            kept = jobs.create(
+                {
+                    "name": "yearly",
+                    "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
+                    "target": {"type": "http", "url": f"{sink.url}/yearly"},
+                }
+            )
+            token = first.token("alice")
+            secret = (tmp_path / tokens.SIGNING_SECRET_FILE).read_text()
+            assert first.process is not None
+            assert first.process.stdout is not None
+            asked = time.monotonic()
+            first.process.send_signal(signal.SIGINT)
+            try:
+                first.process.wait(timeout=STOP_TIMEOUT_SECONDS)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("chronoq local did not stop on Ctrl-C") from None
+            took = time.monotonic() - asked
+            said = first.process.stdout.read()
+        assert "stopped" in said, said
+        assert "data: kept in" in said, said
+        # 2 s on an idle machine; this one may be loaded by other suites
+        assert took < 10, f"Ctrl-C took {took:.1f} s"
+        sleep_until(due + timedelta(seconds=2))
+
+        with start_local(tmp_path) as second:
+            second.tokens["alice"] = token  # a token minted before the stop still works
+            status, got = second.call("GET", f"/jobs/{kept['id']}")
+            assert status == 200, got
+            assert got["name"] == "yearly"
+            (run,) = _ended_runs(second, job["id"], 1)
+            assert run["status"] == "SUCCEEDED", run
+            assert parse(run["started_at"]) > due
+            assert len(sink.hits_to("/after-restart")) == 1
+            assert (tmp_path / tokens.SIGNING_SECRET_FILE).read_text() == secret
+            Jobs(second, jobs.created).delete_all()
