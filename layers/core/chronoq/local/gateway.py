@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from chronoq import console
 from chronoq.local.tokens import InvalidToken, verify
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,9 @@ def serve(
         def _handle(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
+            if self.command == "GET" and console.serves(self.path):  # the web console
+                self._reply(*console.asset(self.path))
+                return
             try:
                 claims = verify(secret, self.headers.get("Authorization"))
             except InvalidToken:
