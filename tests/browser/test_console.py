@@ -242,6 +242,23 @@ def test_another_users_jobs_are_absent(
     element(driver, "#pause")
     assert local.call("GET", f"/jobs/{job['id']}")[1]["state"] == "ACTIVE"
 
+    # edited through the form: the fields it shows, and the JSON of the rest
+    element(driver, "#edit").click()
+    assert (
+        element(driver, '[data-field="schedule.expression"]').get_attribute("value") == "0 2 * * *"
+    )
+    fill(driver, "schedule.expression", "30 6 * * 1-5")
+    fill(driver, "extra", '{"priority": "high"}')
+    element(driver, "#save").click()
+    wait(
+        driver,
+        lambda: "weekdays at 06:30 (Europe/Berlin)" in element(driver, "#main dl").text,
+        "edited",
+        UI_TIMEOUT,
+    )
+    edited = local.call("GET", f"/jobs/{job['id']}")[1]
+    assert (edited["priority"], edited["version"] > job["version"]) == ("high", True)
+
     element(driver, "#sign-out").click()
     sign_in(driver, local, "bob")
     shot(driver, artifacts, "07-bob")
