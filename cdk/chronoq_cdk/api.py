@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
@@ -38,6 +39,7 @@ class Api(Construct):
         access: TargetAccess,
         burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
         rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
+        hosted_ui_prefix: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -81,10 +83,35 @@ class Api(Construct):
             sign_in_aliases=cognito.SignInAliases(email=True),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
         )
-        self.client = self.user_pool.add_client(
-            "Client", auth_flows=cognito.AuthFlow(user_srp=True, user_password=True)
-        )
         self.http_api = apigwv2.HttpApi(self, "Http", description="chronoq jobs API")
+        #: The web console's address (served by the console function on this API).
+        self.console_url = f"{self.http_api.api_endpoint}/"
+        # With a hosted UI domain (context console_domain_prefix), the console signs users
+        # in there and comes back to its own page with an ID token (implicit grant: the page
+        # has no server side to redeem a code with).
+        o_auth = (
+            cognito.OAuthSettings(
+                flows=cognito.OAuthFlows(implicit_code_grant=True),
+                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
+                callback_urls=[self.console_url],
+                logout_urls=[self.console_url],
+            )
+            if hosted_ui_prefix
+            else None
+        )
+        self.client = self.user_pool.add_client(
+            "Client", auth_flows=cognito.AuthFlow(user_srp=True, user_password=True), o_auth=o_auth
+        )
+        #: The hosted UI's host name, when the stack has one.
+        self.hosted_ui_domain: str | None = None
+        if hosted_ui_prefix:
+            domain = self.user_pool.add_domain(
+                "Domain",
+                cognito_domain=cognito.CognitoDomainOptions(domain_prefix=hosted_ui_prefix),
+            )
+            self.hosted_ui_domain = Fn.join(
+                "", [domain.domain_name, ".auth.", Stack.of(self).region, ".amazoncognito.com"]
+            )
         # Throttling of every route of the default stage, for all callers together: a flood
         # is answered 429 by API Gateway before it reaches the function or the tables.
         stage = self.http_api.default_stage

@@ -15,6 +15,7 @@ from constructs import Construct
 
 from .access import TargetAccess
 from .api import Api
+from .console import Console
 from .containers import Containers
 from .dispatch import Dispatch
 from .execution import Execution
@@ -155,7 +156,9 @@ class ChronoqStack(Stack):
             access=access,
             burst_limit=api_burst_limit,
             rate_limit=api_rate_limit,
+            hosted_ui_prefix=self.node.try_get_context("console_domain_prefix") or None,
         )
+        self.console = Console(self, "Console", layer=self.layer, api=self.api)
         # Targets reach whatever their scopes allow, but never chronoq itself.
         self.execution.deny_own_resources(
             functions=self.functions.values(),
@@ -168,6 +171,7 @@ class ChronoqStack(Stack):
         )
 
         CfnOutput(self, "ApiUrl", value=self.api.http_api.api_endpoint)
+        CfnOutput(self, "ConsoleUrl", value=self.console.url)
         CfnOutput(self, "UserPoolId", value=self.api.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.api.client.user_pool_client_id)
         CfnOutput(self, "StateMachineArn", value=self.execution.state_machine.state_machine_arn)

@@ -3,6 +3,7 @@ kept in the data directory, how container targets run, the command line's option
 
 from __future__ import annotations
 
+import os
 import stat
 import threading
 from pathlib import Path
@@ -126,7 +127,7 @@ def test_given_the_local_command_when_started_then_host_commands_follow_the_flag
     monkeypatch.setattr(
         cli_main, "signal", SimpleNamespace(signal=lambda *_: None, SIGTERM=15, SIGINT=2)
     )
-    monkeypatch.setattr(cli_main.os, "_exit", lambda code: None)  # (it leaves at once)
+    monkeypatch.setattr(os, "_exit", lambda code: None)  # (the command leaves at once)
     _FakeSystem.started.clear()
     flags = ["--allow-host-commands"] if allowed else []
 

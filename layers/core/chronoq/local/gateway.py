@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from chronoq import console
 from chronoq import resources as r
 from chronoq.local.tokens import InvalidToken, is_admin, verify
 
@@ -115,6 +116,11 @@ def serve(
         timeout = BODY_TIMEOUT_SECONDS  # a client that stops sending is dropped
 
         def _handle(self) -> None:
+            if self.command == "GET" and console.serves(self.path):  # the web console
+                if self.headers.get("Content-Length") not in (None, "0"):
+                    self.close_connection = True  # (a GET's body is never read)
+                self._reply(*console.asset(self.path))
+                return
             # The token first, the body's size next: nothing is read for a caller that may
             # not call, nor more than the API accepts.
             try:

@@ -1,0 +1,607 @@
+// chronoq's web console: one module, no build step, no dependencies. It calls the API with the
+// signed-in user's bearer token and renders with DOM calls (never HTML from data).
+
+const TOKEN_KEY = "chronoq.token";
+const TERMINAL = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]);
+const REFRESH_MS = { jobs: 5000, job: 3000, run: 2000 };
+const DAYS = { 0: "Sundays", 1: "Mondays", 2: "Tuesdays", 3: "Wednesdays", 4: "Thursdays",
+  5: "Fridays", 6: "Saturdays", 7: "Sundays", sun: "Sundays", mon: "Mondays", tue: "Tuesdays",
+  wed: "Wednesdays", thu: "Thursdays", fri: "Fridays", sat: "Saturdays" };
+
+const main = document.getElementById("main");
+let config = { api: "", cognito: null };
+let timer = null;
+let view = 0; // bumped on every navigation: answers for an older view are dropped
+
+// --- DOM ------------------------------------------------------------------------------------
+
+function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : String(child));
+  }
+  return node;
+}
+
+const badge = (status) => h("span", { class: `badge s-${String(status).toLowerCase()}` }, status);
+const link = (href, text, attrs = {}) => h("a", { href, ...attrs }, text);
+
+function table(columns, rows, attrs = {}) {
+  return h("table", attrs,
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", {}, c)))),
+    h("tbody", {}, rows));
+}
+
+function fields(pairs) {
+  return h("dl", { class: "fields" },
+    pairs.filter(([, v]) => v !== "" && v !== null && v !== undefined)
+      .flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+// --- words and times ------------------------------------------------------------------------
+
+const pad = (n) => String(n).padStart(2, "0");
+
+export function shortTime(value) {
+  if (!value) return "";
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime())) return String(value);
+  return at.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+
+export function span(seconds) {
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const whole = Math.floor(seconds);
+  if (whole < 3600) return `${Math.floor(whole / 60)}m${pad(whole % 60)}s`;
+  if (whole < 86400) return `${Math.floor(whole / 3600)}h${pad(Math.floor((whole % 3600) / 60))}m`;
+  return `${Math.floor(whole / 86400)}d${Math.floor((whole % 86400) / 3600)}h`;
+}
+
+function relative(value) {
+  if (!value) return "";
+  const seconds = (new Date(value).getTime() - Date.now()) / 1000;
+  return seconds >= 0 ? `in ${span(seconds)}` : `${span(-seconds)} ago`;
+}
+
+const when = (value) => (value ? `${shortTime(value)} (${relative(value)})` : "");
+
+export function cronWords(expression) {
+  const f = expression.trim().split(/\s+/);
+  if (f.length !== 5) return `cron ${expression}`;
+  const [minute, hour, day, month, weekday] = f;
+  const digits = (s) => /^\d+$/.test(s);
+  const stars = (...xs) => xs.every((x) => x === "*");
+  if (stars(...f)) return "every minute";
+  if (minute.startsWith("*/") && stars(hour, day, month, weekday)) {
+    return `every ${minute.slice(2)} minutes`;
+  }
+  if (!(digits(minute) && month === "*")) return `cron ${expression}`;
+  if (stars(hour, day, weekday)) return `hourly at :${pad(Number(minute))}`;
+  if (!digits(hour)) return `cron ${expression}`;
+  const clock = `${pad(Number(hour))}:${pad(Number(minute))}`;
+  if (day === "*" && weekday === "*") return `daily at ${clock}`;
+  if (day === "*" && weekday.toLowerCase() === "1-5") return `weekdays at ${clock}`;
+  if (day === "*" && weekday.toLowerCase() === "mon-fri") return `weekdays at ${clock}`;
+  if (day === "*" && DAYS[weekday.toLowerCase()]) return `${DAYS[weekday.toLowerCase()]} at ${clock}`;
+  if (digits(day) && weekday === "*") return `monthly on day ${Number(day)} at ${clock}`;
+  return `cron ${expression}`;
+}
+
+export function scheduleWords(schedule) {
+  if (!schedule) return "";
+  let text;
+  if (schedule.type === "at") return `once at ${shortTime(schedule.at)}`;
+  if (schedule.type === "rate") text = `every ${schedule.every}`;
+  else if (schedule.type === "cron") {
+    text = cronWords(schedule.expression || "");
+    if (schedule.timezone && schedule.timezone !== "UTC") text += ` (${schedule.timezone})`;
+  } else return JSON.stringify(schedule);
+  if (schedule.end_at) text += ` until ${shortTime(schedule.end_at)}`;
+  return text;
+}
+
+function targetWords(target) {
+  if (!target) return "";
+  const detail = {
+    http: `${target.method || "POST"} ${target.url}`,
+    python: `${target.task} ${JSON.stringify(target.args || {})}`,
+    lambda: target.function_arn, sqs: target.queue_url, sns: target.topic_arn,
+    eventbridge: `bus ${target.event_bus || "default"}`,
+    container: `${target.image} ${(target.command || []).join(" ")}`,
+  }[target.type];
+  return `${target.type} ${detail || ""}`.trim();
+}
+
+const lag = (run) => (typeof run.lag_ms === "number" ? span(run.lag_ms / 1000) : "");
+
+function seconds(run) {
+  if (!run.started_at) return null;
+  const end = run.finished_at ? new Date(run.finished_at) : new Date();
+  return (end.getTime() - new Date(run.started_at).getTime()) / 1000;
+}
+
+const duration = (run) => (seconds(run) === null ? "" : span(seconds(run)));
+
+// --- the token and the API --------------------------------------------------------------------
+
+const token = () => localStorage.getItem(TOKEN_KEY);
+
+function claims(jwt) {
+  try {
+    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(part.padEnd(part.length + ((4 - (part.length % 4)) % 4), "=")));
+  } catch {
+    return null;
+  }
+}
+
+class ApiError extends Error {
+  constructor(status, error) {
+    super(error.message || `HTTP ${status}`);
+    this.status = status;
+    this.code = error.code;
+    this.field = error.field || null;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${token()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const answer = await fetch(config.api + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await answer.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = text;
+  }
+  if (answer.status === 401) {
+    signOut("Your token was refused (missing, expired or not valid here): sign in again.");
+    throw new ApiError(401, { message: "Unauthorized" });
+  }
+  if (!answer.ok) throw new ApiError(answer.status, (data && data.error) || { message: text });
+  return data;
+}
+
+function signOut(message) {
+  localStorage.removeItem(TOKEN_KEY);
+  location.hash = "#/";
+  render(message);
+}
+
+// --- views ------------------------------------------------------------------------------------
+
+function every(ms, load) {
+  clearInterval(timer);
+  timer = setInterval(load, ms);
+}
+
+/** Calls ``load`` and shows its failure in ``where``, unless the user has moved on. */
+async function guarded(current, where, load) {
+  try {
+    await load();
+    where.replaceChildren();
+  } catch (error) {
+    if (current !== view || error.status === 401) return;
+    where.replaceChildren(h("p", { class: "error", role: "alert" }, error.message));
+  }
+}
+
+function signInView(message) {
+  const input = h("textarea", { id: "token", rows: 4, placeholder: "eyJhbGciOi…", required: true });
+  const form = h("form", { id: "sign-in-form", class: "card narrow" },
+    h("h1", {}, "Sign in"),
+    message ? h("p", { class: "error", role: "alert" }, message) : null,
+    h("label", { for: "token" }, "Bearer token"),
+    input,
+    h("p", { class: "hint" },
+      "Locally: ", h("code", {}, "chronoq token alice"),
+      " (or ", h("code", {}, "chronoq login"), "). On AWS: a Cognito ID token of the stack's user pool."),
+    h("button", { type: "submit", id: "sign-in" }, "Sign in"),
+    config.cognito ? h("p", {}, "or ", link(hostedUiUrl(), "sign in with Cognito", { id: "cognito" })) : null);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const value = input.value.trim().replace(/^Bearer\s+/i, "");
+    if (!claims(value)) {
+      render("That is not a token (a JWT: three dot-separated parts).");
+      return;
+    }
+    localStorage.setItem(TOKEN_KEY, value);
+    location.hash = "#/";
+    render();
+  });
+  main.replaceChildren(form);
+}
+
+function hostedUiUrl() {
+  const redirect = location.origin + location.pathname;
+  const query = new URLSearchParams({
+    client_id: config.cognito.client_id, response_type: "token", scope: "openid email",
+    redirect_uri: redirect,
+  });
+  return `https://${config.cognito.domain}/login?${query}`;
+}
+
+async function jobsView(current) {
+  const status = h("div");
+  const body = h("tbody");
+  main.replaceChildren(
+    h("div", { class: "bar" }, h("h1", {}, "Jobs"),
+      link("#/new", "New job", { class: "button", id: "new-job" })),
+    status,
+    h("table", { id: "jobs" },
+      h("thead", {}, h("tr", {}, ["Name", "State", "Schedule", "Next run", "Last run"]
+        .map((c) => h("th", {}, c)))),
+      body));
+  const load = () => guarded(current, status, async () => {
+    const jobs = [];
+    let next = null;
+    do { // every page: an owner has at most a few thousand jobs
+      const page = await api("GET", `/jobs?limit=100${next ? `&next_token=${encodeURIComponent(next)}` : ""}`);
+      jobs.push(...page.jobs);
+      next = page.next_token;
+    } while (next && jobs.length < 1000);
+    const last = await Promise.all(jobs.map((job) =>
+      api("GET", `/jobs/${encodeURIComponent(job.id)}/runs?limit=1`).then((p) => p.runs[0], () => null)));
+    if (current !== view) return;
+    body.replaceChildren(...jobs.map((job, i) => h("tr", { "data-job": job.id },
+      h("td", {}, link(`#/jobs/${encodeURIComponent(job.id)}`, job.name)),
+      h("td", {}, badge(job.state)),
+      h("td", {}, scheduleWords(job.schedule)),
+      h("td", {}, when(job.next_run_at)),
+      h("td", { class: "last-run" }, last[i]
+        ? [link(`#/runs/${encodeURIComponent(last[i].id)}`, badge(last[i].status)), " ", relative(last[i].finished_at || last[i].scheduled_at)]
+        : ""))));
+    if (!jobs.length) body.append(h("tr", {}, h("td", { colspan: 5, class: "empty" }, "No jobs yet.")));
+  });
+  await load();
+  every(REFRESH_MS.jobs, load);
+}
+
+function timeline(runs) {
+  // newest first; each run's duration drawn as a bar, to the scale of the longest shown
+  const longest = Math.max(0.001, ...runs.map((r) => seconds(r) || 0));
+  return table(["Run", "Status", "Scheduled", "Lag", "Duration", "Attempts"], runs.map((run) =>
+    h("tr", { "data-run": run.id, "data-status": run.status },
+      h("td", {}, link(`#/runs/${encodeURIComponent(run.id)}`, run.id.slice(run.job_id.length + 1) || run.id)),
+      h("td", {}, badge(run.status)),
+      h("td", {}, shortTime(run.scheduled_at), run.trigger === "manual" ? " (manual)" : ""),
+      h("td", {}, lag(run)),
+      h("td", { class: "dur-cell" }, duration(run), h("span", {
+        class: `dur s-${run.status.toLowerCase()}`,
+        "data-width": Math.max(2, Math.round((100 * (seconds(run) || 0)) / longest)),
+      })),
+      h("td", {}, run.attempts.length))), { id: "runs", class: "timeline" });
+}
+
+function sizeBars(root) { // widths from data attributes: the CSP allows no inline styles
+  for (const bar of root.querySelectorAll(".dur[data-width]")) bar.style.width = `${bar.dataset.width}%`;
+}
+
+async function jobView(current, id) {
+  const path = `/jobs/${encodeURIComponent(id)}`;
+  const status = h("div");
+  const head = h("div");
+  const upcoming = h("div");
+  const runs = h("div");
+  const act = (action, confirmText) => async () => {
+    if (confirmText && !window.confirm(confirmText)) return;
+    await guarded(current, status, async () => {
+      if (action === "delete") {
+        await api("DELETE", path);
+        location.hash = "#/";
+        return;
+      }
+      await api("POST", `${path}/${action}`);
+      await load();
+    });
+  };
+  main.replaceChildren(status, head,
+    h("div", { class: "actions" },
+      h("button", { id: "pause", onclick: act("pause") }, "Pause"),
+      h("button", { id: "resume", onclick: act("resume") }, "Resume"),
+      h("button", { id: "trigger", onclick: act("trigger") }, "Trigger now"),
+      link(`#/jobs/${encodeURIComponent(id)}/edit`, "Edit", { class: "button", id: "edit" }),
+      h("button", { id: "delete", class: "danger", onclick: act("delete", "Delete this job?") }, "Delete")),
+    h("div", { class: "columns" },
+      h("section", {}, h("h2", {}, "Runs"), runs),
+      h("section", { class: "side" }, h("h2", {}, "Upcoming"), upcoming)));
+  let previewed = null;
+  const load = () => guarded(current, status, async () => {
+    const [job, page] = await Promise.all([api("GET", path), api("GET", `${path}/runs?limit=50`)]);
+    if (current !== view) return;
+    head.replaceChildren(
+      h("div", { class: "bar" }, h("h1", { id: "job-name" }, job.name), badge(job.state)),
+      fields([["id", job.id], ["schedule", scheduleWords(job.schedule)],
+        ["next run", when(job.next_run_at)], ["target", targetWords(job.target)],
+        ["priority", job.priority], ["timeout", `${job.timeout_seconds} s`],
+        ["retries", `${job.retry.max_attempts} attempts`], ["created", shortTime(job.created_at)]]));
+    main.querySelector("#pause").hidden = job.state !== "ACTIVE";
+    main.querySelector("#resume").hidden = job.state !== "PAUSED";
+    runs.replaceChildren(page.runs.length ? timeline(page.runs) : h("p", { class: "empty" }, "No runs yet."));
+    sizeBars(runs);
+    const key = JSON.stringify([job.schedule, job.state]);
+    if (key !== previewed) {
+      previewed = key;
+      if (job.state !== "ACTIVE") {
+        upcoming.replaceChildren(h("p", { class: "empty" }, `None while ${job.state.toLowerCase()}.`));
+        return;
+      }
+      const preview = await api("POST", "/schedules/preview", { schedule: job.schedule, count: 10 });
+      upcoming.replaceChildren(preview.fire_times.length
+        ? h("ol", { id: "upcoming" }, preview.fire_times.map((t) => h("li", { title: t.local }, shortTime(t.utc))))
+        : h("p", { class: "empty" }, "No fire time left."));
+    }
+  });
+  await load();
+  every(REFRESH_MS.job, load);
+}
+
+async function runView(current, id) {
+  const path = `/runs/${encodeURIComponent(id)}`;
+  const status = h("div");
+  const head = h("div");
+  const attempts = h("div");
+  const output = h("pre", { id: "output" });
+  const logs = h("pre", { id: "logs" });
+  main.replaceChildren(status, head,
+    h("h2", {}, "Attempts"), attempts, h("h2", {}, "Output"), output, h("h2", {}, "Logs"), logs);
+  const load = () => guarded(current, status, async () => {
+    const run = await api("GET", path);
+    const [out, log] = await Promise.all([
+      api("GET", `${path}/output`).catch(() => null), api("GET", `${path}/logs`)]);
+    if (current !== view) return;
+    head.replaceChildren(
+      h("div", { class: "bar" }, h("h1", {}, "Run"), h("span", { id: "run-status" }, badge(run.status))),
+      fields([["id", run.id], ["job", link(`#/jobs/${encodeURIComponent(run.job_id)}`, run.job_id)],
+        ["trigger", run.trigger], ["scheduled", shortTime(run.scheduled_at)],
+        ["queued", shortTime(run.queued_at)], ["started", shortTime(run.started_at)],
+        ["finished", shortTime(run.finished_at)], ["lag", lag(run)], ["duration", duration(run)],
+        ["error", run.error], ["reason", run.reason]]),
+      TERMINAL.has(run.status) ? null
+        : h("button", { id: "cancel", onclick: () => guarded(current, status, async () => {
+          await api("POST", `${path}/cancel`);
+          await load();
+        }) }, "Cancel run"));
+    attempts.replaceChildren(run.attempts.length
+      ? table(["#", "Started", "Finished", "Outcome", "Error"], run.attempts.map((a) => h("tr", {},
+        h("td", {}, a.attempt), h("td", {}, shortTime(a.started_at)), h("td", {}, shortTime(a.finished_at)),
+        h("td", {}, badge(a.outcome)), h("td", {}, a.error || ""))), { id: "attempts" })
+      : h("p", { class: "empty" }, "None yet."));
+    output.textContent = out === null || out === undefined ? "" : JSON.stringify(out, null, 2);
+    logs.textContent = log.lines.join("\n");
+    if (TERMINAL.has(run.status)) clearInterval(timer); // refreshed only while it runs
+  });
+  every(REFRESH_MS.run, load);
+  await load();
+}
+
+// --- the job form -----------------------------------------------------------------------------
+
+const COMMON = ["name", "schedule", "target"];
+
+function input(field, label, attrs = {}) {
+  const id = `f-${field.replace(/\./g, "-")}`;
+  const control = attrs.options
+    ? h("select", { id, "data-field": field }, attrs.options.map((o) => h("option", { value: o }, o)))
+    : attrs.rows
+      ? h("textarea", { id, "data-field": field, rows: attrs.rows, placeholder: attrs.placeholder || null })
+      : h("input", { id, "data-field": field, placeholder: attrs.placeholder || null, autocomplete: "off" });
+  return h("div", { class: "field", "data-for": field },
+    h("label", { for: id }, label), control, attrs.hint ? h("small", {}, attrs.hint) : null,
+    h("p", { class: "field-error", role: "alert", hidden: true }));
+}
+
+function isoIn(seconds) {
+  return new Date(Date.now() + seconds * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+async function formView(current, id) {
+  const job = id ? await api("GET", `/jobs/${encodeURIComponent(id)}`) : null;
+  if (current !== view) return;
+  const error = h("p", { class: "error", role: "alert", hidden: true, id: "form-error" });
+  const form = h("form", { id: "job-form", class: "card", novalidate: true },
+    h("h1", {}, job ? `Edit ${job.name}` : "New job"),
+    error,
+    input("name", "Name"),
+    h("fieldset", {}, h("legend", {}, "Schedule"),
+      input("schedule.type", "Kind", { options: ["cron", "rate", "at"] }),
+      input("schedule.expression", "Cron expression", { placeholder: "0 2 * * *", hint: "minute hour day-of-month month day-of-week" }),
+      input("schedule.timezone", "Time zone", { placeholder: "UTC" }),
+      input("schedule.every", "Every", { placeholder: "5 minutes" }),
+      input("schedule.at", "At (ISO 8601)", { placeholder: "2026-11-25T21:48:30Z" })),
+    h("fieldset", {}, h("legend", {}, "Target"),
+      input("target.type", "Kind", { options: ["http", "python"] }),
+      input("target.url", "URL", { placeholder: "https://example.com/hook" }),
+      input("target.method", "Method", { options: ["POST", "GET", "PUT", "PATCH", "DELETE"] }),
+      input("target.task", "Task", { placeholder: "chronoq.tasks:echo" }),
+      input("target.args", "Arguments (JSON)", { rows: 2, placeholder: "{}" })),
+    input("extra", "Other fields (JSON)", { rows: 6, placeholder: '{"priority": "high", "retry": {"max_attempts": 5}}',
+      hint: "Merged into the job: priority, timeout_seconds, retry, concurrency, notify, a target of another kind…" }),
+    h("div", { class: "actions" },
+      h("button", { type: "submit", id: "save" }, job ? "Save" : "Create"),
+      link(job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/", "Cancel", { class: "button secondary" })));
+  main.replaceChildren(form);
+  const get = (field) => form.querySelector(`[data-field="${field}"]`);
+  const set = (field, value) => { if (value !== undefined && value !== null) get(field).value = value; };
+
+  if (job) {
+    set("name", job.name);
+    const s = job.schedule;
+    set("schedule.type", s.type);
+    set("schedule.expression", s.expression);
+    set("schedule.timezone", s.timezone);
+    set("schedule.every", s.every);
+    set("schedule.at", s.at);
+    const t = job.target;
+    const simple = t.type === "http" || t.type === "python";
+    set("target.type", simple ? t.type : "http");
+    set("target.url", t.url);
+    set("target.method", t.method);
+    set("target.task", t.task);
+    if (t.args) set("target.args", JSON.stringify(t.args));
+    const extra = {};
+    for (const key of ["priority", "timeout_seconds", "concurrency", "start_deadline_seconds",
+      "retry", "notify", "output_location"]) if (job[key] !== null) extra[key] = job[key];
+    if (!simple) extra.target = t;
+    set("extra", JSON.stringify(extra, null, 2));
+  } else {
+    set("schedule.at", isoIn(60));
+    set("schedule.timezone", "UTC");
+  }
+  const shown = () => { // only the inputs of the kinds chosen
+    const kind = get("schedule.type").value;
+    for (const [field, kinds] of [["expression", ["cron"]], ["timezone", ["cron"]], ["every", ["rate"]], ["at", ["at"]]]) {
+      form.querySelector(`[data-for="schedule.${field}"]`).hidden = !kinds.includes(kind);
+    }
+    const target = get("target.type").value;
+    for (const [field, kinds] of [["url", ["http"]], ["method", ["http"]], ["task", ["python"]], ["args", ["python"]]]) {
+      form.querySelector(`[data-for="target.${field}"]`).hidden = !kinds.includes(target);
+    }
+  };
+  get("schedule.type").addEventListener("change", shown);
+  get("target.type").addEventListener("change", shown);
+  shown();
+
+  const clear = () => {
+    error.hidden = true;
+    for (const p of form.querySelectorAll(".field-error")) { p.hidden = true; p.textContent = ""; }
+    for (const f of form.querySelectorAll(".field.invalid")) f.classList.remove("invalid");
+  };
+  const show = (field, message) => { // at the field's input, else at the JSON, else on top
+    let target = null;
+    if (field) {
+      const parts = field.split(".");
+      for (let n = parts.length; n > 0 && !target; n -= 1) {
+        const candidate = form.querySelector(`[data-for="${parts.slice(0, n).join(".")}"]`);
+        if (candidate && !candidate.hidden) target = candidate;
+      }
+      if (!target || (!COMMON.includes(parts[0]) && parts[0] !== "extra")) target = form.querySelector('[data-for="extra"]');
+    }
+    if (!target) {
+      error.textContent = message;
+      error.hidden = false;
+      return;
+    }
+    target.classList.add("invalid");
+    const p = target.querySelector(".field-error");
+    p.textContent = field && !message.startsWith(`${field}:`) ? `${field}: ${message}` : message;
+    p.hidden = false;
+    target.querySelector("[data-field]").focus();
+  };
+  const json = (field, text, fallback) => {
+    if (!text.trim()) return fallback;
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw Object.assign(new Error(`not JSON: ${e.message}`), { field });
+    }
+  };
+  const body = () => {
+    const kind = get("schedule.type").value;
+    const schedule = { type: kind };
+    if (kind === "cron") {
+      schedule.expression = get("schedule.expression").value;
+      schedule.timezone = get("schedule.timezone").value.trim() || "UTC";
+    } else if (kind === "rate") schedule.every = get("schedule.every").value.trim();
+    else schedule.at = get("schedule.at").value.trim();
+    const targetKind = get("target.type").value;
+    const target = targetKind === "http"
+      ? { type: "http", url: get("target.url").value.trim(), method: get("target.method").value }
+      : { type: "python", task: get("target.task").value.trim(), args: json("target.args", get("target.args").value, {}) };
+    if (job && job.target.type === targetKind) { // keep what the form does not show
+      for (const key of ["headers", "body"]) if (job.target[key] !== undefined && target[key] === undefined) target[key] = job.target[key];
+    }
+    const extra = json("extra", get("extra").value, {});
+    if (typeof extra !== "object" || Array.isArray(extra) || extra === null) {
+      throw Object.assign(new Error("must be a JSON object"), { field: "extra" });
+    }
+    return { name: get("name").value, schedule, target, ...extra };
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clear();
+    let spec;
+    try {
+      spec = body();
+    } catch (e) {
+      show(e.field, e.message);
+      return;
+    }
+    try {
+      const saved = job
+        ? await api("PATCH", `/jobs/${encodeURIComponent(job.id)}`, { ...spec, version: job.version })
+        : await api("POST", "/jobs", spec);
+      location.hash = `#/jobs/${encodeURIComponent(saved.id)}`;
+    } catch (e) {
+      if (e.status !== 401) show(e.field, e.message);
+    }
+  });
+}
+
+// --- the router -------------------------------------------------------------------------------
+
+async function render(message) {
+  view += 1;
+  const current = view;
+  clearInterval(timer);
+  const jwt = token();
+  const who = document.getElementById("who");
+  const out = document.getElementById("sign-out");
+  const user = jwt ? claims(jwt) : null;
+  who.textContent = user ? user.username || user["cognito:username"] || user.email || user.sub : "";
+  out.hidden = !user;
+  if (!user) {
+    signInView(message);
+    return;
+  }
+  const route = location.hash.replace(/^#/, "") || "/";
+  const parts = route.split("/").filter(Boolean).map(decodeURIComponent);
+  try {
+    if (parts.length === 0) await jobsView(current);
+    else if (parts[0] === "new") await formView(current, null);
+    else if (parts[0] === "jobs" && parts.length === 2) await jobView(current, parts[1]);
+    else if (parts[0] === "jobs" && parts[2] === "edit") await formView(current, parts[1]);
+    else if (parts[0] === "runs" && parts.length === 2) await runView(current, parts[1]);
+    else main.replaceChildren(h("p", { class: "error" }, `No page ${route}.`), link("#/", "Jobs"));
+  } catch (error) {
+    if (current === view && error.status !== 401) {
+      main.replaceChildren(h("p", { class: "error", role: "alert" }, error.message), link("#/", "Back to the jobs"));
+    }
+  }
+}
+
+function tokenFromRedirect() { // Cognito's hosted UI comes back with #id_token=…&access_token=…
+  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const jwt = params.get("id_token");
+  if (jwt) {
+    localStorage.setItem(TOKEN_KEY, jwt);
+    history.replaceState(null, "", location.pathname);
+  }
+}
+
+async function start() {
+  try {
+    const answer = await fetch("console/config.json", { cache: "no-cache" });
+    if (answer.ok) config = { ...config, ...(await answer.json()) };
+  } catch {
+    // the defaults: the API on the console's own origin, tokens pasted
+  }
+  config.api = (config.api || "").replace(/\/$/, "");
+  tokenFromRedirect();
+  document.getElementById("sign-out").addEventListener("click", () => signOut());
+  window.addEventListener("hashchange", () => render());
+  await render();
+}
+
+start();
