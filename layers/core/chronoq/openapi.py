@@ -89,8 +89,13 @@ class RunPage(BaseModel):
     )
 
 
+class FireTime(BaseModel):
+    utc: datetime = Field(description="the instant, in UTC")
+    local: datetime = Field(description="the same instant in the schedule's time zone")
+
+
 class Preview(BaseModel):
-    fire_times: list[datetime]
+    fire_times: list[FireTime]
 
 
 class RunLogs(BaseModel):
