@@ -5,7 +5,7 @@ describing every route, every status it answers, the bearer scheme and the error
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -111,3 +111,21 @@ def test_answers_are_described_without_internal_fields(document: dict[str, Any])
     assert "generation" not in schemas["Job"]["properties"]
     assert not {"generation", "notify"} & set(schemas["Run"]["properties"])
     assert schemas["JobPage"]["properties"]["jobs"]["items"] == {"$ref": "#/components/schemas/Job"}
+
+
+def test_the_request_examples_are_valid_requests(document: dict[str, Any]) -> None:
+    from chronoq.domain.jobs import JobPatch, JobSpec
+    from pydantic import BaseModel
+
+    described = operations(document)
+    models: dict[tuple[str, str], type[BaseModel]] = {
+        ("post", "/jobs"): JobSpec,
+        ("patch", "/jobs/{job_id}"): cast(type[BaseModel], JobPatch),  # (built at import)
+    }
+    for route, model in models.items():
+        examples = described[route]["requestBody"]["content"]["application/json"]["examples"]
+        assert examples, route
+        for example in examples.values():
+            model.model_validate(example["value"])
+    previews = described["post", "/schedules/preview"]["requestBody"]["content"]
+    assert previews["application/json"]["examples"]

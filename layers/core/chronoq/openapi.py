@@ -183,6 +183,9 @@ def _finished(data: dict[str, Any]) -> dict[str, Any]:
     detail = schemas["Error"].pop("$defs")["ErrorDetail"]
     schemas["ErrorDetail"] = detail
     schemas["GatewayError"] = GatewayError.model_json_schema()
+    for (path, method), examples in _EXAMPLES.items():
+        body = data["paths"][path][method]["requestBody"]["content"]["application/json"]
+        body["examples"] = copy.deepcopy(examples)
     for operation in _operations(data):
         if operation.pop(IDEMPOTENT, False):
             _idempotent(operation)
@@ -212,6 +215,63 @@ def _finished(data: dict[str, Any]) -> dict[str, Any]:
     data["paths"] = {path: data["paths"][path] for path in sorted(data["paths"])}
     data["components"]["schemas"] = {k: schemas[k] for k in sorted(schemas)}
     return data
+
+
+_EXAMPLE_JOB = {
+    "name": "nightly report",
+    "schedule": {"type": "cron", "expression": "0 3 * * *", "timezone": "Europe/Paris"},
+    "target": {"type": "http", "url": "https://example.com/reports", "method": "POST"},
+    "retry": {"max_attempts": 3, "interval_seconds": 10},
+}
+#: Examples of request bodies, by operation: for readers, and sent as they are by fuzzers.
+_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
+    ("/jobs", "post"): {
+        "cron": {"summary": "Every night at 03:00, Paris time", "value": _EXAMPLE_JOB},
+        "rate": {
+            "summary": "Every 5 minutes, to a queue, high priority",
+            "value": {
+                "name": "poll",
+                "schedule": {"type": "rate", "every": "5 minutes"},
+                "target": {
+                    "type": "sqs",
+                    "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/work",
+                    "message": {"poll": True},
+                },
+                "priority": "high",
+                "concurrency": "forbid",
+            },
+        },
+        "at": {
+            "summary": "Once, at an instant",
+            "value": {
+                "name": "once",
+                "schedule": {"type": "at", "at": "2030-01-01T00:00:00Z"},
+                "target": {"type": "http", "url": "https://example.com/once"},
+                "timeout_seconds": 30,
+            },
+        },
+    },
+    ("/jobs/{job_id}", "patch"): {
+        "rename": {"summary": "A new name", "value": {"name": "weekly report"}},
+        "reschedule": {
+            "summary": "A new schedule, if the job is still at version 1",
+            "value": {
+                "schedule": {"type": "cron", "expression": "0 3 * * 1"},
+                "version": 1,
+            },
+        },
+    },
+    ("/schedules/preview", "post"): {
+        "cron": {
+            "summary": "The next 5 fire times of a cron schedule",
+            "value": {"schedule": _EXAMPLE_JOB["schedule"], "count": 5},
+        },
+        "rate": {
+            "summary": "The next 3 fire times of a rate",
+            "value": {"schedule": {"type": "rate", "every": "90 minutes"}, "count": 3},
+        },
+    },
+}
 
 
 def _operations(data: dict[str, Any]) -> list[dict[str, Any]]:
