@@ -134,7 +134,7 @@ def update_job(job_id: str, patch: Annotated[JobPatch, Body(embed=False)]) -> di
 )
 def delete_job(job_id: str) -> Response[str]:
     service.jobs.delete_job(_owner(), job_id)
-    return Response(204, "application/json", "")
+    return Response(204, None, "")  # no content: no Content-Type
 
 
 @app.post(

@@ -73,6 +73,7 @@ def test_routes_answer_the_statuses_they_can(document: dict[str, Any]) -> None:
     for route in ROUTES:
         if "{" in route[1]:
             assert "404" in described[route]["responses"], route
+    assert "content" not in described["delete", "/jobs/{job_id}"]["responses"]["204"]
     assert "422" in described["get", "/jobs"]["responses"]
     assert "422" not in described["get", "/jobs/{job_id}"]["responses"]  # nothing to refuse
 

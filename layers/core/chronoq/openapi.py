@@ -190,6 +190,7 @@ def _finished(data: dict[str, Any]) -> dict[str, Any]:
         if operation.pop(IDEMPOTENT, False):
             _idempotent(operation)
         answers = operation["responses"]
+        answers.get("204", {}).pop("content", None)  # (Powertools gives it the return's)
         if answers.get("422", {}).get("description") == "Validation Error":
             del answers["422"]  # Powertools' own, on a route that cannot answer it
         elif "422" in answers:
