@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import boto3
 from chronoq import resources as r
 from chronoq import settings
 from chronoq.aws import clients
@@ -38,12 +39,19 @@ _PLACEHOLDERS = {
 
 def generated() -> dict[str, Any]:
     """The document the api function serves at ``GET /openapi.json``."""
+    region = os.environ.get("AWS_DEFAULT_REGION")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")  # (its clients are built)
+    session = boto3.DEFAULT_SESSION
     try:
         with settings.environment(_PLACEHOLDERS):
             handler = importlib.import_module("functions.api.handler")
     finally:
-        clients.reset()  # (none of its clients is left for the tests after this one)
+        # Neither its clients nor the session they made are left for the tests after this
+        # one: moto intercepts only sessions made once it has started.
+        clients.reset()
+        boto3.DEFAULT_SESSION = session
+        if region is None:
+            del os.environ["AWS_DEFAULT_REGION"]
     document: dict[str, Any] = handler._document()
     return document
 

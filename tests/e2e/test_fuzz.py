@@ -11,6 +11,8 @@ process on this host (a ``container`` target runs as one locally) is never sent.
 
 from __future__ import annotations
 
+import json
+import urllib.error
 import urllib.request
 import zlib
 from collections.abc import Iterator
@@ -151,6 +153,27 @@ def test_given_a_job_when_deleted_then_204_with_no_body_and_no_content_type(
         assert answer.status == 204
         assert answer.read() == b""
         assert answer.headers.get("Content-Type") is None
+
+
+def test_given_a_method_a_path_of_the_document_does_not_have_then_405_allowing_those_it_has(
+    fuzzed: Local,
+) -> None:
+    document = json.loads(COMMITTED.read_text())
+    for path, item in document["paths"].items():
+        concrete = path.replace("{job_id}", "job_x").replace("{run_id}", "run_x")
+        documented = {method.upper() for method in item}
+        for method in sorted({"GET", "POST", "PUT", "PATCH", "DELETE"} - documented):
+            request = urllib.request.Request(
+                f"{fuzzed.url}{concrete}",
+                method=method,
+                headers={"Authorization": f"Bearer {fuzzed.token('alice')}"},
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+            assert refused.value.code == 405, (method, path)
+            allowed = {m.strip() for m in (refused.value.headers.get("Allow") or "").split(",")}
+            assert allowed == documented, (method, path, allowed)
+            assert json.loads(refused.value.read())["error"]["code"] == "method_not_allowed"
 
 
 # --- tenancy: bob on every route, with alice's ids and page tokens ------------------------------
