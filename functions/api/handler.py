@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
@@ -12,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
+from chronoq import openapi as doc
 from chronoq import resources as r
 from chronoq.domain import pages
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
@@ -81,7 +83,12 @@ Limit = Annotated[int, Query(ge=1, le=r.MAX_PAGE_LIMIT)]
 NextToken = Annotated[str | None, Query(max_length=pages.MAX_TOKEN_CHARS)]
 
 
-@app.post("/jobs")
+@app.post(
+    "/jobs",
+    summary="Create a job",
+    responses=doc.responses(201, doc.Job, "The job, stored", *doc.BODY, 403, 409),
+    openapi_extensions={doc.IDEMPOTENT: True},
+)
 def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str, Any]]:
     owner = _owner()
     request = {"route": "POST /jobs", "body": spec.model_dump(mode="json")}
@@ -89,7 +96,11 @@ def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str
     return Response(201, "application/json", answer, headers=headers)
 
 
-@app.get("/jobs")
+@app.get(
+    "/jobs",
+    summary="List the caller's jobs, a page at a time",
+    responses=doc.responses(200, doc.JobPage, "A page of jobs, oldest first", 422),
+)
 def list_jobs(
     limit: Limit = r.DEFAULT_PAGE_LIMIT,
     next_token: NextToken = None,
@@ -98,33 +109,58 @@ def list_jobs(
     return _listing("jobs", service.jobs.page_jobs(_owner(), limit, next_token, state))
 
 
-@app.get("/jobs/<job_id>")
+@app.get(
+    "/jobs/<job_id>",
+    summary="Get a job",
+    responses=doc.responses(200, doc.Job, "The job", 404),
+)
 def get_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.get_job(_owner(), job_id))
 
 
-@app.patch("/jobs/<job_id>")
+@app.patch(
+    "/jobs/<job_id>",
+    summary="Change a job",
+    responses=doc.responses(200, doc.Job, "The job, changed", *doc.BODY, 404, 409),
+)
 def update_job(job_id: str, patch: Annotated[JobPatch, Body(embed=False)]) -> dict[str, Any]:
     return view(service.jobs.update_job(_owner(), job_id, patch))
 
 
-@app.delete("/jobs/<job_id>")
+@app.delete(
+    "/jobs/<job_id>",
+    summary="Delete a job (a run already executing finishes)",
+    responses=doc.responses(204, None, "Deleted", 404),
+)
 def delete_job(job_id: str) -> Response[str]:
     service.jobs.delete_job(_owner(), job_id)
-    return Response(204, "application/json", "")
+    return Response(204, None, "")  # no content: no Content-Type
 
 
-@app.post("/jobs/<job_id>/pause")
+@app.post(
+    "/jobs/<job_id>/pause",
+    summary="Pause a job",
+    responses=doc.responses(200, doc.Job, "The job, paused", 404, 409),
+)
 def pause_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.pause_job(_owner(), job_id))
 
 
-@app.post("/jobs/<job_id>/resume")
+@app.post(
+    "/jobs/<job_id>/resume",
+    summary="Resume a job",
+    responses=doc.responses(200, doc.Job, "The job, resumed", 404, 409),
+)
 def resume_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.resume_job(_owner(), job_id))
 
 
-@app.post("/jobs/<job_id>/trigger")
+@app.post(
+    "/jobs/<job_id>/trigger",
+    summary="Run a job now, outside its schedule",
+    responses=doc.responses(202, doc.Run, "The run, scheduled", 404, 409, 422),
+    openapi_extensions={doc.IDEMPOTENT: True},
+)
 def trigger_job(job_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
     request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
@@ -132,7 +168,11 @@ def trigger_job(job_id: str) -> Response[dict[str, Any]]:
     return Response(202, "application/json", answer, headers=headers)
 
 
-@app.post("/runs/<run_id>/cancel")
+@app.post(
+    "/runs/<run_id>/cancel",
+    summary="Cancel a run",
+    responses=doc.responses(200, doc.Run, "The run, cancelled", 404, 409),
+)
 def cancel_run(run_id: str) -> dict[str, Any]:
     return view(service.runs.cancel_run(_owner(), run_id))
 
@@ -144,7 +184,11 @@ class PreviewRequest(BaseModel):
     count: int = Field(default=10, ge=1, le=100, strict=True)
 
 
-@app.post("/schedules/preview")
+@app.post(
+    "/schedules/preview",
+    summary="The next fire times of a schedule (nothing is stored)",
+    responses=doc.responses(200, doc.Preview, "The fire times", *doc.BODY),
+)
 def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> dict[str, Any]:
     _owner()
     return {"fire_times": preview(request.schedule, utc_now(), request.count)}
@@ -154,7 +198,11 @@ Status = Annotated[str | None, Query(max_length=200)]
 Instant = Annotated[AwareDatetime | None, Query()]
 
 
-@app.get("/jobs/<job_id>/runs")
+@app.get(
+    "/jobs/<job_id>/runs",
+    summary="List a job's runs, newest first, a page at a time",
+    responses=doc.responses(200, doc.RunPage, "A page of runs", 404, 422),
+)
 def list_runs(
     job_id: str,
     limit: Limit = r.DEFAULT_PAGE_LIMIT,
@@ -167,7 +215,11 @@ def list_runs(
     return _listing("runs", service.runs.page_job_runs(_owner(), job_id, limit, next_token, where))
 
 
-@app.get("/runs")
+@app.get(
+    "/runs",
+    summary="List a job's runs by its id, even once the job is deleted",
+    responses=doc.responses(200, doc.RunPage, "A page of runs (none for another owner's job)", 422),
+)
 def list_runs_of_job(
     job_id: Annotated[str, Query(min_length=1, max_length=100)],
     limit: Limit = r.DEFAULT_PAGE_LIMIT,
@@ -181,26 +233,57 @@ def list_runs_of_job(
     return _listing("runs", service.runs.page_runs(_owner(), job_id, limit, next_token, where))
 
 
-@app.get("/runs/<run_id>")
+@app.get(
+    "/runs/<run_id>",
+    summary="Get a run",
+    responses=doc.responses(200, doc.Run, "The run", 404),
+)
 def get_run(run_id: str) -> dict[str, Any]:
     return view(service.runs.get_run(_owner(), run_id))
 
 
-@app.get("/runs/<run_id>/output")
+@app.get(
+    "/runs/<run_id>/output",
+    summary="A run's output (the JSON its target returned)",
+    responses=doc.responses(200, None, "The output, as the target returned it", 404),
+)
 def get_run_output(run_id: str) -> Response[str]:
     return Response(200, "application/json", service.runs.run_output(_owner(), run_id))
 
 
-@app.get("/runs/<run_id>/logs")
+@app.get(
+    "/runs/<run_id>/logs",
+    summary="A run's log lines",
+    responses=doc.responses(200, doc.RunLogs, "The log lines", 404),
+)
 def get_run_logs(run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "lines": service.runs.run_logs(_owner(), run_id)}
 
 
-@app.get("/notifications/secret")
+@app.get(
+    "/notifications/secret",
+    summary="The caller's webhook signing secret",
+    responses=doc.responses(200, doc.SigningSecret, "The secret and the header it signs"),
+)
 def get_signing_secret() -> dict[str, Any]:
     owner = _owner()
     secret = signing_secret(service.master_secret(), owner)
     return {"owner": owner, "header": SIGNATURE_HEADER, "secret": secret}
+
+
+@app.get(
+    "/openapi.json",
+    summary="This document (also in the repository as openapi.json)",
+    responses=doc.responses(200, None, "The OpenAPI 3.1 document of this API"),
+)
+def get_openapi_document() -> Response[dict[str, Any]]:
+    _owner()
+    return Response(200, "application/json", _document())
+
+
+@cache
+def _document() -> dict[str, Any]:
+    return doc.document(app)
 
 
 def _error(error: ApiError, headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:

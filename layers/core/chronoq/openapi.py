@@ -1,0 +1,312 @@
+"""The OpenAPI 3.1 document of the HTTP API: what every answer looks like, which statuses
+each route answers, and the finishing touches Powertools' generator leaves to us (the bearer
+scheme, the one error shape instead of its own 422, the ``Idempotency-Key`` header).
+
+The routes themselves (paths, parameters, request bodies) come from the api function's
+resolver, so the document cannot describe a route that does not exist; this module gives the
+route decorators their ``responses=`` and builds the final document. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+import chronoq
+from chronoq import resources as r
+from chronoq.domain import jobs, runs
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+
+#: The name of the bearer scheme in ``components.securitySchemes``.
+BEARER = "bearer"
+TITLE = "chronoq"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+# --- what the answers hold --------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(
+        description="a machine-readable word: malformed_json, unauthorized, quota_exceeded, "
+        "not_found, method_not_allowed, conflict, payload_too_large, unsupported_media_type, "
+        "invalid_field, invalid_request"
+    )
+    message: str = Field(description="for people")
+    field: str | None = Field(
+        description="the JSON path in the request body (schedule.expression, "
+        "target.headers.X-Foo), or the query parameter or header at fault; null when the whole "
+        "request is"
+    )
+
+
+class Error(BaseModel):
+    """Every refusal chronoq answers itself (4xx)."""
+
+    model_config = ConfigDict(title="Error")
+
+    error: ErrorDetail
+
+
+class GatewayError(BaseModel):
+    """An answer of API Gateway itself, before the request reaches chronoq: 401 from the JWT
+    authorizer, 429 from throttling."""
+
+    message: str
+
+
+class Job(jobs.Job):
+    """A stored job as the API shows it."""
+
+    generation: SkipJsonSchema[int] = Field(default=1, exclude=True)
+
+
+class Run(runs.Run):
+    """A run as the API shows it."""
+
+    generation: SkipJsonSchema[int] = Field(default=1, exclude=True)
+    notify: SkipJsonSchema[bool] = Field(default=False, exclude=True)
+
+
+class JobPage(BaseModel):
+    jobs: list[Job]
+    next_token: str | None = Field(
+        default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
+class RunPage(BaseModel):
+    runs: list[Run]
+    next_token: str | None = Field(
+        default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
+class FireTime(BaseModel):
+    utc: datetime = Field(description="the instant, in UTC")
+    local: datetime = Field(description="the same instant in the schedule's time zone")
+
+
+class Preview(BaseModel):
+    fire_times: list[FireTime]
+
+
+class RunLogs(BaseModel):
+    run_id: str
+    lines: list[str]
+
+
+class SigningSecret(BaseModel):
+    owner: str
+    header: str = Field(description="the header that carries the signature of each webhook")
+    secret: str
+
+
+# --- the responses of a route -----------------------------------------------------------------
+
+_REASONS = {
+    400: "The body is not JSON (malformed, not UTF-8, bad base64)",
+    401: "No valid bearer token",
+    403: f"The owner has reached their job quota (default {r.DEFAULT_MAX_JOBS_PER_OWNER})",
+    404: "No such job or run of the caller's",
+    405: "The path exists, the method does not (see Allow)",
+    409: "A conflict: a version, a state, or an Idempotency-Key used with another request",
+    413: f"The body is larger than {r.MAX_REQUEST_BYTES} bytes",
+    415: "The body is not application/json",
+    422: "A field, parameter or header is invalid: `field` names it",
+    429: "Throttled by API Gateway (AWS only)",
+}
+_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+_GATEWAY = {"application/json": {"schema": {"$ref": "#/components/schemas/GatewayError"}}}
+#: Every route: a token is checked (by API Gateway, then the function), and every request is
+#: throttled in AWS.
+_ALWAYS = (401, 429)
+#: Routes that read a request body.
+BODY = (400, 413, 415, 422)
+Errors = tuple[int, ...]
+
+
+def responses(
+    status: int, model: type[BaseModel] | None, description: str, *errors: int
+) -> dict[int, Any]:
+    """``responses=`` of a route answering ``status`` with ``model`` (None: no body, or any
+    JSON), and ``errors`` besides those every route may answer."""
+    success: dict[str, Any] = {"description": description}
+    if model is not None:
+        success["content"] = {"application/json": {"model": model}}
+    elif status != 204:
+        success["content"] = {"application/json": {"schema": {}}}
+    answers: dict[int, Any] = {status: success}
+    for code in sorted({*_ALWAYS, *errors}):
+        answers[code] = {"description": _REASONS[code], "content": _ERROR}
+    return answers
+
+
+# --- the document -----------------------------------------------------------------------------
+
+
+def document(app: ApiGatewayResolver) -> dict[str, Any]:
+    """The OpenAPI document of ``app``'s routes, as JSON-ready data."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    schema = app.get_openapi_schema(
+        title=TITLE,
+        version=chronoq.__version__,
+        description=(
+            "Create, schedule and follow jobs. Every request carries a bearer token (a JWT: "
+            "API Gateway's authorizer in AWS, `chronoq token USER` locally); a caller sees and "
+            "changes only their own jobs and runs, and another owner's ids are answered 404. "
+            "Every refusal chronoq answers itself has the shape "
+            '`{"error": {"code", "message", "field"}}`.'
+        ),
+        security_schemes={BEARER: HTTPBearer(bearerFormat="JWT")},
+        security=[{BEARER: []}],
+    )
+    data: dict[str, Any] = schema.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _finished(data)
+
+
+def _finished(data: dict[str, Any]) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    schemas: dict[str, Any] = data.setdefault("components", {}).setdefault("schemas", {})
+    # Powertools' 422 and the answer of a route whose return does not match: not ours
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(name, None)
+    schemas["Error"] = Error.model_json_schema(ref_template="#/components/schemas/{model}")
+    detail = schemas["Error"].pop("$defs")["ErrorDetail"]
+    schemas["ErrorDetail"] = detail
+    schemas["GatewayError"] = GatewayError.model_json_schema()
+    for (path, method), examples in _EXAMPLES.items():
+        body = data["paths"][path][method]["requestBody"]["content"]["application/json"]
+        body["examples"] = copy.deepcopy(examples)
+    for operation in _operations(data):
+        if operation.pop(IDEMPOTENT, False):
+            _idempotent(operation)
+        answers = operation["responses"]
+        answers.get("204", {}).pop("content", None)  # (Powertools gives it the return's)
+        if answers.get("422", {}).get("description") == "Validation Error":
+            del answers["422"]  # Powertools' own, on a route that cannot answer it
+        elif "422" in answers:
+            answers["422"]["content"] = copy.deepcopy(_ERROR)
+        if "401" in answers:  # the authorizer's, or the function's
+            answers["401"]["content"] = {
+                "application/json": {
+                    "schema": {
+                        "anyOf": [
+                            {"$ref": "#/components/schemas/Error"},
+                            {"$ref": "#/components/schemas/GatewayError"},
+                        ]
+                    }
+                }
+            }
+        if "429" in answers:
+            answers["429"]["content"] = copy.deepcopy(_GATEWAY)
+        if "405" in answers:
+            answers["405"]["headers"] = {
+                "Allow": {"description": "the methods the path has", "schema": {"type": "string"}}
+            }
+        operation["responses"] = {code: answers[code] for code in sorted(answers)}
+    data["paths"] = {path: data["paths"][path] for path in sorted(data["paths"])}
+    data["components"]["schemas"] = {k: schemas[k] for k in sorted(schemas)}
+    return data
+
+
+_EXAMPLE_JOB = {
+    "name": "nightly report",
+    "schedule": {"type": "cron", "expression": "0 3 * * *", "timezone": "Europe/Paris"},
+    "target": {"type": "http", "url": "https://example.com/reports", "method": "POST"},
+    "retry": {"max_attempts": 3, "interval_seconds": 10},
+}
+#: Examples of request bodies, by operation: for readers, and sent as they are by fuzzers.
+_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
+    ("/jobs", "post"): {
+        "cron": {"summary": "Every night at 03:00, Paris time", "value": _EXAMPLE_JOB},
+        "rate": {
+            "summary": "Every 5 minutes, to a queue, high priority",
+            "value": {
+                "name": "poll",
+                "schedule": {"type": "rate", "every": "5 minutes"},
+                "target": {
+                    "type": "sqs",
+                    "queue_url": "https://sqs.us-east-1.amazonaws.com/123456789012/work",
+                    "message": {"poll": True},
+                },
+                "priority": "high",
+                "concurrency": "forbid",
+            },
+        },
+        "at": {
+            "summary": "Once, at an instant",
+            "value": {
+                "name": "once",
+                "schedule": {"type": "at", "at": "2030-01-01T00:00:00Z"},
+                "target": {"type": "http", "url": "https://example.com/once"},
+                "timeout_seconds": 30,
+            },
+        },
+    },
+    ("/jobs/{job_id}", "patch"): {
+        "rename": {"summary": "A new name", "value": {"name": "weekly report"}},
+        "reschedule": {
+            "summary": "A new schedule, if the job is still at version 1",
+            "value": {
+                "schedule": {"type": "cron", "expression": "0 3 * * 1"},
+                "version": 1,
+            },
+        },
+    },
+    ("/schedules/preview", "post"): {
+        "cron": {
+            "summary": "The next 5 fire times of a cron schedule",
+            "value": {"schedule": _EXAMPLE_JOB["schedule"], "count": 5},
+        },
+        "rate": {
+            "summary": "The next 3 fire times of a rate",
+            "value": {"schedule": {"type": "rate", "every": "90 minutes"}, "count": 3},
+        },
+    },
+}
+
+
+def _operations(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [op for item in data.get("paths", {}).values() for op in item.values()]
+
+
+#: ``openapi_extensions=`` of a route that honours ``Idempotency-Key``.
+IDEMPOTENT = "x-chronoq-idempotent"
+
+
+def _idempotent(operation: dict[str, Any]) -> None:
+    """Describe the ``Idempotency-Key`` header on an operation, and the header of a replay."""
+    operation.setdefault("parameters", []).append(
+        {
+            "name": IDEMPOTENCY_HEADER,
+            "in": "header",
+            "required": False,
+            "description": (
+                "The same key and request within 24 hours: the first answer again (with "
+                f"`{REPLAYED_HEADER}: true`); the same key with another request: 409."
+            ),
+            "schema": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": r.MAX_IDEMPOTENCY_KEY_CHARS,
+                "pattern": "^[\\x21-\\x7e]([\\x20-\\x7e]*[\\x21-\\x7e])?$",
+            },
+        }
+    )
+    for code, answer in operation["responses"].items():
+        if code.startswith("2"):
+            answer["headers"] = {
+                REPLAYED_HEADER: {
+                    "description": "`true` when this is the answer of an earlier request",
+                    "schema": {"type": "string", "enum": ["true"]},
+                }
+            }
