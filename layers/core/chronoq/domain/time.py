@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import PlainSerializer
+from pydantic import PlainSerializer, WithJsonSchema
 
 
 def utc_now() -> datetime:
@@ -32,4 +32,8 @@ def format_instant(value: datetime) -> str:
 
 
 #: An instant of a model, written in JSON (API answers, messages) in the wire format.
-Instant = Annotated[datetime, PlainSerializer(format_instant, return_type=str, when_used="json")]
+Instant = Annotated[
+    datetime,
+    PlainSerializer(format_instant, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
