@@ -11,12 +11,14 @@ from typing import Any
 from chronoq.domain.jobs import JobSpec
 from chronoq.domain.runs import Run, RunMessage
 from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, Sleep, Store
+from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
@@ -114,6 +116,14 @@ class Wiring:
         return RunOperations(self.store, self.artifacts, self.canceller, self.clock, self.pages)
 
     @property
+    def backfills(self) -> BackfillOperations:
+        return BackfillOperations(self.store, self.index, self.canceller, self.clock, self.pages)
+
+    @property
+    def reruns(self) -> RerunOperations:
+        return RerunOperations(self.store, self.index, self.clock)
+
+    @property
     def pages(self) -> PageTokens:
         return PageTokens(lambda: self.master_secret)
 
@@ -127,7 +137,9 @@ class Wiring:
 
     @property
     def starter(self) -> RunStarter:
-        return RunStarter(self.store, self.executor, self.canceller, self.clock, self.sleep)
+        return RunStarter(
+            self.store, self.executor, self.canceller, self.clock, self.sleep, self.queues
+        )
 
 
 @dataclass

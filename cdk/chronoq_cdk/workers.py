@@ -33,15 +33,25 @@ class Workers(Construct):
         self.function = python_function(
             self, "Function", r.WORKER_FUNCTION, layer=layer, environment=environment
         )
-        # Claiming is a transaction over the job (its active runs) and the run.
-        storage.jobs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # Claiming is a transaction over the job (its active runs) and the run; a batch's
+        # jobs are read together; flow items are read and updated; runs that end without
+        # starting, and a backfill's next runs, are recorded.
+        storage.jobs.grant(
+            self.function, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"
+        )
         storage.runs.grant(
-            self.function, "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+            self.function,
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
         )
         state_machine.grant_start_execution(self.function)
         express_state_machine.grant_start_execution(self.function)
         # concurrency "replace" stops the active run's execution.
         state_machine.grant_execution(self.function, "states:StopExecution")
+        # a run its flow holds back is sent again; a backfill's next run is sent.
+        queues.grant_send_messages(self.function)
         for queue in queues.by_priority.values():
             self.function.add_event_source(
                 sources.SqsEventSource(

@@ -15,10 +15,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq import openapi as doc
 from chronoq import resources as r
-from chronoq.domain import pages
+from chronoq.domain import pages, windows
+from chronoq.domain.backfills import BackfillRequest
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
 from chronoq.domain.time import utc_now
@@ -182,20 +184,28 @@ class PreviewRequest(BaseModel):
 
     schedule: Schedule
     count: int = Field(default=10, ge=1, le=100, strict=True)
+    #: One of the caller's jobs: the start times within the schedule's window are that job's.
+    job_id: str | None = Field(default=None, min_length=1, max_length=100)
 
 
 @app.post(
     "/schedules/preview",
-    summary="The next fire times of a schedule (nothing is stored)",
-    responses=doc.responses(200, doc.Preview, "The fire times", *doc.BODY),
+    summary="The next fire times of a schedule, and when a job's runs start (nothing is stored)",
+    responses=doc.responses(200, doc.Preview, "The fire times", *doc.BODY, 404),
 )
 def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> dict[str, Any]:
-    _owner()
-    return {"fire_times": preview(request.schedule, utc_now(), request.count)}
+    owner = _owner()
+    if request.job_id is not None:
+        service.jobs.get_job(owner, request.job_id)  # (404 unless it is the caller's)
+    now = utc_now()
+    windows.check(request.schedule, now)
+    fires = preview(request.schedule, now, request.count)
+    return {"fire_times": windows.preview(request.schedule, fires, request.job_id)}
 
 
 Status = Annotated[str | None, Query(max_length=200)]
 Instant = Annotated[AwareDatetime | None, Query()]
+BackfillId = Annotated[str | None, Query(min_length=1, max_length=40)]
 
 
 @app.get(
@@ -210,8 +220,9 @@ def list_runs(
     status: Status = None,
     since: Instant = None,
     until: Instant = None,
+    backfill_id: BackfillId = None,
 ) -> dict[str, Any]:
-    where = run_filter(status, since, until)
+    where = run_filter(status, since, until, backfill_id)
     return _listing("runs", service.runs.page_job_runs(_owner(), job_id, limit, next_token, where))
 
 
@@ -227,9 +238,10 @@ def list_runs_of_job(
     status: Status = None,
     since: Instant = None,
     until: Instant = None,
+    backfill_id: BackfillId = None,
 ) -> dict[str, Any]:
     """A job's runs, even once the job is deleted (until they expire)."""
-    where = run_filter(status, since, until)
+    where = run_filter(status, since, until, backfill_id)
     return _listing("runs", service.runs.page_runs(_owner(), job_id, limit, next_token, where))
 
 
@@ -258,6 +270,93 @@ def get_run_output(run_id: str) -> Response[str]:
 )
 def get_run_logs(run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "lines": service.runs.run_logs(_owner(), run_id)}
+
+
+# --- run features: backfills and re-runs -----------------------------------------------------
+
+
+@app.post(
+    "/jobs/<job_id>/backfill",
+    summary="Run the job's schedule over a past range, paced",
+    responses=doc.responses(202, doc.Backfill, "The backfill, started", *doc.BODY, 404, 409),
+    openapi_extensions={doc.IDEMPOTENT: True},
+)
+def backfill_job(
+    job_id: str, request: Annotated[BackfillRequest, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    owner = _owner()
+    body = request.model_dump(mode="json", by_alias=True)
+    key = {"route": "POST /jobs/{id}/backfill", "job_id": job_id, "body": body}
+    answer, headers = _once(
+        owner, key, lambda: {**service.backfills.create(owner, job_id, request).view(), "runs": {}}
+    )
+    return Response(202, "application/json", answer, headers=headers)
+
+
+@app.get(
+    "/jobs/<job_id>/backfills",
+    summary="List a job's backfills, newest first, a page at a time",
+    responses=doc.responses(200, doc.BackfillPage, "A page of backfills", 404, 422),
+)
+def list_backfills(
+    job_id: str, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    listing = service.backfills.page(_owner(), job_id, limit, next_token)
+    page: dict[str, Any] = {"backfills": [{**b.view(), "runs": {}} for b in listing.items]}
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
+
+
+@app.get(
+    "/jobs/<job_id>/backfills/<backfill_id>",
+    summary="Get a backfill, with how many of its runs are in each status",
+    responses=doc.responses(200, doc.Backfill, "The backfill", 404),
+)
+def get_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
+    return service.backfills.get(_owner(), job_id, backfill_id)
+
+
+@app.post(
+    "/jobs/<job_id>/backfills/<backfill_id>/cancel",
+    summary="Cancel a backfill: no further run, and its runs not ended cancelled",
+    responses=doc.responses(200, doc.Backfill, "The backfill, cancelled", 404, 409),
+)
+def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
+    return service.backfills.cancel(_owner(), job_id, backfill_id)
+
+
+@app.post(
+    "/runs/<run_id>/rerun",
+    summary="Run again a run that ended (same job and fire time)",
+    responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422),
+    openapi_extensions={doc.IDEMPOTENT: True},
+)
+def rerun_run(run_id: str) -> Response[dict[str, Any]]:
+    owner = _owner()
+    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
+    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id)))
+    return Response(202, "application/json", answer, headers=headers)
+
+
+@app.post(
+    "/jobs/<job_id>/rerun",
+    summary="Run again every run of a range that ended with one of the given statuses",
+    responses=doc.responses(202, doc.Reruns, "The new runs, scheduled", *doc.BODY, 404, 409),
+    openapi_extensions={doc.IDEMPOTENT: True},
+)
+def rerun_job(
+    job_id: str, request: Annotated[RerunRequest, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    owner = _owner()
+    body = request.model_dump(mode="json", by_alias=True)
+    key = {"route": "POST /jobs/{id}/rerun", "job_id": job_id, "body": body}
+    answer, headers = _once(
+        owner,
+        key,
+        lambda: {"runs": [view(run) for run in service.reruns.rerun_job(owner, job_id, request)]},
+    )
+    return Response(202, "application/json", answer, headers=headers)
 
 
 @app.get(

@@ -31,6 +31,12 @@ ROUTES = {
     ("post", "/schedules/preview"): "200",
     ("get", "/notifications/secret"): "200",
     ("get", "/openapi.json"): "200",
+    ("post", "/jobs/{job_id}/backfill"): "202",
+    ("get", "/jobs/{job_id}/backfills"): "200",
+    ("get", "/jobs/{job_id}/backfills/{backfill_id}"): "200",
+    ("post", "/jobs/{job_id}/backfills/{backfill_id}/cancel"): "200",
+    ("post", "/runs/{run_id}/rerun"): "202",
+    ("post", "/jobs/{job_id}/rerun"): "202",
 }
 
 
@@ -101,7 +107,13 @@ def test_the_api_is_described_as_needing_a_bearer_jwt(document: dict[str, Any]) 
 
 def test_the_idempotent_routes_describe_their_key(document: dict[str, Any]) -> None:
     described = operations(document)
-    for route in [("post", "/jobs"), ("post", "/jobs/{job_id}/trigger")]:
+    for route in [
+        ("post", "/jobs"),
+        ("post", "/jobs/{job_id}/trigger"),
+        ("post", "/jobs/{job_id}/backfill"),
+        ("post", "/runs/{run_id}/rerun"),
+        ("post", "/jobs/{job_id}/rerun"),
+    ]:
         names = [p["name"] for p in described[route].get("parameters", [])]
         assert "Idempotency-Key" in names, route
     assert not any("x-chronoq" in key for op in described.values() for key in op)

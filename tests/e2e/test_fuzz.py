@@ -160,7 +160,11 @@ def test_given_a_method_a_path_of_the_document_does_not_have_then_405_allowing_t
 ) -> None:
     document = json.loads(COMMITTED.read_text())
     for path, item in document["paths"].items():
-        concrete = path.replace("{job_id}", "job_x").replace("{run_id}", "run_x")
+        concrete = (
+            path.replace("{job_id}", "job_x")
+            .replace("{run_id}", "run_x")
+            .replace("{backfill_id}", "bf_x")
+        )
         documented = {method.upper() for method in item}
         for method in sorted({"GET", "POST", "PUT", "PATCH", "DELETE"} - documented):
             request = urllib.request.Request(
@@ -240,6 +244,20 @@ def _routes(job_id: str, run_id: str) -> list[tuple[str, str, Any]]:
         ("GET", f"/runs/{run_id}/output", None),
         ("GET", f"/runs/{run_id}/logs", None),
         ("POST", f"/runs/{run_id}/cancel", None),
+        ("POST", f"/runs/{run_id}/rerun", None),
+        (
+            "POST",
+            f"/jobs/{job_id}/backfill",
+            {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
+        ),
+        ("GET", f"/jobs/{job_id}/backfills", None),
+        ("GET", f"/jobs/{job_id}/backfills/bf_x", None),
+        ("POST", f"/jobs/{job_id}/backfills/bf_x/cancel", None),
+        (
+            "POST",
+            f"/jobs/{job_id}/rerun",
+            {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
+        ),
         ("DELETE", f"/jobs/{job_id}", None),
     ]
 

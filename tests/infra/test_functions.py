@@ -320,8 +320,17 @@ def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
     on_runs = [s for s in statements if runs in _logical_ids(s["Resource"])]
     on_jobs = [s for s in statements if jobs in _logical_ids(s["Resource"])]
 
-    assert _actions(on_runs) == {"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
-    assert _actions(on_jobs) == {"dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert _actions(on_runs) == {
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+    }
+    assert _actions(on_jobs) == {
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+    }
     assert not [s for s in statements if schedule in _logical_ids(s["Resource"])]
     assert {a for a in _actions(statements) if a.startswith("states:")} == {
         "states:StartExecution",

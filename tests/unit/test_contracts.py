@@ -203,10 +203,54 @@ def test_given_the_execution_input_when_the_asl_reads_it_then_every_path_is_a_fi
         for path in re.findall(r'"ResultPath": "([^"]+)"', json.dumps(ASL))
     }
     read = set(re.findall(r'"\$\.(\w+)', json.dumps(ASL)))
+    # (a Map's iterations read what its ItemSelector hands each: checked below)
+    selected = {
+        name.removesuffix(".$")
+        for state in STATES.values()
+        if state["Type"] == "Map"
+        for name in state["ItemSelector"]
+    }
 
     # (Payload: what a Lambda invocation answers; Item: what a getItem answers)
-    unknown = read - _fields(contract.ExecutionInput) - written_by_the_asl - {"Payload", "Item"}
+    unknown = (
+        read
+        - _fields(contract.ExecutionInput)
+        - written_by_the_asl
+        - selected
+        - {"Payload", "Item"}
+    )
     assert unknown == set()
+
+
+def test_given_a_run_holding_flow_slots_when_it_ends_then_the_asl_gives_each_back_and_only_then() -> (
+    None
+):
+    """Every end of a run passes ReleaseIfExclusive: a run with flows goes through
+    ReleaseFlows (a Map over ``flows``, each iteration taking the run's holder out of the
+    flow's item, as FakeStore.release_flow and DynamoStore.release_flow do), then on to
+    ReleaseJob for an exclusive job; a run without flows takes no step more than before."""
+    choice = STATES["ReleaseIfExclusive"]
+    rules = {rule["Next"]: rule for rule in choice["Choices"]}
+    assert rules["ReleaseFlows"] == {
+        "Variable": "$.flows[0]",
+        "IsPresent": True,
+        "Next": "ReleaseFlows",
+    }
+    assert choice["Default"] == "Outcome"
+    release = STATES["ReleaseFlows"]
+    assert release["ItemsPath"] == "$.flows"
+    assert release["ItemSelector"] == {"flow.$": "$$.Map.Item.Value", "run_id.$": "$.run_id"}
+    assert release["Next"] == "ReleaseJobIfExclusive"
+    (task,) = [s for s in release["ItemProcessor"]["States"].values() if s["Type"] == "Task"]
+    parameters = task["Parameters"]
+    assert parameters["TableName"] == "${" + r.ASL_JOBS_TABLE + "}"
+    assert parameters["Key"] == {"job_id": {"S.$": "$.flow"}}
+    assert parameters["UpdateExpression"] == "REMOVE holders.#run"
+    assert parameters["ExpressionAttributeNames"] == {"#run.$": "$.run_id"}
+    then = {rule["Next"]: rule for rule in STATES["ReleaseJobIfExclusive"]["Choices"]}
+    assert set(then) == {"ReleaseJob"}
+    assert STATES["ReleaseJobIfExclusive"]["Default"] == "Outcome"
+    assert "flows" in _fields(contract.ExecutionInput)
 
 
 # --- the EXPRESS state machine: the run states, for each run of a batch ----------------------
@@ -224,12 +268,13 @@ def test_given_the_express_definition_when_read_then_it_runs_the_run_states_for_
     assert runs["ItemsPath"] == f"$.{batches.RUNS}"
     assert runs["MaxConcurrency"] == 0  # side by side
     iteration = runs["ItemProcessor"]
-    # each run first waits for its second (the worker starts a batch in the second before)
+    # each run first waits for its second, its planned start (its fire time plus its window
+    # offset, or the second its flow reserved; the worker starts a batch in the second before)
     first = iteration["States"].pop(iteration["StartAt"])
     assert first == {
         "Type": "Wait",
         "Comment": first["Comment"],
-        "TimestampPath": "$.scheduled_at",
+        "TimestampPath": "$.starts_at",
         "Next": ASL["StartAt"],
     }
     assert set(iteration["States"]) == set(STATES)

@@ -186,8 +186,8 @@ class StepFunctions(FakeExecutor):
             if left is not None and ledger.claimed.get(run_id, ledger.seq) > left:
                 ledger.removed_but_started.append(run_id)
 
-    def stop(self, run_id: str, reason: str) -> None:
-        super().stop(run_id, reason)  # the run's status is the canceller's to write
+    def stop(self, run_id: str, reason: str) -> bool:
+        return super().stop(run_id, reason)  # the run's status is the canceller's to write
 
     def finish_all(self) -> None:
         for run_id, execution_input in list(self.started.items()):
@@ -198,6 +198,8 @@ class StepFunctions(FakeExecutor):
                 self.store.update_run(
                     run.job_id, run_id, status=RunStatus.SUCCEEDED, finished_at=self.clock()
                 )
+            for key in execution_input.flows:  # ReleaseFlows
+                self.store.release_flow(key, run_id)
             if execution_input.exclusive:
                 self.store.release_run(execution_input.job_id, run_id)  # ReleaseJob
             self.finish(run_id)

@@ -23,6 +23,10 @@ WORKER_ENV = {
     r.ENV_RUNS_TABLE: "runs",
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:run",
     r.ENV_EXPRESS_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:fast",
+    **{
+        name: f"https://sqs.us-east-1.amazonaws.com/123456789012/{p}"
+        for p, name in r.ENV_QUEUE_URLS.items()
+    },
 }
 
 
@@ -61,6 +65,7 @@ def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen()
         "runs_table": "runs",
         "state_machine_arn": WORKER_ENV[r.ENV_STATE_MACHINE_ARN],
         "express_state_machine_arn": WORKER_ENV[r.ENV_EXPRESS_STATE_MACHINE_ARN],
+        **{f"queue_url_{p}": WORKER_ENV[name] for p, name in r.ENV_QUEUE_URLS.items()},
     }
 
 

@@ -24,12 +24,14 @@ from chronoq.settings import (
     WorkerSettings,
 )
 from chronoq.usecases.attempts import ContainerSettings, Runner
+from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
 from chronoq.usecases.pages import PageTokens
+from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
@@ -45,6 +47,8 @@ class Api:
     #: The deployment's master secret, which each owner's webhook signing secret derives
     #: from (read on first use).
     master_secret: Callable[[], str]
+    backfills: BackfillOperations
+    reruns: RerunOperations
 
 
 def secret_value(arn: str) -> str:
@@ -90,6 +94,14 @@ def api(settings: ApiSettings) -> Api:
         ),
         idempotency=Idempotency(store, utc_now),
         master_secret=master_secret,
+        backfills=BackfillOperations(
+            store=store,
+            index=index,
+            canceller=Canceller(store, executor, utc_now),
+            clock=utc_now,
+            pages=PageTokens(master_secret),
+        ),
+        reruns=RerunOperations(store=store, index=index, clock=utc_now),
     )
 
 
@@ -114,6 +126,7 @@ def worker(settings: WorkerSettings) -> RunStarter:
         canceller=Canceller(store, executor, utc_now),
         clock=utc_now,
         sleep=time.sleep,
+        queues=SqsQueues(clients.sqs(), settings.queue_urls),
     )
 
 

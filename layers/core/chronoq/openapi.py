@@ -18,7 +18,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 import chronoq
 from chronoq import resources as r
-from chronoq.domain import jobs, runs
+from chronoq.domain import backfills, jobs, runs
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
@@ -92,10 +92,46 @@ class RunPage(BaseModel):
 class FireTime(BaseModel):
     utc: datetime = Field(description="the instant, in UTC")
     local: datetime = Field(description="the same instant in the schedule's time zone")
+    starts_at: datetime | None = Field(
+        description="when the job's run of this fire time starts: the fire time plus its "
+        "offset within the schedule's window_seconds (null for a window previewed without a "
+        "job_id: the offset depends on the job)"
+    )
 
 
 class Preview(BaseModel):
     fire_times: list[FireTime]
+
+
+class Backfill(BaseModel):
+    """A backfill: the job's schedule run over a past range."""
+
+    id: str
+    start: datetime = Field(alias="from", description="its range's first instant (inclusive)")
+    to: datetime = Field(description="its range's end (exclusive)")
+    job_id: str
+    owner: str
+    state: backfills.BackfillState
+    total: int = Field(description="fire times in the range: one run each")
+    max_in_flight: int = Field(description="the most of its runs under way at once")
+    created_at: datetime
+    finished_at: datetime | None
+    runs: dict[str, int] = Field(
+        default_factory=dict,
+        description="how many of its runs are in each status (runs are made as earlier ones "
+        "start; empty in a listing)",
+    )
+
+
+class BackfillPage(BaseModel):
+    backfills: list[Backfill]
+    next_token: str | None = Field(
+        default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
+class Reruns(BaseModel):
+    runs: list[Run] = Field(description="the new runs, one per run re-run (none: none matched)")
 
 
 class RunLogs(BaseModel):
@@ -242,6 +278,15 @@ _EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
                 "concurrency": "forbid",
             },
         },
+        "window": {
+            "summary": "Every night within an hour of midnight, at most 5 running of the key",
+            "value": {
+                "name": "spread",
+                "schedule": {"type": "cron", "expression": "0 0 * * *", "window_seconds": 3600},
+                "target": {"type": "http", "url": "https://example.com/sync"},
+                "flow": {"key": "partner-api", "max_running": 5, "max_starts_per_second": 2},
+            },
+        },
         "at": {
             "summary": "Once, at an instant",
             "value": {
@@ -259,6 +304,22 @@ _EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
             "value": {
                 "schedule": {"type": "cron", "expression": "0 3 * * 1"},
                 "version": 1,
+            },
+        },
+    },
+    ("/jobs/{job_id}/backfill", "post"): {
+        "day": {
+            "summary": "Every fire time of one past day",
+            "value": {"from": "2026-11-24T00:00:00Z", "to": "2026-11-25T00:00:00Z"},
+        },
+    },
+    ("/jobs/{job_id}/rerun", "post"): {
+        "failed": {
+            "summary": "The runs of a day that failed or timed out",
+            "value": {
+                "from": "2026-11-24T00:00:00Z",
+                "to": "2026-11-25T00:00:00Z",
+                "statuses": ["FAILED", "TIMED_OUT"],
             },
         },
     },

@@ -158,6 +158,36 @@ MAX_CONTAINER_CPU = 4096
 MAX_CONTAINER_MEMORY = 30720
 #: The value of an allow-list setting that allows anything (chronoq local's).
 ALLOW_ANY = "*"
+#: Time windows, backfills, re-runs and flow control (see README, "Limits"):
+#: a recurring schedule's ``window_seconds``: at most a day, and at most the schedule's
+#: shortest gap between two fire times (a cron expression's among its next WINDOW_GAP_SCAN).
+MAX_WINDOW_SECONDS = 24 * 3600
+WINDOW_GAP_SCAN = 1000
+#: A backfill runs at most this many fire times, from at most this far back; at most
+#: BACKFILL_MAX_IN_FLIGHT of its runs are under way at once (1 for a job with concurrency
+#: forbid or replace, whose policy allows one active run).
+MAX_BACKFILL_RUNS = 1000
+MAX_BACKFILL_DAYS = 90
+BACKFILL_MAX_IN_FLIGHT = 10
+#: ``POST /jobs/{id}/rerun`` re-runs at most this many runs, of a range of at most this many
+#: days.
+MAX_RERUN_RUNS = 100
+MAX_RERUN_DAYS = 90
+#: A job's ``flow``: its key's length, and the largest limits. Each run that holds a
+#: ``max_running`` slot is an entry of the flow's item in the jobs table (about 50 bytes),
+#: written on every start and end: a write unit per KB of it.
+MAX_FLOW_KEY_LENGTH = 64
+MAX_FLOW_RUNNING = 100
+MAX_FLOW_STARTS_PER_SECOND = 1000
+#: A run its flow holds back looks again after this many seconds; one whose flow reserved a
+#: second further ahead than FLOW_START_AHEAD_SECONDS waits for it on its queue.
+FLOW_POLL_SECONDS = 1
+FLOW_START_AHEAD_SECONDS = 2
+#: A slot whose run has not started this long after the second reserved for it (its worker
+#: died before starting it, or its message was lost) is taken back when the flow is full.
+FLOW_LEASE_SECONDS = 60
+#: How long a flow's item is kept after its last start (TTL).
+FLOW_RETENTION_SECONDS = 7 * 24 * 3600
 #: API Gateway throttling of the HTTP API's stage (deployment settings ``api_burst_limit``
 #: and ``api_rate_limit``): requests at once and requests per second, for all callers.
 DEFAULT_API_BURST_LIMIT = 200
@@ -384,7 +414,14 @@ WORKER_FUNCTION = Function(
     name="worker",
     memory_mb=128,  # it waits and makes three small requests per run
     timeout_seconds=30,
-    env=(ENV_JOBS_TABLE, ENV_RUNS_TABLE, ENV_STATE_MACHINE_ARN, ENV_EXPRESS_STATE_MACHINE_ARN),
+    env=(
+        ENV_JOBS_TABLE,
+        ENV_RUNS_TABLE,
+        ENV_STATE_MACHINE_ARN,
+        ENV_EXPRESS_STATE_MACHINE_ARN,
+        # to send again a run its flow holds back, and a backfill's next run
+        *ENV_QUEUE_URLS.values(),
+    ),
     description="Claims queued runs and starts their executions",
 )
 RUNNER_FUNCTION = Function(

@@ -210,7 +210,7 @@ class DispatcherSettings(FunctionSettings, _Queues):
     shards: int = Field(alias=r.ENV_SHARDS, ge=1, le=1000)
 
 
-class WorkerSettings(FunctionSettings):
+class WorkerSettings(FunctionSettings, _Queues):
     FUNCTION = r.WORKER_FUNCTION
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)

@@ -663,7 +663,9 @@ def test_given_a_batch_where_one_run_cannot_be_decided_when_the_worker_gets_it_t
         fakes.store.runs,
         fakes.store.schedule,
     )
-    starter = RunStarter(failing, fakes.executor, fakes.canceller, fakes.clock, fakes.sleep)
+    starter = RunStarter(
+        failing, fakes.executor, fakes.canceller, fakes.clock, fakes.sleep, fakes.queues
+    )
 
     outcomes = starter.start_runs([broken, message(fakes, other_run)])
 
@@ -681,7 +683,9 @@ def test_given_a_batch_whose_jobs_cannot_be_read_when_the_worker_gets_it_then_ev
         def get_jobs(self, job_ids: Iterable[str], consistent: bool = False) -> dict[str, Job]:
             raise ConnectionError("DynamoDB timed out")
 
-    starter = RunStarter(Unreadable(), fakes.executor, fakes.canceller, fakes.clock, fakes.sleep)
+    starter = RunStarter(
+        Unreadable(), fakes.executor, fakes.canceller, fakes.clock, fakes.sleep, fakes.queues
+    )
 
     outcomes = starter.start_runs([message(fakes, run) for run in runs])
 

@@ -4,6 +4,7 @@ tests/unit/test_codecs.py holds its writes to ``RUN_ATTRIBUTES``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,9 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
+from chronoq.domain.backfills import Backfill
+from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job, JobSpec
 from chronoq.domain.runs import Attempt, Occurrence, Run
 from chronoq.domain.time import format_instant
@@ -80,10 +84,10 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
 
 def occurrence_item(o: Occurrence, shards: int, now: datetime) -> dict[str, Any]:
     """The time index's item of an occurrence: partition = minute bucket + shard, sort = due
-    time + run id; it expires some time after it was due."""
+    time (its planned start) + run id; it expires some time after it was due."""
     return {
-        "bucket": ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards)),
-        "due": f"{format_instant(o.scheduled_at)}#{o.run_id}",
+        "bucket": ids.bucket(o.starts_at, ids.shard_of(o.job_id, shards)),
+        "due": f"{format_instant(o.starts_at)}#{o.run_id}",
         "job_id": o.job_id,
         "run_id": o.run_id,
         "scheduled_at": format_instant(o.scheduled_at),
@@ -103,10 +107,10 @@ def pack_item(
     """The time index's item of many occurrences of one bucket (``key``, with their first
     due time, names it): what the dispatcher writes when it chains jobs on, a write unit per
     few occurrences rather than one each."""
-    first = min(occurrences, key=lambda o: (o.scheduled_at, o.run_id))
+    first = min(occurrences, key=lambda o: (o.starts_at, o.run_id))
     return {
-        "bucket": ids.bucket(first.scheduled_at, ids.shard_of(first.job_id, shards)),
-        "due": f"{format_instant(first.scheduled_at)}#pack#{key}",
+        "bucket": ids.bucket(first.starts_at, ids.shard_of(first.job_id, shards)),
+        "due": f"{format_instant(first.starts_at)}#pack#{key}",
         "occurrences": [
             {
                 "job_id": o.job_id,
@@ -160,6 +164,11 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: true when its job asked to be notified (the runs stream filter lets its end through
     #: whatever the status); absent otherwise.
     "notify": "BOOL",
+    #: a re-run's original run, a backfill's id, when a run first waited for its flow
+    #: (absent unless so).
+    "rerun_of": "S",
+    "backfill_id": "S",
+    "held_at": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -205,6 +214,9 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "queued_at": format_instant(run.queued_at) if run.queued_at else None,
         "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
         "notify": True if run.notify else None,  # written only when true
+        "rerun_of": run.rerun_of,
+        "backfill_id": run.backfill_id,
+        "held_at": instant(run.held_at),
     }
 
 
@@ -236,5 +248,53 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
             # the state machine writes "" for "kept elsewhere" / "none"
             "output": data.get("output") or None,
             "output_location": data.get("output_location") or None,
+        }
+    )
+
+
+# --- flows ------------------------------------------------------------------------------------
+
+
+def flow_from_item(item: Mapping[str, Any] | None) -> FlowState:
+    """A flow's state from its item in the jobs table (none yet: version 0)."""
+    if not item:
+        return FlowState()
+    data = load(item)
+    return FlowState(
+        holders={k: int(v) for k, v in data.get("holders", {}).items()},
+        frontier=int(data.get("frontier", 0)),
+        starts=int(data.get("starts", 0)),
+        version=int(data.get("version", 0)),
+    )
+
+
+# --- backfills --------------------------------------------------------------------------------
+
+
+def backfill_key(job_id: str, backfill_id: str) -> dict[str, Any]:
+    """A backfill's key: its job's partition of the runs table, sort key ``backfill#<id>``."""
+    return dump({"job_id": job_id, "run_id": BACKFILL_PREFIX + backfill_id})
+
+
+def backfill_item(backfill: Backfill) -> dict[str, Any]:
+    """A backfill's item (no ``status``: the runs stream's filter never lets it through)."""
+    return {
+        "job_id": backfill.job_id,
+        "run_id": BACKFILL_PREFIX + backfill.id,
+        "owner": backfill.owner,
+        "backfill": backfill.model_dump_json(exclude={"state", "finished_at"}),
+        "state": backfill.state.value,
+        "finished_at": instant(backfill.finished_at),
+        "expires_at": int(backfill.created_at.timestamp()) + r.RUN_RETENTION_SECONDS,
+    }
+
+
+def backfill_from_item(item: Mapping[str, Any]) -> Backfill:
+    data = load(item)
+    return Backfill.model_validate(
+        {
+            **json.loads(data["backfill"]),
+            "state": data["state"],
+            "finished_at": data.get("finished_at"),
         }
     )

@@ -3,7 +3,6 @@ fits it, else on the STANDARD one (one execution per run id)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import TYPE_CHECKING
 
@@ -59,11 +58,15 @@ class StepFunctionsExecutor:
         """The STANDARD execution of the run (an EXPRESS one has no ARN known in advance)."""
         return f"{self._arn.replace(':stateMachine:', ':execution:', 1)}:{run_id}"
 
-    def stop(self, run_id: str, reason: str) -> None:
+    def stop(self, run_id: str, reason: str) -> bool:
         """Stop the run's STANDARD execution (and with it the attempt); no-op if it is not
         running. An EXPRESS execution cannot be stopped: it finds the run ended at its next
-        conditional write and ends without another attempt."""
-        with contextlib.suppress(self._sfn.exceptions.ExecutionDoesNotExist):
+        conditional write and ends without another attempt. True: an execution was stopped
+        (stopping one that has ended is a no-op for Step Functions too)."""
+        try:
             self._sfn.stop_execution(
                 executionArn=self.execution_arn(run_id), error="Cancelled", cause=reason[:32000]
             )
+        except self._sfn.exceptions.ExecutionDoesNotExist:
+            return False
+        return True

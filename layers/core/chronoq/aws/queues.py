@@ -32,6 +32,15 @@ def delay_seconds(scheduled_at: datetime, now: datetime, priority: Priority) -> 
     return max(0, min(r.MAX_DELAY_SECONDS, seconds))
 
 
+def message_delay(message: RunMessage, now: datetime, priority: Priority) -> int:
+    """The delay of a run's message: to its planned start (or the second its flow reserved
+    for it) as ``delay_seconds`` says; a run its flow held back: until it looks again."""
+    if message.not_before is not None and not message.reserved:
+        seconds = math.ceil((message.not_before - now).total_seconds())
+        return max(0, min(r.MAX_DELAY_SECONDS, seconds))
+    return delay_seconds(message.due_at, now, priority)
+
+
 class SqsQueues:
     def __init__(self, client: SQSClient, urls: Mapping[str, str]) -> None:
         self._sqs = client
@@ -44,8 +53,8 @@ class SqsQueues:
             by_queue[self._urls[priority.value]].append(
                 {
                     "Id": str(len(by_queue[self._urls[priority.value]])),
-                    "MessageBody": message.model_dump_json(),
-                    "DelaySeconds": delay_seconds(message.scheduled_at, now, priority),
+                    "MessageBody": message.body(),
+                    "DelaySeconds": message_delay(message, now, priority),
                 }
             )
         sent = 0

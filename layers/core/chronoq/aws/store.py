@@ -15,6 +15,9 @@ from chronoq.aws import codecs
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.domain import ids
+from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
+from chronoq.domain.backfills import Backfill, BackfillState
+from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.domain.time import format_instant
@@ -36,8 +39,8 @@ def _packs(
     """Occurrences grouped by bucket, ``PACK_SIZE`` at most per group, each group named by
     ``pack`` and its place: the same occurrences packed again get the same names."""
     buckets: dict[str, list[Occurrence]] = defaultdict(list)
-    for o in sorted(occurrences, key=lambda o: (o.scheduled_at, o.run_id)):
-        buckets[ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards))].append(o)
+    for o in sorted(occurrences, key=lambda o: (o.starts_at, o.run_id)):
+        buckets[ids.bucket(o.starts_at, ids.shard_of(o.job_id, shards))].append(o)
     for group in buckets.values():
         for n, chunk in enumerate(_chunks(group, codecs.PACK_SIZE)):
             yield f"{pack}#{n}", chunk
@@ -274,7 +277,7 @@ class DynamoStore:
         found = [o for i in answer["Items"] for o in codecs.occurrences_from_item(i)]
         last = answer.get("LastEvaluatedKey")
         return (
-            sorted(found, key=lambda o: (o.scheduled_at, o.run_id)),
+            sorted(found, key=lambda o: (o.starts_at, o.run_id)),
             str(_load(last)["due"]) if last else None,
         )
 
@@ -286,7 +289,7 @@ class DynamoStore:
             page, after = self.occurrence_page(minute, shard, after, r.DISPATCH_PAGE_ITEMS)
             found += page
             if after is None:
-                return sorted(found, key=lambda o: (o.scheduled_at, o.run_id))
+                return sorted(found, key=lambda o: (o.starts_at, o.run_id))
 
     # Each shard's checkpoint item holds two minutes: ``opened``, the last minute whose
     # dispatch has begun, and ``minute``, the last one dispatched completely. The dispatcher
@@ -683,12 +686,185 @@ class DynamoStore:
         self._db.delete_item(TableName=self._jobs, Key=_dump({"job_id": _KEY_PREFIX + key}))
 
     def list_runs(self, job_id: str, limit: int) -> list[Run]:
-        """The newest ``limit`` runs of a job, newest first."""
+        """The newest ``limit`` runs of a job, newest first (its backfills' items left out:
+        run ids begin with the job id)."""
         answer = self._db.query(
             TableName=self._runs,
-            KeyConditionExpression="job_id = :j",
-            ExpressionAttributeValues=_dump({":j": job_id}),
+            KeyConditionExpression="job_id = :j AND run_id BETWEEN :low AND :high",
+            ExpressionAttributeValues=_dump(
+                {":j": job_id, ":low": f"{job_id}_", ":high": f"{job_id}_~"}
+            ),
             ScanIndexForward=False,
             Limit=limit,
         )
         return [codecs.run_from_item(item) for item in answer["Items"]]
+
+    # --- run features: held runs, flows, backfills ----------------------------------------
+
+    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+        """One conditional update: the record created SCHEDULED if it has none, with
+        ``held_at``; refused if it is no longer SCHEDULED or notes a wait already."""
+        base = {
+            k: v
+            for k, v in codecs.new_run_item(run, now).items()
+            if k not in ("job_id", "run_id", "status", "held_at") and v is not None
+        }
+        names = {f"#b{i}": name for i, name in enumerate(base)}
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=codecs.run_key(run.job_id, run.id),
+                UpdateExpression=(
+                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held"
+                    + "".join(f", {n} = if_not_exists({n}, :b{n[2:]})" for n in names)
+                ),
+                ConditionExpression=(
+                    "attribute_not_exists(run_id) OR (#s = :scheduled AND "
+                    "attribute_not_exists(held_at))"
+                ),
+                ExpressionAttributeNames={"#s": "status", **names},
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":scheduled": RunStatus.SCHEDULED.value,
+                        ":held": format_instant(held_at),
+                        **{f":b{i}": value for i, value in enumerate(base.values())},
+                    }
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def get_flow(self, key: str) -> FlowState:
+        item = self._db.get_item(
+            TableName=self._jobs, Key=_dump({"job_id": key}), ConsistentRead=True
+        ).get("Item")
+        return codecs.flow_from_item(item)
+
+    def save_flow(self, key: str, before: FlowState, after: FlowState, now: datetime) -> bool:
+        """One conditional write of the flow's item: a new item, or only the holders added
+        and removed, the frontier and the version, if it is still at ``before``'s version
+        (a run's end takes its holder out without changing the version: never in the way)."""
+        expires = int(now.timestamp()) + r.FLOW_RETENTION_SECONDS
+        try:
+            if before.version == 0:
+                self._db.update_item(
+                    TableName=self._jobs,
+                    Key=_dump({"job_id": key}),
+                    UpdateExpression=(
+                        "SET holders = :h, frontier = :f, starts = :s, version = :v, "
+                        "expires_at = :e"
+                    ),
+                    ConditionExpression="attribute_not_exists(job_id)",
+                    ExpressionAttributeValues=_dump(
+                        {
+                            ":h": dict(after.holders),
+                            ":f": after.frontier,
+                            ":s": after.starts,
+                            ":v": 1,
+                            ":e": expires,
+                        }
+                    ),
+                )
+                return True
+            added = {k: v for k, v in after.holders.items() if before.holders.get(k) != v}
+            removed = sorted(set(before.holders) - set(after.holders))
+            names: dict[str, str] = {}
+            values: dict[str, Any] = {
+                ":f": after.frontier,
+                ":s": after.starts,
+                ":v": before.version,
+                ":next": before.version + 1,
+                ":e": expires,
+            }
+            sets = ["frontier = :f", "starts = :s", "version = :next", "expires_at = :e"]
+            for i, (run_id, second) in enumerate(sorted(added.items())):
+                names[f"#a{i}"] = run_id
+                values[f":a{i}"] = second
+                sets.append(f"holders.#a{i} = :a{i}")
+            update = "SET " + ", ".join(sets)
+            if removed:
+                names.update({f"#r{i}": run_id for i, run_id in enumerate(removed)})
+                update += " REMOVE " + ", ".join(f"holders.#r{i}" for i in range(len(removed)))
+            request: dict[str, Any] = {
+                "TableName": self._jobs,
+                "Key": _dump({"job_id": key}),
+                "UpdateExpression": update,
+                "ConditionExpression": "version = :v",
+                "ExpressionAttributeValues": _dump(values),
+            }
+            if names:
+                request["ExpressionAttributeNames"] = names
+            self._db.update_item(**request)
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def release_flow(self, key: str, run_id: str) -> None:
+        """As the state machine's ReleaseFlow state: the run's holder taken out."""
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression="REMOVE holders.#run",
+                ConditionExpression="attribute_exists(job_id)",
+                ExpressionAttributeNames={"#run": run_id},
+            )
+
+    def put_backfill(self, backfill: Backfill) -> None:
+        self._db.put_item(
+            TableName=self._runs,
+            Item=_dump(codecs.backfill_item(backfill)),
+            ConditionExpression="attribute_not_exists(run_id)",
+        )
+
+    def get_backfill(self, job_id: str, backfill_id: str) -> Backfill | None:
+        item = self._db.get_item(
+            TableName=self._runs,
+            Key=codecs.backfill_key(job_id, backfill_id),
+            ConsistentRead=True,
+        ).get("Item")
+        return codecs.backfill_from_item(item) if item else None
+
+    def page_backfills(
+        self, job_id: str, owner: str, limit: int, after: Position | None = None
+    ) -> Page[Backfill]:
+        """Newest first: the items of the job's partition whose sort key begins with
+        ``backfill#`` (backfill ids sort by creation). A position is (backfill id,)."""
+        query: dict[str, Any] = {
+            "TableName": self._runs,
+            "KeyConditionExpression": "job_id = :j AND begins_with(run_id, :p)",
+            "ExpressionAttributeValues": _dump({":j": job_id, ":p": BACKFILL_PREFIX}),
+            "ScanIndexForward": False,
+            "Limit": limit + 1,
+        }
+        if after:
+            query["ExclusiveStartKey"] = codecs.backfill_key(job_id, after[0])
+        items = self._db.query(**query)["Items"]
+        found = [codecs.backfill_from_item(i) for i in items]
+        mine = [b for b in found if b.owner == owner]
+        if len(found) > limit:
+            return Page(mine[:limit], (found[limit - 1].id,))
+        return Page(mine, None)
+
+    def end_backfill(
+        self, job_id: str, backfill_id: str, state: BackfillState, now: datetime
+    ) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=codecs.backfill_key(job_id, backfill_id),
+                UpdateExpression="SET #state = :state, finished_at = :now",
+                ConditionExpression="#state = :running",
+                ExpressionAttributeNames={"#state": "state"},
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":state": state.value,
+                        ":now": format_instant(now),
+                        ":running": BackfillState.RUNNING.value,
+                    }
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True

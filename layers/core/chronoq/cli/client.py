@@ -34,21 +34,24 @@ class Api:
         query: dict[str, Any] | None = None,
         *,
         raw: bool = False,
+        headers: dict[str, str] | None = None,
     ) -> Any:
         """The decoded JSON answer (the text as it is with ``raw``); ApiError on an error
-        answer, Failure if the API cannot be reached."""
+        answer, Failure if the API cannot be reached. ``headers``: more to send (say an
+        Idempotency-Key)."""
         if not self.token:
             raise Failure("a token is needed: --token, CHRONOQ_TOKEN or chronoq login", USAGE)
         if not self.url.startswith(("http://", "https://")):
             raise Failure(f"the API URL must be http(s), not {self.url!r}", USAGE)
         params = {k: v for k, v in (query or {}).items() if v is not None}
         target = self.url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
-        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        sent = {**(headers or {}), "Authorization": f"Bearer {self.token}"}
+        sent["Accept"] = "application/json"
         data = None
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            sent["Content-Type"] = "application/json"
             data = json.dumps(body).encode()
-        request = urllib.request.Request(target, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
+        request = urllib.request.Request(target, data=data, method=method, headers=sent)  # noqa: S310 - http(s) checked above
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
                 text = answer.read().decode()

@@ -91,6 +91,27 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--output-location",),
         {"metavar": "S3_URL", "help": "s3://bucket/prefix for large outputs and logs"},
     ),
+    # --- run features: time window, flow control ---
+    (
+        ("--window",),
+        {
+            "metavar": "DURATION",
+            "help": "start each run somewhere in this long after its fire time, e.g. 60s, 10m"
+            " (--cron or --every)",
+        },
+    ),
+    (("--flow",), {"metavar": "KEY", "help": "flow key: your jobs with the same one share limits"}),
+    (
+        ("--flow-max-running",),
+        {"type": click.IntRange(1, r.MAX_FLOW_RUNNING), "help": "--flow: runs under way at once"},
+    ),
+    (
+        ("--flow-max-rate",),
+        {
+            "type": click.IntRange(1, r.MAX_FLOW_STARTS_PER_SECOND),
+            "help": "--flow: runs starting in any one second",
+        },
+    ),
 ]
 
 

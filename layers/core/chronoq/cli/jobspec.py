@@ -113,6 +113,11 @@ class JobFlags:
     notify_email: str | None = None
     notify_on: tuple[str, ...] = field(default_factory=tuple)
     output_location: str | None = None
+    # --- run features: time window, flow control ---
+    window: str | None = None
+    flow: str | None = None
+    flow_max_running: int | None = None
+    flow_max_rate: int | None = None
 
 
 def build(
@@ -159,7 +164,28 @@ def build(
         job["notify"] = notify
     if flags.output_location is not None:
         job["output_location"] = flags.output_location
+    _run_features(flags, job)
     return job
+
+
+def _run_features(flags: JobFlags, job: dict[str, Any]) -> None:
+    """``--window`` into the schedule (given, or the file's); ``--flow*`` into ``flow``."""
+    if flags.window is not None:
+        schedule = job.get("schedule")
+        if not isinstance(schedule, dict) or schedule.get("type") not in ("cron", "rate"):
+            raise BadInput("--window", "goes with a recurring schedule (--cron or --every)")
+        job["schedule"] = {**schedule, "window_seconds": _seconds("--window", flags.window)}
+    limits = {"max_running": flags.flow_max_running, "max_starts_per_second": flags.flow_max_rate}
+    if flags.flow is None and any(v is not None for v in limits.values()):
+        raise BadInput(
+            "--flow-max-running" if limits["max_running"] else "--flow-max-rate",
+            "goes with --flow KEY",
+        )
+    if flags.flow is not None:
+        given = {k: v for k, v in limits.items() if v is not None}
+        if not given:
+            raise BadInput("--flow", "give --flow-max-running N, --flow-max-rate N or both")
+        job["flow"] = {"key": flags.flow, **given}
 
 
 def _seconds(option: str, text: str) -> int:

@@ -21,6 +21,7 @@ import click
 
 from chronoq import resources as r
 from chronoq.cli import render
+from chronoq.cli.backfills import backfills
 from chronoq.cli.client import Api
 from chronoq.cli.common import api_options
 from chronoq.cli.errors import USAGE
@@ -57,6 +58,7 @@ cli.add_command(runs)
 cli.add_command(login)
 cli.add_command(logout)
 cli.add_command(invoke)
+cli.add_command(backfills)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------
@@ -328,6 +330,14 @@ def schedule() -> None:
 @click.option("--end-at")
 @click.option("--count", type=click.IntRange(1, 100), default=10, show_default=True)
 @click.option(
+    "--window",
+    metavar="DURATION",
+    help="the schedule's window (--cron, --rate): each run starts within it, e.g. 60s",
+)
+@click.option(
+    "--job", "job_id", metavar="JOB_ID", help="with a window: that job's start times (offsets)"
+)
+@click.option(
     "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 def preview(
@@ -339,15 +349,19 @@ def preview(
     start_at: str | None,
     end_at: str | None,
     count: int,
+    window: str | None,
+    job_id: str | None,
     output: str,
 ) -> None:
-    """Print the next fire times of a schedule (UTC, then local time). Computed here, as
-    POST /schedules/preview does: no token needed."""
+    """Print the next fire times of a schedule (UTC, then local time; with a window, when
+    the job's run starts). Computed here, as POST /schedules/preview does: no token
+    needed."""
     from datetime import UTC, datetime
 
     from pydantic import TypeAdapter, ValidationError
 
-    from chronoq.cli.jobspec import rate_every
+    from chronoq.cli.jobspec import parse_duration, rate_every
+    from chronoq.domain import windows
     from chronoq.domain.errors import InvalidRequest
     from chronoq.domain.schedules import Schedule, preview
 
@@ -374,6 +388,11 @@ def preview(
     for key, value in (("start_at", start_at), ("end_at", end_at)):
         if value:
             document[key] = value
+    if window:
+        try:
+            document["window_seconds"] = parse_duration(window)
+        except ValueError as error:
+            raise click.BadParameter(str(error), param_hint="--window") from None
     try:
         parsed = TypeAdapter(Schedule).validate_python(document)
     except ValidationError as error:
@@ -382,15 +401,19 @@ def preview(
             click.echo(f"{field}: {e['msg']}", err=True)
         raise click.exceptions.Exit(USAGE) from None
     try:
-        fires = preview(parsed, datetime.now(UTC), count)
+        now = datetime.now(UTC)
+        windows.check(parsed, now)
+        fires = windows.preview(parsed, preview(parsed, now, count), job_id)
     except InvalidRequest as error:
         click.echo(f"{error.field}: {error.message}", err=True)
         raise click.exceptions.Exit(USAGE) from None
     if output == "json":
         click.echo(render.dump_json({"fire_times": fires}))
         return
+    windowed = windows.window_of(parsed) > 1
     for fire in fires:
-        click.echo(f"{fire['utc']}  {fire['local']}")
+        start = fire["starts_at"] or f"within {windows.window_of(parsed)} s (give --job)"
+        click.echo(f"{fire['utc']}  {fire['local']}" + (f"  starts {start}" if windowed else ""))
 
 
 # --- running -----------------------------------------------------------------------------------

@@ -250,7 +250,9 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("name", job.get("name")),
             ("state", job.get("state")),
             ("schedule", schedule_words(job.get("schedule"))),
+            ("window", _window(job.get("schedule"))),
             ("next run", when(job.get("next_run_at"), now)),
+            ("next start", _next_start(job, now)),
             ("target", target_words(job.get("target"))),
             ("priority", job.get("priority")),
             ("timeout", f"{job['timeout_seconds']} s" if "timeout_seconds" in job else None),
@@ -263,6 +265,7 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
                 if notify
                 else None,
             ),
+            ("flow", _flow(job.get("flow"))),
             ("active runs", ", ".join(job.get("active_runs") or [])),
             ("version", job.get("version")),
             ("created", short_time(job.get("created_at"))),
@@ -280,10 +283,14 @@ def run_view(run: dict[str, Any]) -> Table:
             ("trigger", run.get("trigger")),
             ("priority", run.get("priority")),
             ("scheduled", short_time(run.get("scheduled_at"))),
+            ("planned start", _planned(run)),
+            ("rerun of", run.get("rerun_of")),
+            ("backfill", run.get("backfill_id")),
             ("queued", short_time(run.get("queued_at"))),
             ("started", short_time(run.get("started_at"))),
             ("finished", short_time(run.get("finished_at"))),
             ("lag", lag(run)),
+            ("flow wait", _flow_wait(run)),
             ("duration", duration(run)),
             ("error", run.get("error")),
             ("reason", run.get("reason")),
@@ -294,6 +301,38 @@ def run_view(run: dict[str, Any]) -> Table:
             ),
         ]
     )
+
+
+def _window(schedule: dict[str, Any] | None) -> str | None:
+    seconds = (schedule or {}).get("window_seconds")
+    return f"each run starts within {span(seconds)} of its fire time" if seconds else None
+
+
+def _next_start(job: dict[str, Any], now: datetime) -> str | None:
+    start = job.get("next_start_at")
+    return when(start, now) if start and start != job.get("next_run_at") else None
+
+
+def _flow(value: dict[str, Any] | None) -> str | None:
+    if not value:
+        return None
+    limits = [
+        f"{value['max_running']} running at once" if value.get("max_running") else "",
+        f"{value['max_starts_per_second']} starts a second"
+        if value.get("max_starts_per_second")
+        else "",
+    ]
+    return f"{value.get('key')}: " + ", ".join(x for x in limits if x)
+
+
+def _planned(run: dict[str, Any]) -> str | None:
+    start = run.get("starts_at")
+    return short_time(start) if start and start != run.get("scheduled_at") else None
+
+
+def _flow_wait(run: dict[str, Any]) -> str | None:
+    waited = run.get("flow_wait_ms")
+    return span(waited / 1000) if isinstance(waited, int | float) else None
 
 
 def attempts_table(run: dict[str, Any]) -> Table:
@@ -314,6 +353,43 @@ def _clip(value: Any, limit: int = 200) -> str | None:
         return None
     text = str(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- run features: backfills ------------------------------------------------------------------
+
+
+def backfill_view(backfill: dict[str, Any]) -> Any:
+    counts = backfill.get("runs") or {}
+    return _fields(
+        [
+            ("id", backfill.get("id")),
+            ("job", backfill.get("job_id")),
+            ("state", backfill.get("state")),
+            (
+                "range",
+                f"{short_time(backfill.get('from'))} to {short_time(backfill.get('to'))}",
+            ),
+            ("fire times", backfill.get("total")),
+            ("in flight", f"at most {backfill.get('max_in_flight')}"),
+            ("runs", ", ".join(f"{n} {status}" for status, n in counts.items())),
+            ("created", short_time(backfill.get("created_at"))),
+            ("finished", short_time(backfill.get("finished_at"))),
+        ]
+    )
+
+
+def backfills_table(items: list[dict[str, Any]]) -> Table:
+    table = _table("id", "state", "from", "to", "fire times", "created")
+    for b in items:
+        table.add_row(
+            str(b.get("id", "")),
+            str(b.get("state", "")),
+            short_time(b.get("from")),
+            short_time(b.get("to")),
+            str(b.get("total", "")),
+            short_time(b.get("created_at")),
+        )
+    return table
 
 
 def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:

@@ -21,14 +21,53 @@ def run_stamp(at: datetime) -> str:
     return at.astimezone(UTC).strftime(_RUN_STAMP)
 
 
-def run_id(job_id: str, scheduled_at: datetime, generation: int = 1) -> str:
+def run_id(job_id: str, scheduled_at: datetime, generation: int = 1, offset: int = 0) -> str:
     """The id of the run of ``job_id`` scheduled at ``scheduled_at`` by the job's schedule
     ``generation``: the same inputs always give the same id, so writing or dispatching an
     occurrence twice is harmless, while the same instant planned again after a change of
     the job (a new generation) is another run, never confused with one dispatched before
-    the change. Ids of one job sort by time."""
+    the change. Ids of one job sort by time. ``offset``: the seconds after its fire time the
+    run is planned to start at, within its schedule's window (``-w<offset>``: derived from
+    the job and the instant, so the id stays the same whoever plans it)."""
     stamp = f"{job_id}_{run_stamp(scheduled_at)}"
-    return stamp if generation == 1 else f"{stamp}-g{generation}"
+    if generation != 1:
+        stamp += f"-g{generation}"
+    return f"{stamp}-w{offset}" if offset else stamp
+
+
+def window_offset_of(run_id_: str) -> int:
+    """The seconds after its fire time a scheduled run is planned to start at (see
+    ``run_id``); 0 for a run without a window."""
+    for part in run_id_.split("-")[1:]:
+        if part.startswith("w") and part[1:].isdigit():
+            return int(part[1:])
+    return 0
+
+
+def new_backfill_id(now: datetime) -> str:
+    """The id of a new backfill: ``bf`` and its creation in milliseconds (hexadecimal: ids
+    of one job's backfills sort by creation), then random characters."""
+    return f"bf{round(now.timestamp() * 1000):011x}{secrets.token_hex(2)}"
+
+
+def backfill_run_id(job_id: str, fire: datetime, backfill_id: str) -> str:
+    """The id of a backfill's run of fire time ``fire``: the same for the same backfill and
+    fire time (creating it twice is harmless), never equal to a scheduled occurrence's."""
+    return f"{run_id(job_id, fire)}-{backfill_id}"
+
+
+def backfill_id_of(run_id_: str) -> str | None:
+    """The backfill a run belongs to (see ``backfill_run_id``), or None."""
+    for part in run_id_.split("-")[1:]:
+        if part.startswith("bf"):
+            return part
+    return None
+
+
+def rerun_run_id(job_id: str, scheduled_at: datetime) -> str:
+    """The id of a re-run of a run scheduled at ``scheduled_at``: time-ordered with it,
+    never equal to another run's."""
+    return f"{run_id(job_id, scheduled_at)}-r{secrets.token_hex(3)}"
 
 
 def manual_run_id(job_id: str, at: datetime) -> str:

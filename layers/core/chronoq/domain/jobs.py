@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationInfo,
+    computed_field,
     create_model,
     field_validator,
     model_validator,
@@ -19,8 +20,17 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from chronoq import resources as r
+from chronoq.domain import ids, windows
 from chronoq.domain.base import Model
-from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
+from chronoq.domain.runs import (
+    REQUESTED,
+    TERMINAL_STATUSES,
+    Occurrence,
+    Run,
+    RunMessage,
+    RunStatus,
+    Trigger,
+)
 from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
 from chronoq.domain.time import Instant
@@ -28,6 +38,7 @@ from chronoq.resources import Priority
 
 __all__ = [
     "Concurrency",
+    "Flow",
     "Job",
     "JobPatch",
     "JobSpec",
@@ -89,6 +100,27 @@ class Notify(Model):
     _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
 
 
+class Flow(Model):
+    """Flow control: the runs of all the owner's jobs with the same ``key`` (say, one
+    downstream API) share the limits: at most ``max_running`` under way at once, at most
+    ``max_starts_per_second`` starting in any one second. A run over a limit waits, and
+    starts as soon as the limits allow."""
+
+    key: str = Field(
+        min_length=1, max_length=r.MAX_FLOW_KEY_LENGTH, pattern=r"^[A-Za-z0-9._:/@-]+$"
+    )
+    max_running: int | None = Field(default=None, ge=1, le=r.MAX_FLOW_RUNNING, strict=True)
+    max_starts_per_second: int | None = Field(
+        default=None, ge=1, le=r.MAX_FLOW_STARTS_PER_SECOND, strict=True
+    )
+
+    @model_validator(mode="after")
+    def _limited(self) -> Flow:
+        if self.max_running is None and self.max_starts_per_second is None:
+            raise ValueError("needs max_running, max_starts_per_second or both")
+        return self
+
+
 # --- Jobs ---------------------------------------------------------------------------------
 
 
@@ -111,6 +143,10 @@ class JobSpec(Model):
     #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
     #: (default: the deployment's bucket).
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
+
+    # --- run features: flow control ---
+    #: Limits its runs share with the owner's other jobs of the same flow key.
+    flow: Flow | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -159,14 +195,34 @@ class Job(JobSpec):
     def spec(self) -> JobSpec:
         return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
 
-    def is_late(self, scheduled_at: datetime, now: datetime) -> bool:
-        """Past the job's start deadline: a run due at ``scheduled_at`` must not start."""
-        return now - scheduled_at > timedelta(seconds=self.start_deadline_seconds)
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def next_start_at(self) -> Instant | None:
+        """When the run ``next_run_at`` announces starts: its window offset after it."""
+        return self.starts_at(self.next_run_at) if self.next_run_at else None
 
-    def is_current(self, run: Run | Occurrence) -> bool:
-        """Does this scheduled occurrence still belong to the job's schedule? (Manual runs
-        always do.)"""
-        if isinstance(run, Run) and run.trigger is Trigger.MANUAL:
+    def is_late(
+        self, starts_at: datetime, now: datetime, trigger: Trigger = Trigger.SCHEDULE
+    ) -> bool:
+        """Past the job's start deadline: a run planned to start at ``starts_at`` must not
+        start. (Backfills and re-runs run late on purpose: no deadline applies to them.)"""
+        if trigger in REQUESTED:
+            return False
+        return now - starts_at > timedelta(seconds=self.start_deadline_seconds)
+
+    def occurrence_id(self, at: datetime) -> str:
+        """The run id of the occurrence of its current schedule at fire time ``at``."""
+        offset = windows.offset(self.id, at, windows.window_of(self.schedule))
+        return ids.run_id(self.id, at, self.generation, offset)
+
+    def starts_at(self, at: datetime) -> datetime:
+        """When the occurrence at fire time ``at`` starts (its window offset after it)."""
+        return windows.planned_start(self.id, self.schedule, at)
+
+    def is_current(self, run: Run | Occurrence | RunMessage) -> bool:
+        """Does this scheduled occurrence still belong to the job's schedule? (Manual runs,
+        backfills and re-runs always do.)"""
+        if run.trigger is not Trigger.SCHEDULE:
             return True
         return (
             self.state is not JobState.PAUSED

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from chronoq.domain.ids import window_offset_of
 from chronoq.domain.time import Instant, format_instant
 from chronoq.resources import Priority
 
@@ -43,6 +44,26 @@ ACTIVE_STATUSES = frozenset(RunStatus) - TERMINAL_STATUSES
 class Trigger(StrEnum):
     SCHEDULE = "schedule"  # an occurrence of the job's schedule
     MANUAL = "manual"  # POST /jobs/{id}/trigger
+    BACKFILL = "backfill"  # a past fire time, run by POST /jobs/{id}/backfill
+    RERUN = "rerun"  # a run that ended, run again: POST /runs/{id}/rerun, /jobs/{id}/rerun
+
+
+#: Runs asked for now for an earlier fire time: they start when they are asked for (their
+#: ``queued_at``), and no start deadline applies to them.
+REQUESTED = frozenset({Trigger.BACKFILL, Trigger.RERUN})
+
+
+def planned_start(
+    run_id: str, trigger: Trigger, scheduled_at: datetime, queued_at: datetime | None
+) -> datetime:
+    """When a run is planned to start: a scheduled run at its fire time plus its window
+    offset (in its id); a backfill or re-run when it was asked for; a manual run at its
+    second."""
+    if trigger is Trigger.SCHEDULE:
+        return scheduled_at + timedelta(seconds=window_offset_of(run_id))
+    if trigger in REQUESTED and queued_at is not None:
+        return queued_at
+    return scheduled_at
 
 
 class Attempt(BaseModel):
@@ -85,13 +106,36 @@ class Run(BaseModel):
     #: Its job had a ``notify`` block when the run was created: the notifier hears of its end
     #: whatever the status (otherwise only of the statuses the SNS topic is told about).
     notify: bool = False
+    #: A re-run: the run it runs again.
+    rerun_of: str | None = None
+    #: A backfill's run: the backfill.
+    backfill_id: str | None = None
+    #: When it first had to wait for its job's flow limits (or its backfill's pacing): it
+    #: waited from then until ``started_at``.
+    held_at: Instant | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def starts_at(self) -> Instant:
+        """When it was planned to start: its fire time plus its window offset, or, for a
+        backfill or re-run, when it was asked for."""
+        return planned_start(self.id, self.trigger, self.scheduled_at, self.queued_at)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def lag_ms(self) -> int | None:
+        """How long after its planned start it started."""
         if self.started_at is None:
             return None
-        return math.floor((self.started_at - self.scheduled_at).total_seconds() * 1000)
+        return math.floor((self.started_at - self.starts_at).total_seconds() * 1000)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def flow_wait_ms(self) -> int | None:
+        """How long it waited for its flow's limits (or its backfill's pacing)."""
+        if self.held_at is None or self.started_at is None:
+            return None
+        return max(0, math.floor((self.started_at - self.held_at).total_seconds() * 1000))
 
 
 class Occurrence(BaseModel):
@@ -106,6 +150,12 @@ class Occurrence(BaseModel):
     generation: int = 1
     #: (The time index holds scheduled occurrences only; a manual run is sent at once.)
     trigger: Trigger = Trigger.SCHEDULE
+
+    @property
+    def starts_at(self) -> datetime:
+        """Its planned start (the fire time plus its window offset): where the time index
+        keeps it, and when it is sent for."""
+        return planned_start(self.run_id, self.trigger, self.scheduled_at, None)
 
     @classmethod
     def of(cls, run: Run) -> Occurrence:
@@ -131,6 +181,27 @@ class RunMessage(BaseModel):
     #: The job's generation the occurrence was planned under (see Job.is_current).
     generation: int = 1
     trigger: Trigger = Trigger.SCHEDULE
+    #: A run its flow held back: when it first had to wait.
+    held_at: Instant | None = None
+    #: Not to be taken before then: a held run's next look at its flow, or (``reserved``)
+    #: the second its flow reserved for its start.
+    not_before: Instant | None = None
+    reserved: bool = False
+
+    @property
+    def starts_at(self) -> datetime:
+        """The run's planned start (see ``planned_start``)."""
+        return planned_start(self.run_id, self.trigger, self.scheduled_at, self.queued_at)
+
+    @property
+    def due_at(self) -> datetime:
+        """When a worker should have it: its planned start, or when its flow lets it."""
+        return self.not_before or self.starts_at
+
+    def body(self) -> str:
+        """The message as sent (JSON): the flow's fields only when a flow held the run."""
+        unused = {"held_at", "not_before", "reserved"} if self.held_at is None else set()
+        return self.model_dump_json(exclude=unused)
 
 
 # --- Log lines --------------------------------------------------------------------------------

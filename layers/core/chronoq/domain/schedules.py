@@ -67,6 +67,9 @@ class _Recurring(Model):
 
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
+    #: Each occurrence starts within this many seconds after its fire time, at an offset
+    #: derived from the job and the instant (see chronoq.domain.windows); 0: at its fire time.
+    window_seconds: int = Field(default=0, ge=0, le=r.MAX_WINDOW_SECONDS, strict=True)
 
     @field_validator("start_at")
     @classmethod

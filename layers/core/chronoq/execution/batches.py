@@ -47,9 +47,9 @@ def in_batches(run: dict[str, Any]) -> dict[str, Any]:
         WAIT_STATE: {
             "Type": "Wait",
             "Comment": "The worker starts a batch in the second before its runs are due: each "
-            "run waits here for its second (an EXPRESS execution waits at half the price of the "
-            "worker)",
-            "TimestampPath": "$.scheduled_at",
+            "run waits here for its second, its planned start (an EXPRESS execution waits at "
+            "half the price of the worker)",
+            "TimestampPath": "$.starts_at",
             "Next": run["StartAt"],
         },
         **states,

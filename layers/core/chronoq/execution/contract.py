@@ -66,6 +66,12 @@ class ExecutionInput(_Contract):
     exclusive: bool = False
     #: The job has a ``notify`` block: the run's end goes to the notifier whatever its status.
     notify: bool = False
+    #: When the run starts (its first state waits for it): its planned start, or the second
+    #: its flow reserved for it.
+    starts_at: str = ""
+    #: The flow items in which the run holds a ``max_running`` slot: the state machine gives
+    #: each back at the run's end (none: it takes no step for it).
+    flows: list[str] = Field(default_factory=list)
 
     @classmethod
     def of(
@@ -77,6 +83,8 @@ class ExecutionInput(_Contract):
         generation: int | None = None,
         trigger: Trigger = Trigger.SCHEDULE,
         queued_at: datetime | None = None,
+        starts_at: datetime | None = None,
+        flows: list[str] | None = None,
     ) -> ExecutionInput:
         return cls(
             job_id=job.id,
@@ -95,6 +103,8 @@ class ExecutionInput(_Contract):
             expires_at=int(scheduled_at.timestamp()) + r.RUN_RETENTION_SECONDS,
             exclusive=job.concurrency is not Concurrency.ALLOW,
             notify=job.notify is not None,
+            starts_at=format_instant(starts_at or scheduled_at),
+            flows=list(flows or ()),
         )
 
     def document(self) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from chronoq import resources as r
-from chronoq.aws.queues import delay_seconds
+from chronoq.aws.queues import message_delay
 from chronoq.domain.runs import Run, RunMessage, attempt_of_line, log_size
 from chronoq.execution import batches
 from chronoq.execution.contract import ExecutionInput
@@ -29,7 +29,7 @@ class FakeQueues:
     requests: int = 0
 
     def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
-        batch = [SentMessage(p, m, delay_seconds(m.scheduled_at, now, p)) for p, m in messages]
+        batch = [SentMessage(p, m, message_delay(m, now, p)) for p, m in messages]
         by_priority = {p: sum(1 for s in batch if s.priority is p) for p in Priority}
         self.requests += sum(-(-n // 10) for n in by_priority.values())
         self.sent.extend(batch)
@@ -88,11 +88,13 @@ class FakeExecutor:
         """The execution ended (what the state machine does at its end)."""
         self.finished.add(run_id)
 
-    def stop(self, run_id: str, reason: str) -> None:
+    def stop(self, run_id: str, reason: str) -> bool:
         if run_id in self.express:
-            return  # EXPRESS executions cannot be stopped
+            return False  # EXPRESS executions cannot be stopped
         if run_id in self.started and run_id not in self.stopped and run_id not in self.finished:
             self.stopped[run_id] = reason
+            return True
+        return run_id in self.started
 
 
 @dataclass

@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain.backfills import Backfill, BackfillState
+from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunStatus
 from chronoq.domain.time import format_instant
@@ -52,6 +54,10 @@ class FakeStore:
     keys: dict[str, tuple[KeyRecord, datetime]] = field(default_factory=dict)
     #: owner -> how many jobs they have
     job_counts: dict[str, int] = field(default_factory=dict)
+    #: flow item key -> its state
+    flows: dict[str, FlowState] = field(default_factory=dict)
+    #: (job id, backfill id) -> backfill
+    backfills: dict[tuple[str, str], Backfill] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- jobs -------------------------------------------------------------------------------
@@ -167,7 +173,24 @@ class FakeStore:
                 scheduled_at=run.scheduled_at,
                 queued_at=run.queued_at,
                 notify=run.notify,
+                rerun_of=run.rerun_of,
+                backfill_id=run.backfill_id,
+                held_at=run.held_at,
             )
+            return True
+
+    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+        with self._lock:
+            kept = self.runs.get((run.job_id, run.id))
+            if kept is None:
+                self.create_run(
+                    run.model_copy(update={"status": RunStatus.SCHEDULED, "held_at": held_at}),
+                    now,
+                )
+                return True
+            if kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
+                return False
+            self.runs[(run.job_id, run.id)] = kept.model_copy(update={"held_at": held_at})
             return True
 
     def get_run(self, job_id: str, run_id: str) -> Run | None:
@@ -241,6 +264,62 @@ class FakeStore:
             kept = self.runs[(job_id, run_id)]
             self.runs[(job_id, run_id)] = kept.model_copy(update=changes)
 
+    # --- flows ------------------------------------------------------------------------------
+
+    def get_flow(self, key: str) -> FlowState:
+        return self.flows.get(key, FlowState())
+
+    def save_flow(self, key: str, before: FlowState, after: FlowState, now: datetime) -> bool:
+        with self._lock:
+            kept = self.flows.get(key, FlowState())
+            if kept.version != before.version:
+                return False
+            # (holders released meanwhile stay released: only added and removed ones change)
+            added = {k: v for k, v in after.holders.items() if before.holders.get(k) != v}
+            removed = set(before.holders) - set(after.holders)
+            holders = {k: v for k, v in kept.holders.items() if k not in removed} | added
+            self.flows[key] = FlowState(holders, after.frontier, after.starts, before.version + 1)
+            return True
+
+    def release_flow(self, key: str, run_id: str) -> None:
+        with self._lock:
+            kept = self.flows.get(key)
+            if kept is not None and run_id in kept.holders:
+                holders = {k: v for k, v in kept.holders.items() if k != run_id}
+                self.flows[key] = FlowState(holders, kept.frontier, kept.starts, kept.version)
+
+    # --- backfills --------------------------------------------------------------------------
+
+    def put_backfill(self, backfill: Backfill) -> None:
+        with self._lock:
+            self.backfills[(backfill.job_id, backfill.id)] = backfill
+
+    def get_backfill(self, job_id: str, backfill_id: str) -> Backfill | None:
+        return self.backfills.get((job_id, backfill_id))
+
+    def page_backfills(
+        self, job_id: str, owner: str, limit: int, after: Position | None = None
+    ) -> Page[Backfill]:
+        newest_first = sorted(
+            (b for (j, _), b in self.backfills.items() if j == job_id and b.owner == owner),
+            key=lambda b: b.id,
+            reverse=True,
+        )
+        candidates = [((b.id,), b) for b in newest_first if after is None or (b.id,) < after]
+        return _page(candidates, limit, lambda _: True)
+
+    def end_backfill(
+        self, job_id: str, backfill_id: str, state: BackfillState, now: datetime
+    ) -> bool:
+        with self._lock:
+            kept = self.backfills.get((job_id, backfill_id))
+            if kept is None or kept.state is not BackfillState.RUNNING:
+                return False
+            self.backfills[(job_id, backfill_id)] = kept.model_copy(
+                update={"state": state, "finished_at": now}
+            )
+            return True
+
     # --- idempotency keys -------------------------------------------------------------------
 
     def claim_key(
@@ -277,8 +356,8 @@ class FakeStore:
     ) -> None:
         with self._lock:
             for o in occurrences:
-                bucket = ids.bucket(o.scheduled_at, ids.shard_of(o.job_id, shards))
-                due = f"{o.scheduled_at.isoformat()}#{o.run_id}"
+                bucket = ids.bucket(o.starts_at, ids.shard_of(o.job_id, shards))
+                due = f"{o.starts_at.isoformat()}#{o.run_id}"
                 self.schedule.setdefault(bucket, {})[due] = o
 
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Run, RunStatus
+from chronoq.usecases.flow import held_slots
 from chronoq.usecases.ports import Clock, Executor, JobRunStore
 
 
@@ -16,12 +18,21 @@ class Canceller:
     executor: Executor
     clock: Clock
 
-    def cancel(self, job_id: str, run_id: str, reason: str) -> None:
+    def cancel(self, job_id: str, run_id: str, reason: str, job: Job | None = None) -> None:
         """Stop the run's execution (and with it the attempt), record it CANCELLED unless it
-        already ended, and take it off the job's active runs."""
-        self.executor.stop(run_id, reason)
+        already ended, and take it off the job's active runs (and give back its flow slots:
+        a stopped execution takes no last step). ``job``: the run's job, as the caller read it
+        (else it is read, if the run may hold flow slots)."""
+        stopped = self.executor.stop(run_id, reason)
         run = self.store.get_run(job_id, run_id)
         if run is not None:
+            # an execution stopped, or none to come, takes no last step: its flow slots are
+            # given back here (a running EXPRESS execution gives them back at its end)
+            if stopped or run.status is not RunStatus.RUNNING:
+                if job is None:
+                    job = self.store.get_job(job_id)
+                for key in held_slots(job, run.owner, run_id):
+                    self.store.release_flow(key, run_id)
             now = self.clock()
             self.store.end_run(
                 run,

@@ -115,7 +115,7 @@ class Dispatcher:
         due = []
         for o in current:
             job = jobs[o.job_id]
-            if job.is_late(o.scheduled_at, now):
+            if job.is_late(o.starts_at, now):
                 kept = self.store.get_run(o.job_id, o.run_id)
                 run = kept or new_run(job, o.run_id, o.scheduled_at, Trigger.SCHEDULE)
                 if end_unstarted(self.store, kept, run, RunStatus.MISSED, job.missed_reason(), now):

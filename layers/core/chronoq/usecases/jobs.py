@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import ids, windows
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
@@ -191,6 +191,7 @@ class JobOperations:
             raise InvalidRequest(
                 None, f"the job is {size} bytes of JSON; at most {r.MAX_JOB_BYTES} are kept"
             )
+        windows.check(spec.schedule, self.clock())
         if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
             raise InvalidRequest("target.task", f"{spec.target.task} is not a registered task")
         refused = self.targets.refusal(spec.target, spec.timeout_seconds)

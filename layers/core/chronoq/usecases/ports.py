@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
+from chronoq.domain.backfills import Backfill, BackfillState
+from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
 from chronoq.execution.contract import ExecutionInput
@@ -47,12 +49,15 @@ class RunFilter:
     statuses: frozenset[RunStatus] | None = None
     since: datetime | None = None
     until: datetime | None = None
+    #: Only the runs of this backfill.
+    backfill_id: str | None = None
 
     def matches(self, run: Run) -> bool:
         return (
             (self.statuses is None or run.status in self.statuses)
             and (self.since is None or run.scheduled_at >= self.since)
             and (self.until is None or run.scheduled_at < self.until)
+            and (self.backfill_id is None or run.backfill_id == self.backfill_id)
         )
 
 
@@ -164,6 +169,50 @@ class RunStore(Protocol):
         """Keep how one notification of a run's end went (if the run is still kept)."""
         ...
 
+    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+        """Record that a run not started yet waits for its flow since ``held_at``: creates
+        its record (SCHEDULED) if it has none; False when it has one that is no longer
+        SCHEDULED or already notes a wait (left untouched)."""
+        ...
+
+
+class FlowStore(Protocol):
+    """Flow control's items, in the jobs table (see chronoq.domain.flow)."""
+
+    def get_flow(self, key: str) -> FlowState:
+        """The flow's state (strongly consistent; version 0: no item yet)."""
+        ...
+
+    def save_flow(self, key: str, before: FlowState, after: FlowState, now: datetime) -> bool:
+        """Write ``after`` unless the item is no longer at ``before``'s version (False:
+        changed meanwhile, nothing written). Only holders added or removed are written."""
+        ...
+
+    def release_flow(self, key: str, run_id: str) -> None:
+        """Give the run's slot back (no-op if it holds none): what the state machine does
+        at a run's end."""
+        ...
+
+
+class BackfillStore(Protocol):
+    """Backfills, kept in their job's partition of the runs table."""
+
+    def put_backfill(self, backfill: Backfill) -> None: ...
+
+    def get_backfill(self, job_id: str, backfill_id: str) -> Backfill | None: ...
+
+    def page_backfills(
+        self, job_id: str, owner: str, limit: int, after: Position | None = None
+    ) -> Page[Backfill]:
+        """Up to ``limit`` of the owner's backfills of the job, newest first."""
+        ...
+
+    def end_backfill(
+        self, job_id: str, backfill_id: str, state: BackfillState, now: datetime
+    ) -> bool:
+        """Give a RUNNING backfill its final state (False: it was not RUNNING)."""
+        ...
+
 
 class ScheduleStore(Protocol):
     """The time index: occurrences by minute bucket and shard, and each shard's checkpoint."""
@@ -246,11 +295,11 @@ class KeyStore(Protocol):
         ...
 
 
-class JobRunStore(JobStore, RunStore, Protocol):
+class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
 
 
-class Store(JobStore, RunStore, ScheduleStore, KeyStore, Protocol):
+class Store(JobStore, RunStore, ScheduleStore, KeyStore, FlowStore, BackfillStore, Protocol):
     """All three tables (what the API and the dispatcher use)."""
 
 
@@ -275,8 +324,9 @@ class Executor(Protocol):
         through."""
         ...
 
-    def stop(self, run_id: str, reason: str) -> None:
-        """Stop the run's execution; no-op if it is not running."""
+    def stop(self, run_id: str, reason: str) -> bool:
+        """Stop the run's execution; no-op if it is not running (an EXPRESS execution cannot
+        be stopped). True when a running execution was stopped."""
         ...
 
 

@@ -63,6 +63,7 @@ class RunOperations:
                 ",".join(sorted(where.statuses or ())),
                 format_instant(where.since) if where.since else "",
                 format_instant(where.until) if where.until else "",
+                *([where.backfill_id] if where.backfill_id else []),
             ]
         )
         after = self.pages.open(owner, listing, next_token)
@@ -111,10 +112,13 @@ class RunOperations:
 
 
 def run_filter(
-    status: str | None, since: datetime | None = None, until: datetime | None = None
+    status: str | None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    backfill_id: str | None = None,
 ) -> RunFilter:
     """The filter of a runs listing from its query: ``status`` is one status or several,
-    comma-separated."""
+    comma-separated; ``backfill_id``: only that backfill's runs."""
     statuses = None
     if status is not None:
         try:
@@ -122,4 +126,4 @@ def run_filter(
         except ValueError:
             known = ", ".join(s.value for s in RunStatus)
             raise InvalidRequest("status", f"must be statuses among {known}") from None
-    return RunFilter(statuses=statuses, since=since, until=until)
+    return RunFilter(statuses=statuses, since=since, until=until, backfill_id=backfill_id)

@@ -7,18 +7,22 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Literal, TypeVar
 
 from chronoq import resources as r
+from chronoq.domain import ids
+from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
-from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import utc_second
 from chronoq.execution.contract import ExecutionInput
+from chronoq.resources import Priority
 from chronoq.usecases.cancel import Canceller
-from chronoq.usecases.ports import Clock, Executor, JobRunStore, Sleep
+from chronoq.usecases.flow import Answer, Ask, FlowGate, flows_of
+from chronoq.usecases.ports import Clock, Executor, JobRunStore, Queues, Sleep
 from chronoq.usecases.timeindex import end_unstarted, new_run
 
 #: How often the worker re-reads a job that changed under it before giving the run back.
@@ -30,8 +34,24 @@ class ClaimHeld(Conflict):
     later (when the claim has either become a running run or lapsed)."""
 
 
-#: What became of a message.
-Outcome = Literal["started", "duplicate", "gone", "superseded", "missed", "skipped", "taken"]
+#: What became of a message. ``held``: its flow holds the run back (sent again, to look
+#: again or to wait for the second its flow reserved); ``cancelled``: its backfill was.
+Outcome = Literal[
+    "started", "duplicate", "gone", "superseded", "missed", "skipped", "taken", "held", "cancelled"
+]
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A run that may start once its flows let it (a run of a job with a ``flow``, or of a
+    backfill): decided, not yet claimed (a job with concurrency forbid or replace claims it
+    once its flows have given it a start)."""
+
+    job: Job
+    run: Run
+    message: RunMessage
+    exclusive: bool
+    backfill: Backfill | None
 
 
 @dataclass
@@ -41,6 +61,12 @@ class RunStarter:
     canceller: Canceller
     clock: Clock
     sleep: Sleep
+    #: Where a run its flow holds back is sent again (and a backfill's next run sent).
+    queues: Queues
+
+    @property
+    def gate(self) -> FlowGate:
+        return FlowGate(self.store, self.clock)
 
     def start_run(self, message: RunMessage) -> Outcome:
         """Start one run at its second (see ``start_runs``); raises what must send its
@@ -64,7 +90,7 @@ class RunStarter:
         results: list[Outcome | Exception] = ["gone"] * len(messages)
         by_second: dict[datetime, list[int]] = defaultdict(list)
         for i, message in enumerate(messages):
-            by_second[utc_second(message.scheduled_at)].append(i)
+            by_second[utc_second(message.due_at)].append(i)
         for second in sorted(by_second):
             indexes = by_second[second]
             group = [messages[i] for i in indexes]
@@ -74,12 +100,15 @@ class RunStarter:
                 jobs: Mapping[str, Job] | Exception = self.store.get_jobs(
                     {m.job_id for m in group}, consistent=True
                 )
+                backfills: Mapping[str, Backfill | None] | Exception = self._backfills(group)
             except Exception as error:  # every message of the group goes back to SQS
-                jobs = error
-            decisions = _concurrently(partial(self._decide, jobs=jobs), group)
+                jobs = backfills = error
+            decide = partial(self._decide, jobs=jobs, backfills=backfills)
+            decisions = _concurrently(decide, group)
+            admitted = self._through_flows(decisions)
             together: list[tuple[int, ExecutionInput]] = []
             alone: list[tuple[int, ExecutionInput]] = []
-            for i, decision in zip(indexes, decisions, strict=True):
+            for i, decision in zip(indexes, admitted, strict=True):
                 if not isinstance(decision, ExecutionInput):
                     results[i] = decision
                 else:
@@ -93,7 +122,8 @@ class RunStarter:
                 for i, _ in together:
                     results[i] = outcome
             if alone:
-                early = (second - self.clock()).total_seconds()
+                latest = max(datetime.fromisoformat(d.starts_at) for _, d in alone)
+                early = (max(second, latest) - self.clock()).total_seconds()
                 if early > 0:
                     self.sleep(min(early, max(r.DISPATCH_LEAD_SECONDS.values()) + 1))
                 for i, decision in alone:
@@ -105,21 +135,44 @@ class RunStarter:
             started = self.executor.start(execution_input.run_id, execution_input)
         except Exception as error:  # the message goes back to SQS
             return error
+        if not started and execution_input.flows:  # an execution of it exists: not this one
+            self.gate.release(execution_input.flows, execution_input.run_id)
         return "started" if started else "duplicate"
 
+    def _backfills(self, group: list[RunMessage]) -> dict[str, Backfill | None]:
+        """The backfills of the group's backfill runs, by id (one read each)."""
+        wanted = {
+            (m.job_id, backfill_id)
+            for m in group
+            if m.trigger is Trigger.BACKFILL and (backfill_id := ids.backfill_id_of(m.run_id))
+        }
+        return {b: self.store.get_backfill(job_id, b) for job_id, b in wanted}
+
     def _decide(
-        self, message: RunMessage, jobs: Mapping[str, Job] | Exception
-    ) -> Outcome | ExecutionInput | Exception:
-        """What to do with one message (``jobs``: its group's jobs, as read together): the
-        execution to start, what became of it instead, or the error that sends it back."""
+        self,
+        message: RunMessage,
+        jobs: Mapping[str, Job] | Exception,
+        backfills: Mapping[str, Backfill | None] | Exception,
+    ) -> Outcome | ExecutionInput | Gated | Exception:
+        """What to do with one message (``jobs``, ``backfills``: its group's, as read
+        together): the execution to start, a run to take through its flows first, what
+        became of it instead, or the error that sends it back."""
         if isinstance(jobs, Exception):
             return jobs
+        if isinstance(backfills, Exception):
+            return backfills
+        backfill_id = ids.backfill_id_of(message.run_id)
+        backfill = backfills.get(backfill_id) if backfill_id else None
         try:
+            if message.trigger is Trigger.BACKFILL and (
+                backfill is None or backfill.state is not BackfillState.RUNNING
+            ):
+                return self._backfill_over(message)
             for attempt in range(CLAIM_ATTEMPTS):
                 job = (
                     jobs.get(message.job_id) if attempt == 0 else self.store.get_job(message.job_id)
                 )
-                decision = self._try_start(message, job)
+                decision = self._try_start(message, job, backfill)
                 if decision != "job_changed":
                     return decision
             raise Conflict(
@@ -129,18 +182,24 @@ class RunStarter:
             return error
 
     def _try_start(
-        self, message: RunMessage, job: Job | None
-    ) -> Outcome | ExecutionInput | Literal["job_changed"]:
+        self, message: RunMessage, job: Job | None, backfill: Backfill | None = None
+    ) -> Outcome | ExecutionInput | Gated | Literal["job_changed"]:
         now = self.clock()
         not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
         # The run's record is read only where it decides something: for a job that keeps its
-        # active runs (the run may be claimed), and for a run that will not start. An `allow`
-        # run starts without it: the state machine's first write settles duplicates.
+        # active runs (the run may be claimed), for a run that goes through flows (a slot is
+        # not taken for a run that ran), and for a run that will not start. An `allow` run
+        # starts without it: the state machine's first write settles duplicates.
         exclusive = job is not None and job.concurrency is not Concurrency.ALLOW
+        gated = job is not None and (job.flow is not None or backfill is not None)
         kept = (
-            self.store.get_run(message.job_id, message.run_id) if job is None or exclusive else None
+            self.store.get_run(message.job_id, message.run_id)
+            if job is None or exclusive or gated
+            else None
         )
         if kept is not None and kept.status not in not_started:
+            if backfill is not None and job is not None and kept.started_at is None:
+                self._chain(job, backfill, kept.scheduled_at)  # cancelled while it waited
             return "duplicate"
         if job is None:  # deleted: a run that had not started never will
             if kept is not None:
@@ -151,13 +210,18 @@ class RunStarter:
         # A scheduled run has no record until it starts (the state machine writes it).
         run = kept or new_run(
             job, message.run_id, message.scheduled_at, message.trigger
-        ).model_copy(update={"generation": message.generation})
+        ).model_copy(
+            update={
+                "generation": message.generation,
+                "backfill_id": backfill.id if backfill else None,
+            }
+        )
         claimed = run.status is RunStatus.QUEUED  # by a worker that may have died meanwhile
         if not claimed and not job.is_current(run):
             if kept is not None:
                 self.store.delete_pending_run(run.job_id, run.id)
             return "superseded"
-        if job.is_late(run.scheduled_at, now):
+        if job.is_late(message.starts_at, now, run.trigger):
             if not exclusive:
                 kept = self.store.get_run(message.job_id, message.run_id)
                 if kept is not None and kept.status not in not_started:
@@ -171,19 +235,39 @@ class RunStarter:
             if active and job.concurrency is Concurrency.FORBID:
                 reason = f"concurrency forbid: run {sorted(active)[0]} is still active"
                 self._end(kept, run, RunStatus.SKIPPED, reason)
+                if backfill is not None:
+                    self._chain(job, backfill, run.scheduled_at)
                 return "skipped"
             if active and job.concurrency is Concurrency.REPLACE:
                 reason = f"concurrency replace: replaced by run {run.id}"
                 for other in sorted(active):
-                    self.canceller.cancel(job.id, other, reason)
+                    self.canceller.cancel(job.id, other, reason, job)
                 return "job_changed"  # read the job again: its active runs are gone now
+        if gated:  # its flows first, for all the batch's runs together
+            return Gated(job, run, message, exclusive, backfill)
         if exclusive:
-            # The job keeps its active runs: claim the run in them first.
-            claim = self.store.claim_run(job, run, message.queued_at, now, exclusive=True)
-            if claim == "held":
-                raise ClaimHeld(f"run {run.id} is being started by another worker; ask again later")
+            claim = self._claim(job, run, message)
             if claim != "claimed":
                 return claim
+        return self._execution(job, run, message, message.starts_at)
+
+    def _claim(
+        self, job: Job, run: Run, message: RunMessage
+    ) -> Outcome | Literal["claimed", "job_changed"]:
+        """The job keeps its active runs: claim the run in them first."""
+        claim = self.store.claim_run(job, run, message.queued_at, self.clock(), exclusive=True)
+        if claim == "held":
+            raise ClaimHeld(f"run {run.id} is being started by another worker; ask again later")
+        return claim
+
+    def _execution(
+        self,
+        job: Job,
+        run: Run,
+        message: RunMessage,
+        starts_at: datetime,
+        flows: list[str] | None = None,
+    ) -> ExecutionInput:
         return ExecutionInput.of(
             job,
             run.id,
@@ -191,7 +275,116 @@ class RunStarter:
             generation=run.generation,
             trigger=run.trigger,
             queued_at=run.queued_at or message.queued_at,
+            starts_at=starts_at,
+            flows=flows,
         )
+
+    # --- flows ------------------------------------------------------------------------------
+
+    def _through_flows(
+        self, decisions: list[Outcome | ExecutionInput | Gated | Exception]
+    ) -> list[Outcome | ExecutionInput | Exception]:
+        """The group's runs that go through flows, asked together: each admitted one's
+        execution (claimed first if its job keeps its active runs), or, for one that must
+        wait, its message sent again (to look again, or for the second reserved for it)."""
+        gated = [d for d in decisions if isinstance(d, Gated)]
+        answers = (
+            self.gate.admit(
+                [
+                    Ask(
+                        g.run.id,
+                        flows_of(g.job, g.backfill),
+                        max(g.message.starts_at, self.clock()),
+                        g.message.not_before if g.message.reserved else None,
+                    )
+                    for g in gated
+                ]
+            )
+            if gated
+            else {}
+        )
+        resend: list[tuple[int, Priority, RunMessage]] = []
+        out: list[Outcome | ExecutionInput | Exception] = []
+        for n, decision in enumerate(decisions):
+            if not isinstance(decision, Gated):
+                out.append(decision)
+                continue
+            answer = answers[decision.run.id]
+            try:
+                if isinstance(answer, Exception):
+                    raise answer
+                admitted = self._admitted(decision, answer)
+                if isinstance(admitted, RunMessage):
+                    resend.append((n, decision.job.priority, admitted))
+                    admitted = "held"
+                out.append(admitted)
+            except Exception as error:  # the message goes back to SQS
+                out.append(error)
+        if resend:
+            try:
+                self.queues.send(((p, m) for _, p, m in resend), self.clock())
+            except Exception as error:  # not sent again: the message itself comes back
+                for n, _, _ in resend:
+                    out[n] = error
+        return out
+
+    def _admitted(self, gated: Gated, answer: Answer) -> Outcome | ExecutionInput | RunMessage:
+        """What a run's flows answered becomes: its execution (claimed first for a job that
+        keeps its active runs), or its message to send again (a run that waits, its wait
+        recorded the first time)."""
+        job, run, message = gated.job, gated.run, gated.message
+        now = self.clock()
+        if gated.backfill is not None and answer.start is not None:
+            # it starts: the backfill's run max_in_flight fire times later may be made
+            self._chain(job, gated.backfill, run.scheduled_at)
+        ahead = timedelta(seconds=r.FLOW_START_AHEAD_SECONDS)
+        if answer.start is None or answer.start > utc_second(now) + ahead:
+            held_at = message.held_at or max(message.starts_at, now)
+            if message.held_at is None:
+                self.store.hold_run(run, held_at, now)
+            if answer.start is None:  # no slot: look again shortly
+                after = now + timedelta(seconds=r.FLOW_POLL_SECONDS)
+                return message.model_copy(
+                    update={"held_at": held_at, "not_before": after, "reserved": False}
+                )
+            return message.model_copy(  # its second is reserved: wait for it on the queue
+                update={"held_at": held_at, "not_before": answer.start, "reserved": True}
+            )
+        if gated.exclusive:
+            claim = self._claim(job, run, message)
+            if claim != "claimed":
+                self.gate.release(answer.holding, run.id)
+                if claim == "job_changed":
+                    raise Conflict(f"job {job.id} changed while run {run.id} was started")
+                return claim
+        return self._execution(job, run, message, answer.start, answer.holding)
+
+    def _chain(self, job: Job, backfill: Backfill, fire: datetime) -> None:
+        """Make the backfill's run ``max_in_flight`` fire times after ``fire``, and send it
+        (if made already, nothing: its id is the backfill's and the fire time's)."""
+        later = backfill.later(fire, backfill.max_in_flight)
+        if later is None:
+            return
+        now = self.clock()
+        run = new_run(job, ids.backfill_run_id(job.id, later, backfill.id), later, Trigger.BACKFILL)
+        run = run.model_copy(update={"queued_at": now, "backfill_id": backfill.id})
+        if not self.store.create_run(run, now):
+            return
+        try:
+            self.queues.send([(run.priority, _message_of(run))], now)
+        except Exception:  # not sent: not made either (the next look makes it again)
+            self.store.delete_pending_run(run.job_id, run.id)
+            raise
+
+    def _backfill_over(self, message: RunMessage) -> Outcome:
+        """A backfill run whose backfill was cancelled (or is gone) never starts."""
+        kept = self.store.get_run(message.job_id, message.run_id)
+        if kept is None or kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+            return "duplicate"
+        reason = "its backfill was cancelled"
+        not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
+        self.store.end_run(kept, RunStatus.CANCELLED, self.clock(), reason, not_started)
+        return "cancelled"
 
     def _end(self, kept: Run | None, run: Run, status: RunStatus, reason: str) -> None:
         end_unstarted(self.store, kept, run, status, reason, self.clock())
@@ -207,7 +400,7 @@ class RunStarter:
             if (
                 found is not None
                 and found.status is RunStatus.QUEUED
-                and job.is_late(found.scheduled_at, now)
+                and job.is_late(found.starts_at, now, found.trigger)
             ):
                 self.store.end_run(
                     found, RunStatus.MISSED, now, job.missed_reason(), [RunStatus.QUEUED]
@@ -218,6 +411,17 @@ class RunStarter:
             else:
                 active.add(other)
         return active
+
+
+def _message_of(run: Run) -> RunMessage:
+    return RunMessage(
+        job_id=run.job_id,
+        run_id=run.id,
+        scheduled_at=run.scheduled_at,
+        queued_at=run.queued_at or run.scheduled_at,
+        generation=run.generation,
+        trigger=run.trigger,
+    )
 
 
 T = TypeVar("T")

@@ -57,7 +57,7 @@ class TimeIndex:
         starts (or when it is found too late to start)."""
         occurrences: list[Occurrence] = []
         for job, at in pairs:
-            run = new_run(job, ids.run_id(job.id, at, job.generation), at, Trigger.SCHEDULE)
+            run = new_run(job, job.occurrence_id(at), at, Trigger.SCHEDULE)
             occurrences.append(Occurrence.of(run))
         if occurrences:
             self.store.put_occurrences(occurrences, self.shards, now, pack)
@@ -88,7 +88,7 @@ class TimeIndex:
             if shard not in checkpoints:
                 checkpoints[shard] = self.store.opened_through(shard)
             done_through = checkpoints[shard]
-            if done_through is not None and ids.minute_of(o.scheduled_at) <= done_through:
+            if done_through is not None and ids.minute_of(o.starts_at) <= done_through:
                 late.append(o)
         if late:
             # The dispatcher has passed these minutes: send now, and chain on from here.
@@ -98,8 +98,7 @@ class TimeIndex:
             except Exception:
                 # Not sent (or not chained on): the dispatcher reads those minutes again.
                 for shard, minute in {
-                    (ids.shard_of(o.job_id, self.shards), ids.minute_of(o.scheduled_at))
-                    for o in late
+                    (ids.shard_of(o.job_id, self.shards), ids.minute_of(o.starts_at)) for o in late
                 }:
                     self.store.reopen_minute(shard, minute)
                 raise

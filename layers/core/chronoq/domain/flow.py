@@ -1,0 +1,120 @@
+"""Flow control's rules: which runs of a flow may start, and in which second.
+
+A flow is the owner's key (every job of theirs whose ``flow`` names it shares it), or a
+backfill (its pacing). Its state is one item: the runs holding a ``max_running`` slot, each
+with the second reserved for its start, and the number of starts counted in the latest
+second any start was reserved in (the frontier). Starts are reserved in order: a run gets
+the second it wants if that is past the frontier, else the frontier's second while it has
+room, else the second after. So no second ever holds more than ``max_starts_per_second``
+starts, and a run over the rate knows at once when it may start; a run over
+``max_running`` waits for a slot and looks again. A slot is given back when its run ends (the
+state machine's last step), when the run is cancelled, or, if its run never started, once
+the flow is full and the second reserved for it is FLOW_LEASE_SECONDS past.
+
+Pure: the use case reads the state, decides with ``admit`` and writes the state back under
+the version it read (a concurrent change makes it read and decide again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from chronoq import resources as r
+
+#: Prefix of the jobs table's flow items (never a job id: those are ``job_...``).
+ITEM_PREFIX = "flow#"
+
+
+def item_key(owner: str, key: str) -> str:
+    """The item of the owner's flow ``key`` (no owner nor key in clear)."""
+    digest = hashlib.sha256(f"user\0{owner}\0{key}".encode()).hexdigest()[:40]
+    return ITEM_PREFIX + digest
+
+
+def backfill_item_key(owner: str, backfill_id: str) -> str:
+    """The item pacing a backfill's runs (its ``max_running`` is the backfill's maximum in
+    flight)."""
+    digest = hashlib.sha256(f"backfill\0{owner}\0{backfill_id}".encode()).hexdigest()[:40]
+    return ITEM_PREFIX + digest
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_running: int | None = None
+    max_starts_per_second: int | None = None
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """A flow's item: ``holders``, run id -> the second (epoch) reserved for its start, for
+    the runs holding a ``max_running`` slot; the ``frontier`` second and the ``starts``
+    reserved in it; its ``version`` (0: no item yet)."""
+
+    holders: Mapping[str, int] = field(default_factory=dict)
+    frontier: int = 0
+    starts: int = 0
+    version: int = 0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A run that asks to start: the first second it may start in (``wanted``), and the
+    second this flow reserved for it before, if its message says so."""
+
+    run_id: str
+    wanted: int
+    reserved: int | None = None
+
+
+def admit(
+    state: FlowState,
+    limits: Limits,
+    candidates: Sequence[Candidate],
+    now: int,
+    stale: Iterable[str] = (),
+) -> tuple[FlowState, dict[str, int | None]]:
+    """The flow's state once ``candidates`` (in order) have asked to start at second ``now``
+    (epoch), and for each the second it starts in (never before ``now`` + 1, so that its
+    execution, started now, waits for it), or None: held back, no slot is free. ``stale``:
+    holders whose runs never started (see ``stale_holders``), whose slots are taken back.
+
+    A run already holding a slot keeps it; one whose reserved second is still ahead keeps
+    that second (it was counted); otherwise each start is counted in the second it gets."""
+    gone = set(stale)
+    holders = {run: second for run, second in state.holders.items() if run not in gone}
+    frontier, starts = state.frontier, state.starts
+    earliest = now + 1
+    decided: dict[str, int | None] = {}
+    for candidate in candidates:
+        holding = candidate.run_id in holders
+        kept = candidate.reserved
+        if kept is not None and kept >= earliest and (limits.max_running is None or holding):
+            decided[candidate.run_id] = kept
+            continue
+        if limits.max_running is not None and not holding and len(holders) >= limits.max_running:
+            decided[candidate.run_id] = None
+            continue
+        start = max(candidate.wanted, earliest)
+        rate = limits.max_starts_per_second
+        if rate is not None:
+            if start > frontier:
+                frontier, starts = start, 1
+            elif starts < rate:
+                starts += 1
+            else:
+                frontier, starts = frontier + 1, 1
+            start = frontier
+        if limits.max_running is not None:
+            holders[candidate.run_id] = start
+        decided[candidate.run_id] = start
+    return FlowState(holders, frontier, starts, state.version), decided
+
+
+def stale_holders(state: FlowState, now: int) -> list[str]:
+    """Holders whose reserved second is FLOW_LEASE_SECONDS past: if their runs have not
+    started (no record, or one that is not RUNNING), their slots were never used."""
+    return sorted(
+        run for run, second in state.holders.items() if second < now - r.FLOW_LEASE_SECONDS
+    )

@@ -1,0 +1,168 @@
+"""The API's backfills: run a job's schedule over a past range, list them, follow one,
+cancel one as a whole (see chronoq.domain.backfills for how its runs are paced)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from chronoq import resources as r
+from chronoq.domain import ids
+from chronoq.domain.backfills import (
+    Backfill,
+    BackfillRequest,
+    BackfillState,
+    check_range,
+    fire_times,
+)
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.jobs import Concurrency, Job
+from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
+from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.pages import Listing, PageTokens
+from chronoq.usecases.ports import Clock, RunFilter, Store
+from chronoq.usecases.timeindex import TimeIndex, new_run
+
+
+@dataclass
+class BackfillOperations:
+    store: Store
+    index: TimeIndex
+    canceller: Canceller
+    clock: Clock
+    pages: PageTokens
+
+    def create(self, owner: str, job_id: str, request: BackfillRequest) -> Backfill:
+        """A backfill of every fire time of the job's schedule in the range; its first
+        ``max_in_flight`` runs made and sent now (the others follow as these start)."""
+        job = self._job(owner, job_id)
+        now = self.clock()
+        check_range(request, now)
+        fires = fire_times(job.schedule, request.start, request.to, r.MAX_BACKFILL_RUNS)
+        if not fires:
+            raise InvalidRequest("from", "the job's schedule has no fire time in this range")
+        if len(fires) > r.MAX_BACKFILL_RUNS:
+            raise InvalidRequest(
+                "to",
+                f"the range holds more than {r.MAX_BACKFILL_RUNS} fire times: backfill it in parts",
+            )
+        # a forbid or replace job allows one active run: its backfill runs one at a time
+        exclusive = job.concurrency is not Concurrency.ALLOW
+        backfill = Backfill(
+            id=ids.new_backfill_id(now),
+            job_id=job.id,
+            owner=owner,
+            start=request.start,
+            to=request.to,
+            state=BackfillState.RUNNING,
+            total=len(fires),
+            max_in_flight=1 if exclusive else r.BACKFILL_MAX_IN_FLIGHT,
+            schedule=job.schedule,
+            created_at=now,
+        )
+        self.store.put_backfill(backfill)
+        first = [self._run(job, backfill, fire, now) for fire in fires[: backfill.max_in_flight]]
+        made = [run for run in first if self.store.create_run(run, now)]
+        try:
+            self.index.enqueue([Occurrence.of(run) for run in made], now)
+        except Exception:  # (queues unavailable): no run is left that nothing will send
+            for run in made:
+                self.store.delete_pending_run(run.job_id, run.id)
+            self.store.end_backfill(job.id, backfill.id, BackfillState.CANCELLED, now)
+            raise
+        return backfill
+
+    def page(
+        self,
+        owner: str,
+        job_id: str,
+        limit: int = r.DEFAULT_PAGE_LIMIT,
+        next_token: str | None = None,
+    ) -> Listing[Backfill]:
+        """A page of the job's backfills, newest first, each in its state as of now."""
+        self._job(owner, job_id)
+        listing = f"backfills:{job_id}"
+        after = self.pages.open(owner, listing, next_token)
+        page = self.store.page_backfills(job_id, owner, limit, after)
+        page = replace(page, items=[self._settled(b, None)[0] for b in page.items])
+        return self.pages.listing(owner, listing, page)
+
+    def get(self, owner: str, job_id: str, backfill_id: str) -> dict[str, Any]:
+        """A backfill, with how many of its runs are in each status."""
+        self._job(owner, job_id)
+        backfill = self._backfill(owner, job_id, backfill_id)
+        return self._view(*self._settled(backfill, list(self._runs(backfill))))
+
+    def cancel(self, owner: str, job_id: str, backfill_id: str) -> dict[str, Any]:
+        """No further run of the backfill is made; its runs that have not ended are
+        cancelled (a running one as POST /runs/{id}/cancel would)."""
+        job = self._job(owner, job_id)
+        backfill = self._backfill(owner, job_id, backfill_id)
+        now = self.clock()
+        if not self.store.end_backfill(job_id, backfill_id, BackfillState.CANCELLED, now):
+            state = self._settled(backfill, None)[0].state
+            raise Conflict(f"backfill {backfill_id} is already {state.value}")
+        reason = f"its backfill {backfill_id} was cancelled by {owner}"
+        for run in self._runs(backfill):
+            if run.status is RunStatus.SCHEDULED and self.store.end_run(
+                run, RunStatus.CANCELLED, now, reason, [RunStatus.SCHEDULED]
+            ):
+                continue
+            if run.status in (RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING):
+                self.canceller.cancel(run.job_id, run.id, reason, job)
+        return self.get(owner, job_id, backfill_id)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _job(self, owner: str, job_id: str) -> Job:
+        job = self.store.get_job(job_id)
+        if job is None or job.owner != owner:
+            raise NotFound(f"job {job_id} not found")
+        return job
+
+    def _backfill(self, owner: str, job_id: str, backfill_id: str) -> Backfill:
+        backfill = self.store.get_backfill(job_id, backfill_id)
+        if backfill is None or backfill.owner != owner:
+            raise NotFound(f"backfill {backfill_id} not found")
+        return backfill
+
+    @staticmethod
+    def _run(job: Job, backfill: Backfill, fire: datetime, now: datetime) -> Run:
+        run = new_run(job, ids.backfill_run_id(job.id, fire, backfill.id), fire, Trigger.BACKFILL)
+        return run.model_copy(update={"queued_at": now, "backfill_id": backfill.id})
+
+    def _runs(self, backfill: Backfill) -> Iterator[Run]:
+        """Every run of the backfill made so far (its fire times' range of the job's runs)."""
+        where = RunFilter(since=backfill.start, until=backfill.to, backfill_id=backfill.id)
+        after = None
+        while True:
+            page = self.store.page_runs(
+                backfill.job_id, backfill.owner, r.MAX_PAGE_LIMIT, after, where
+            )
+            yield from page.items
+            if page.after is None:
+                return
+            after = page.after
+
+    def _settled(
+        self, backfill: Backfill, runs: list[Run] | None
+    ) -> tuple[Backfill, list[Run] | None]:
+        """The backfill as of now: a RUNNING one whose runs are all made and ended is
+        COMPLETED (recorded so the first time it is seen so)."""
+        if backfill.state is not BackfillState.RUNNING:
+            return backfill, runs
+        runs = list(self._runs(backfill)) if runs is None else runs
+        if len(runs) < backfill.total or any(r.status not in TERMINAL_STATUSES for r in runs):
+            return backfill, runs
+        now = self.clock()
+        self.store.end_backfill(backfill.job_id, backfill.id, BackfillState.COMPLETED, now)
+        done = backfill.model_copy(update={"state": BackfillState.COMPLETED, "finished_at": now})
+        return done, runs
+
+    @staticmethod
+    def _view(backfill: Backfill, runs: list[Run] | None) -> dict[str, Any]:
+        counts = Counter(run.status.value for run in runs or [])
+        return {**backfill.view(), "runs": dict(sorted(counts.items()))}

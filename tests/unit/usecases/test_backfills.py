@@ -1,0 +1,248 @@
+"""Backfills on the fakes: every fire time of a past range run once, as ``backfill`` runs,
+at most ``max_in_flight`` under way at once, the overlap policy applied; listable, followed,
+cancellable as a whole; bounded."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from chronoq import resources as r
+from chronoq.domain import flow
+from chronoq.domain.backfills import BackfillRequest, BackfillState
+from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.jobs import Job
+from chronoq.domain.runs import Run, RunStatus, Trigger
+
+from tests.builders import OWNER, Fakes, job_spec
+from tests.unit.usecases.helpers import mark_running
+
+
+def every_ten_minutes(fakes: Fakes, **extra: Any) -> Job:
+    return fakes.jobs.create_job(
+        OWNER, job_spec({"type": "cron", "expression": "*/10 * * * *"}, **extra)
+    )
+
+
+def hours_back(fakes: Fakes, hours: float, until: float = 0) -> BackfillRequest:
+    now = fakes.clock()
+    return BackfillRequest.model_validate(
+        {
+            "from": (now - timedelta(hours=hours)).isoformat(),
+            "to": (now - timedelta(hours=until)).isoformat(),
+        }
+    )
+
+
+def take_and_start(fakes: Fakes) -> list[str]:
+    """Deliver every message sent so far to the worker: what became of each."""
+    outcomes = fakes.starter.start_runs(fakes.queues.take())
+    return [str(o) for o in outcomes]
+
+
+def run_everything(fakes: Fakes, job: Job) -> None:
+    """Deliver, start and end runs until nothing is left waiting (a second at a time)."""
+    for _ in range(200):
+        messages = fakes.queues.take()
+        if not messages and not _running(fakes, job):
+            return
+        fakes.starter.start_runs(messages)
+        for run_id, started in list(fakes.executor.started.items()):
+            if run_id in fakes.executor.finished or started.job_id != job.id:
+                continue
+            mark_running(fakes, fakes.store.runs[(job.id, run_id)])
+            fakes.store.update_run(job.id, run_id, status=RunStatus.SUCCEEDED)
+            for key in started.flows:  # the state machine's ReleaseFlows
+                fakes.store.release_flow(key, run_id)
+            fakes.executor.finish(run_id)
+        fakes.clock.advance(1)
+    raise AssertionError("the backfill never settled")
+
+
+def _running(fakes: Fakes, job: Job) -> bool:
+    return any(
+        r.status in (RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING)
+        for (j, _), r in fakes.store.runs.items()
+        if j == job.id
+    )
+
+
+def backfill_runs(fakes: Fakes, job: Job) -> list[Run]:
+    return sorted(
+        (r for (j, _), r in fakes.store.runs.items() if j == job.id and r.backfill_id),
+        key=lambda r: r.scheduled_at,
+    )
+
+
+def test_given_a_past_range_when_backfilled_then_the_first_runs_are_made_and_sent_now_as_backfill_runs_of_their_fire_times(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes)
+    fakes.queues.sent.clear()
+
+    backfill = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 3))
+
+    assert (backfill.state, backfill.total, backfill.max_in_flight) == (
+        BackfillState.RUNNING,
+        18,
+        r.BACKFILL_MAX_IN_FLIGHT,
+    )
+    made = backfill_runs(fakes, job)
+    assert len(made) == r.BACKFILL_MAX_IN_FLIGHT  # the others follow as these start
+    first = fakes.clock() - timedelta(hours=3)
+    assert [run.scheduled_at for run in made] == [
+        first + timedelta(minutes=10 * i) for i in range(r.BACKFILL_MAX_IN_FLIGHT)
+    ]
+    for run in made:
+        assert (run.trigger, run.status, run.backfill_id) == (
+            Trigger.BACKFILL,
+            RunStatus.SCHEDULED,
+            backfill.id,
+        )
+        assert run.starts_at == fakes.clock()  # it starts now: no lag counted from the past
+    assert [s.message.run_id for s in fakes.queues.sent] == [run.id for run in made]
+    assert {s.delay_seconds for s in fakes.queues.sent} == {0}
+
+
+def test_given_a_backfill_when_its_runs_start_and_end_then_every_fire_time_runs_once_and_never_more_than_max_in_flight_at_once(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes)
+    fakes.queues.sent.clear()
+    backfill = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 5))
+    key = flow.backfill_item_key(OWNER, backfill.id)
+    peak = 0
+    original = fakes.store.save_flow
+
+    def noting(k: str, before: flow.FlowState, after: flow.FlowState, now: datetime) -> bool:
+        nonlocal peak
+        if k == key:
+            peak = max(peak, len(after.holders))
+        return original(k, before, after, now)
+
+    fakes.store.save_flow = noting  # type: ignore[method-assign,assignment]
+
+    run_everything(fakes, job)
+
+    runs = backfill_runs(fakes, job)
+    assert len(runs) == backfill.total == 30
+    assert Counter(run.scheduled_at for run in runs).most_common(1)[0][1] == 1
+    assert {run.status for run in runs} == {RunStatus.SUCCEEDED}
+    assert peak == r.BACKFILL_MAX_IN_FLIGHT
+    view = fakes.backfills.get(OWNER, job.id, backfill.id)
+    assert (view["state"], view["runs"]) == ("COMPLETED", {"SUCCEEDED": 30})
+
+
+def test_given_a_forbid_job_when_backfilled_then_its_runs_go_one_at_a_time_and_skip_none_of_their_own(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes, concurrency="forbid")
+    fakes.queues.sent.clear()
+    backfill = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 1))
+
+    assert backfill.max_in_flight == 1
+    run_everything(fakes, job)
+    assert [r.status for r in backfill_runs(fakes, job)] == [RunStatus.SUCCEEDED] * 6
+
+
+def test_given_a_forbid_job_with_a_run_under_way_when_a_backfill_run_comes_then_the_policy_skips_it_and_the_backfill_goes_on(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes, concurrency="forbid")
+    manual = fakes.jobs.trigger_job(OWNER, job.id)
+    fakes.starter.start_runs(fakes.queues.take())
+    assert mark_running(fakes, manual)
+    backfill = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 0.5))
+
+    assert take_and_start(fakes) == ["skipped"]
+
+    first, *_ = backfill_runs(fakes, job)
+    assert first.status is RunStatus.SKIPPED
+    assert len(backfill_runs(fakes, job)) == 2  # the next one made all the same
+    assert backfill.total == 3
+
+
+def test_given_a_backfill_run_past_any_start_deadline_when_started_then_it_is_not_missed(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes, start_deadline_seconds=1)
+    fakes.queues.sent.clear()
+    fakes.backfills.create(OWNER, job.id, hours_back(fakes, 48, 47))
+    fakes.clock.advance(3600)  # even an hour after it was asked for
+
+    assert set(take_and_start(fakes)) == {"started"}
+
+
+def test_given_a_running_backfill_when_cancelled_then_no_further_run_is_made_and_its_runs_not_ended_are_cancelled(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes)
+    fakes.queues.sent.clear()
+    backfill = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 5))
+    assert set(take_and_start(fakes)) == {"started"}  # ten under way, ten more made, waiting
+    for run in backfill_runs(fakes, job)[:3]:
+        mark_running(fakes, run)
+
+    view = fakes.backfills.cancel(OWNER, job.id, backfill.id)
+
+    assert view["state"] == "CANCELLED"
+    assert view["runs"] == {"CANCELLED": 20}
+    assert set(take_and_start(fakes)) <= {"cancelled", "duplicate"}  # the waiting ones
+    assert len(backfill_runs(fakes, job)) == 20  # none made since
+    with pytest.raises(Conflict):
+        fakes.backfills.cancel(OWNER, job.id, backfill.id)
+
+
+def test_given_backfills_of_a_job_when_listed_then_newest_first_and_only_the_owners(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes)
+    first = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 2, 1))
+    fakes.clock.advance(1)
+    second = fakes.backfills.create(OWNER, job.id, hours_back(fakes, 1))
+
+    listing = fakes.backfills.page(OWNER, job.id)
+
+    assert [b.id for b in listing.items] == [second.id, first.id]
+    with pytest.raises(NotFound):
+        fakes.backfills.page("bob", job.id)
+    with pytest.raises(NotFound):
+        fakes.backfills.get("bob", job.id, first.id)
+
+
+@pytest.mark.parametrize(
+    ("hours", "until", "field"),
+    [
+        (1, 2, "to"),  # to before from
+        (1, -1, "to"),  # to in the future
+        (24 * (r.MAX_BACKFILL_DAYS + 1), 24 * r.MAX_BACKFILL_DAYS, "from"),  # too far back
+        (0.05, 0, "from"),  # no fire time in 3 minutes of a ten-minute schedule
+    ],
+)
+def test_given_a_range_out_of_bounds_when_backfilled_then_422_names_the_field_and_nothing_is_made(
+    fakes: Fakes, hours: float, until: float, field: str
+) -> None:
+    job = every_ten_minutes(fakes)
+    fakes.queues.sent.clear()
+
+    with pytest.raises(InvalidRequest) as refused:
+        fakes.backfills.create(OWNER, job.id, hours_back(fakes, hours, until))
+
+    assert refused.value.field == field
+    assert fakes.store.backfills == {}
+    assert fakes.queues.sent == []
+
+
+def test_given_a_range_with_more_fire_times_than_allowed_when_backfilled_then_422_names_to(
+    fakes: Fakes,
+) -> None:
+    job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
+    minutes = r.MAX_BACKFILL_RUNS + 1
+
+    with pytest.raises(InvalidRequest) as refused:
+        fakes.backfills.create(OWNER, job.id, hours_back(fakes, minutes / 60))
+
+    assert refused.value.field == "to"
+    fakes.backfills.create(OWNER, job.id, hours_back(fakes, r.MAX_BACKFILL_RUNS / 60))
