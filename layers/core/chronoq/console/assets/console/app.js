@@ -268,6 +268,22 @@ async function jobsView(current) {
   every(REFRESH_MS.jobs, load);
 }
 
+function flowWords(flow) {
+  if (!flow) return "";
+  const limits = [flow.max_running ? `${flow.max_running} running at once` : "",
+    flow.max_starts_per_second ? `${flow.max_starts_per_second} starts a second` : ""].filter(Boolean);
+  return `${flow.key}: ${limits.join(", ")}`;
+}
+
+function backfillTable(items, cancel) {
+  return table(["Backfill", "State", "From", "To", "Fire times", ""], items.map((b) =>
+    h("tr", { "data-backfill": b.id, "data-state": b.state },
+      h("td", {}, b.id), h("td", {}, badge(b.state)), h("td", {}, shortTime(b.from)),
+      h("td", {}, shortTime(b.to)), h("td", {}, b.total),
+      h("td", {}, b.state === "RUNNING" ? h("button", { class: "danger cancel-backfill", onclick: () => cancel(b) }, "Cancel") : ""))),
+  { id: "backfills", class: "backfills" });
+}
+
 function timeline(runs) {
   // newest first; each run's duration drawn as a bar, to the scale of the longest shown
   const longest = Math.max(0.001, ...runs.map((r) => seconds(r) || 0));
@@ -275,7 +291,7 @@ function timeline(runs) {
     h("tr", { "data-run": run.id, "data-status": run.status },
       h("td", {}, link(`#/runs/${encodeURIComponent(run.id)}`, run.id.slice(run.job_id.length + 1) || run.id)),
       h("td", {}, badge(run.status)),
-      h("td", {}, shortTime(run.scheduled_at), run.trigger === "manual" ? " (manual)" : ""),
+      h("td", {}, shortTime(run.scheduled_at), run.trigger === "schedule" ? "" : ` (${run.trigger})`),
       h("td", {}, lag(run)),
       h("td", { class: "dur-cell" }, duration(run), h("span", {
         class: `dur s-${run.status.toLowerCase()}`,
@@ -294,6 +310,30 @@ async function jobView(current, id) {
   const head = h("div");
   const upcoming = h("div");
   const runs = h("div");
+  const backfills = h("div");
+  const backfillForm = h("form", { id: "backfill-form", class: "inline" },
+    h("label", { for: "backfill-from" }, "From"),
+    h("input", { id: "backfill-from", type: "datetime-local", required: true }),
+    h("label", { for: "backfill-to" }, "to"),
+    h("input", { id: "backfill-to", type: "datetime-local", required: true }),
+    h("span", { class: "hint" }, "UTC"),
+    h("button", { type: "submit", id: "backfill" }, "Backfill"));
+  backfillForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const utc = (id) => `${backfillForm.querySelector(id).value}:00Z`;
+    guarded(current, status, async () => {
+      await api("POST", `${path}/backfill`, { from: utc("#backfill-from"), to: utc("#backfill-to") });
+      await load();
+    });
+  });
+  const rerunFailed = () => guarded(current, status, async () => {
+    const to = new Date();
+    const from = new Date(to.getTime() - 86400 * 1000);
+    const answer = await api("POST", `${path}/rerun`, { from: from.toISOString(), to: to.toISOString() });
+    status.replaceChildren(h("p", { class: "hint", id: "rerun-answer" },
+      answer.runs.length ? `${answer.runs.length} run(s) re-run.` : "No failed run in the last 24 hours."));
+    await load();
+  });
   const act = (action, confirmText) => async () => {
     if (confirmText && !window.confirm(confirmText)) return;
     await guarded(current, status, async () => {
@@ -311,25 +351,37 @@ async function jobView(current, id) {
       h("button", { id: "pause", onclick: act("pause") }, "Pause"),
       h("button", { id: "resume", onclick: act("resume") }, "Resume"),
       h("button", { id: "trigger", onclick: act("trigger") }, "Trigger now"),
+      h("button", { id: "rerun-failed", onclick: rerunFailed }, "Re-run failed (24 h)"),
       link(`#/jobs/${encodeURIComponent(id)}/edit`, "Edit", { class: "button", id: "edit" }),
       h("button", { id: "delete", class: "danger", onclick: act("delete", "Delete this job?") }, "Delete")),
     h("div", { class: "columns" },
-      h("section", {}, h("h2", {}, "Runs"), runs),
+      h("section", {}, h("h2", {}, "Runs"), runs,
+        h("h2", {}, "Backfills"), backfillForm, backfills),
       h("section", { class: "side" }, h("h2", {}, "Upcoming"), upcoming)));
   let previewed = null;
   const load = () => guarded(current, status, async () => {
-    const [job, page] = await Promise.all([api("GET", path), api("GET", `${path}/runs?limit=50`)]);
+    const [job, page, filled] = await Promise.all([api("GET", path), api("GET", `${path}/runs?limit=50`),
+      api("GET", `${path}/backfills?limit=10`)]);
     if (current !== view) return;
     head.replaceChildren(
       h("div", { class: "bar" }, h("h1", { id: "job-name" }, job.name), badge(job.state)),
       fields([["id", job.id], ["schedule", scheduleWords(job.schedule)],
-        ["next run", when(job.next_run_at)], ["target", targetWords(job.target)],
+        ["next run", when(job.next_run_at)],
+        ["next start", job.next_start_at !== job.next_run_at ? when(job.next_start_at) : ""],
+        ["window", job.schedule.window_seconds ? `each run starts within ${span(job.schedule.window_seconds)} of its fire time` : ""],
+        ["flow", flowWords(job.flow)], ["target", targetWords(job.target)],
         ["priority", job.priority], ["timeout", `${job.timeout_seconds} s`],
         ["retries", `${job.retry.max_attempts} attempts`], ["created", shortTime(job.created_at)]]));
     main.querySelector("#pause").hidden = job.state !== "ACTIVE";
     main.querySelector("#resume").hidden = job.state !== "PAUSED";
     runs.replaceChildren(page.runs.length ? timeline(page.runs) : h("p", { class: "empty" }, "No runs yet."));
     sizeBars(runs);
+    backfills.replaceChildren(filled.backfills.length
+      ? backfillTable(filled.backfills, (b) => guarded(current, status, async () => {
+        await api("POST", `${path}/backfills/${encodeURIComponent(b.id)}/cancel`);
+        await load();
+      }))
+      : h("p", { class: "empty" }, "None."));
     const key = JSON.stringify([job.schedule, job.state]);
     if (key !== previewed) {
       previewed = key;
@@ -337,9 +389,10 @@ async function jobView(current, id) {
         upcoming.replaceChildren(h("p", { class: "empty" }, `None while ${job.state.toLowerCase()}.`));
         return;
       }
-      const preview = await api("POST", "/schedules/preview", { schedule: job.schedule, count: 10 });
+      const preview = await api("POST", "/schedules/preview", { schedule: job.schedule, count: 10, job_id: job.id });
       upcoming.replaceChildren(preview.fire_times.length
-        ? h("ol", { id: "upcoming" }, preview.fire_times.map((t) => h("li", { title: t.local }, shortTime(t.utc))))
+        ? h("ol", { id: "upcoming" }, preview.fire_times.map((t) => h("li", { title: t.local }, shortTime(t.utc),
+          t.starts_at && t.starts_at !== t.utc ? h("span", { class: "hint" }, ` starts ${shortTime(t.starts_at).slice(11)}`) : "")))
         : h("p", { class: "empty" }, "No fire time left."));
     }
   });
@@ -365,10 +418,18 @@ async function runView(current, id) {
       h("div", { class: "bar" }, h("h1", {}, "Run"), h("span", { id: "run-status" }, badge(run.status))),
       fields([["id", run.id], ["job", link(`#/jobs/${encodeURIComponent(run.job_id)}`, run.job_id)],
         ["trigger", run.trigger], ["scheduled", shortTime(run.scheduled_at)],
+        ["planned start", run.starts_at !== run.scheduled_at ? shortTime(run.starts_at) : ""],
+        ["rerun of", run.rerun_of ? link(`#/runs/${encodeURIComponent(run.rerun_of)}`, run.rerun_of) : ""],
+        ["backfill", run.backfill_id || ""],
+        ["flow wait", typeof run.flow_wait_ms === "number" ? span(run.flow_wait_ms / 1000) : ""],
         ["queued", shortTime(run.queued_at)], ["started", shortTime(run.started_at)],
         ["finished", shortTime(run.finished_at)], ["lag", lag(run)], ["duration", duration(run)],
         ["error", run.error], ["reason", run.reason]]),
-      TERMINAL.has(run.status) ? null
+      TERMINAL.has(run.status)
+        ? h("button", { id: "rerun", onclick: () => guarded(current, status, async () => {
+          const again = await api("POST", `${path}/rerun`);
+          location.hash = `#/runs/${encodeURIComponent(again.id)}`;
+        }) }, "Re-run")
         : h("button", { id: "cancel", onclick: () => guarded(current, status, async () => {
           await api("POST", `${path}/cancel`);
           await load();
