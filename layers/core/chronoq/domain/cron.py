@@ -163,6 +163,7 @@ class Cron:
                     return None
         return None
 
+    @functools.cached_property
     def matches_some_day(self) -> bool:
         """Does the expression match any minute at all (in any 400 years)?"""
         return self.next_match(datetime(2001, 1, 1)) is not None

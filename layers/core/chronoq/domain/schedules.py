@@ -116,7 +116,7 @@ class CronSchedule(_Recurring):
             parsed = cron.parse(value)
         except cron.CronSyntaxError as error:
             raise ValueError(str(error)) from None
-        if not parsed.matches_some_day():
+        if not parsed.matches_some_day:
             raise ValueError(f"never fires: {value!r} matches no date")
         return value
 
