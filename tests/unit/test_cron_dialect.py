@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from chronoq.domain.errors import InvalidRequest
+from chronoq.domain.jobs import JobSpec
 from chronoq.domain.schedules import CronSchedule, Schedule, fire_times, first_fire, next_fire
+from chronoq.http_api import ApiError, validation_error
 from cronsim import CronSim
 from pydantic import TypeAdapter, ValidationError
 
@@ -28,6 +30,15 @@ def cron(expression: str, **more: str) -> CronSchedule:
 
 def crons_answer(expression: str, after: datetime, count: int) -> list[datetime]:
     return list(itertools.islice(CronSim(expression, after), count))
+
+
+def api_error(document: dict[str, Any]) -> ApiError:
+    """The API's answer to a job with this schedule (the mapping of validation errors that
+    the API's handler uses)."""
+    job = {"name": "n", "schedule": document, "target": {"type": "http", "url": "https://e.com/"}}
+    with pytest.raises(ValidationError) as raised:
+        JobSpec.model_validate(job)
+    return validation_error(raised.value.errors())
 
 
 def days(*dates: tuple[int, int, int]) -> list[datetime]:
@@ -168,14 +179,12 @@ def test_given_a_single_value_with_a_step_when_fired_then_it_runs_to_the_field_s
         ("0 0 * * * *", "five fields"),
     ],
 )
-def test_given_an_expression_outside_the_dialect_when_validated_then_expression_is_named(
+def test_given_an_expression_outside_the_dialect_when_posted_then_422_names_schedule_expression(
     expression: str, says: str
 ) -> None:
-    with pytest.raises(ValidationError) as raised:
-        schedule({"type": "cron", "expression": expression})
-    errors = raised.value.errors()
-    assert [e["loc"] for e in errors] == [("cron", "expression")]
-    assert says in errors[0]["msg"]
+    error = api_error({"type": "cron", "expression": expression})
+    assert (error.status, error.field) == (422, "schedule.expression")
+    assert says in error.message
 
 
 def test_given_a_30th_of_february_or_a_monday_when_validated_then_it_fires_on_mondays() -> None:
@@ -184,12 +193,11 @@ def test_given_a_30th_of_february_or_a_monday_when_validated_then_it_fires_on_mo
 
 
 @pytest.mark.parametrize("zone", ["localtime", "posixrules", "posix/Europe/Berlin", "right/UTC"])
-def test_given_a_zone_file_that_is_not_an_iana_zone_when_validated_then_timezone_is_named(
+def test_given_a_zone_file_that_is_not_an_iana_zone_when_posted_then_422_names_schedule_timezone(
     zone: str,
 ) -> None:
-    with pytest.raises(ValidationError) as raised:
-        schedule({"type": "cron", "expression": "0 9 * * *", "timezone": zone})
-    assert [e["loc"] for e in raised.value.errors()] == [("cron", "timezone")]
+    error = api_error({"type": "cron", "expression": "0 9 * * *", "timezone": zone})
+    assert (error.status, error.field) == (422, "schedule.timezone")
 
 
 @pytest.mark.parametrize("zone", ["Europe/Berlin", "UTC", "Etc/GMT+5", "America/Argentina/Salta"])
@@ -243,9 +251,8 @@ def test_given_an_end_at_with_a_fraction_after_a_fire_time_when_fired_then_that_
 def test_given_an_instant_a_fraction_before_3000_when_rounded_up_then_it_is_refused(
     value: dict[str, Any], field: str
 ) -> None:
-    with pytest.raises(ValidationError) as raised:
-        schedule(value)
-    assert [e["loc"][-1] for e in raised.value.errors()] == [field]
+    error = api_error(value)
+    assert (error.status, error.field) == (422, f"schedule.{field}")
 
 
 def test_given_an_instant_in_the_last_second_before_3000_when_validated_then_it_is_kept() -> None:
