@@ -156,7 +156,7 @@ def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_depe
     assert props["CompatibleArchitectures"] == ["x86_64"]
     assert (python / "chronoq" / "compose.py").is_file()
     assert (python / "chronoq" / "execution" / "statemachine" / "run.asl.json").is_file()
-    assert (python / "croniter").is_dir()
+    assert (python / "pydantic").is_dir()
     assert LOCAL_ONLY == ("local", "cli", "fakes")
     for local_only in LOCAL_ONLY:
         assert not (python / "chronoq" / local_only).exists()
