@@ -45,10 +45,11 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
-bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput (also around clock changes); start lag; the whole run path's requests, units and cost per run; a cron schedule's next fire time
+bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput (also around clock changes); start lag; the whole run path's requests, units and cost per run; a cron schedule's next fire time; a time window's spread
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
 	$(BIN)/python -m bench.runpath
 	$(BIN)/python -m bench.schedules
+	$(BIN)/python -m bench.window --jobs 1000 --window 60
 	$(BIN)/python -m bench.dispatch --jobs 1000
 
 clean:

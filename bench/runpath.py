@@ -23,6 +23,9 @@ east-1 list prices, beside EventBridge Scheduler's $1.00. (c) runs after them, a
 job's last run chains on to no next one: with ``--cron-runs`` N, N-1 of every N cron runs
 write their successor, as every run of a job that keeps firing does.
 
+``--flow JSON`` gives every job of the phases that flow (say ``{"key": "k", "max_running":
+100}``): beside a run without it, what flow control costs per run.
+
 Every figure is printed beside its value in ``--before`` (bench/before.json: measured before
 the cost work, on the commit it names); ``--save-before`` writes this run's figures there.
 The last line of output is one JSON object with the main figures. Exits 1 if a run did not
@@ -434,7 +437,13 @@ def phase_for(key: str, workload: Workload, sink: Sink, api: Api, minute: dateti
 
 
 def run_phase(
-    key: str, workload: Workload, sink: Sink, api: Api, clock: Clock, phases: list[Phase]
+    key: str,
+    workload: Workload,
+    sink: Sink,
+    api: Api,
+    clock: Clock,
+    phases: list[Phase],
+    flow: dict[str, Any] | None = None,
 ) -> None:
     """One phase, alone on the machine: create its jobs, reset the counts, wait for the
     runs, read the counts, check the runs. The phase goes into ``phases`` as soon as it
@@ -445,6 +454,10 @@ def run_phase(
     ready_by = datetime.now(UTC) + timedelta(seconds=RESET_AHEAD_SECONDS + 5 + 2 * per_job * count)
     minute = first_unopened(ready_by)
     phase = phase_for(key, workload, sink, api, minute)
+    if flow is not None:  # every job of the phase shares one flow (what flow control costs)
+        phase.planned = [
+            Planned({**p.spec, "flow": flow}, p.runs, p.fail_first) for p in phase.planned
+        ]
     phases.append(phase)
     started = time.monotonic()
     phase.create(sink)
@@ -494,6 +507,13 @@ def main() -> None:
     parser.add_argument(
         "--usage-json", type=Path, help="also write each phase's usage document to this file"
     )
+    parser.add_argument(
+        "--flow",
+        type=json.loads,
+        metavar="JSON",
+        help='give every job of the phases this flow, e.g. \'{"key": "k", "max_running": 100}\''
+        " (what flow control costs per run)",
+    )
     args = parser.parse_args()
     if args.cron_runs < 1 or args.cron_jobs < 0 or args.at_jobs < 0:
         parser.error("--cron-runs must be at least 1, job counts at least 0")
@@ -527,7 +547,7 @@ def main() -> None:
                 t0 = time.monotonic()
                 with chronoq_local(directory, clock, LOCAL_OPTIONS) as api:
                     print(f"({key}) chronoq local started in {time.monotonic() - t0:.1f} s")
-                    run_phase(key, workload, sink, api, clock, phases)
+                    run_phase(key, workload, sink, api, clock, phases, args.flow)
             if args.burst > 0 and "burst" in args.phases:
                 t0 = time.monotonic()
                 with chronoq_local(directories[2], clock) as api:
