@@ -227,6 +227,21 @@ def test_given_duplicate_deliveries_of_a_waiting_flow_run_in_one_batch_when_admi
     assert list(fakes.store.get_flow(flow.item_key(OWNER, "k")).holders) == [run.id]
 
 
+def test_given_a_second_delivery_of_a_started_standard_flow_run_when_its_execution_refuses_it_then_the_run_keeps_its_slot(
+    fakes: Fakes,
+) -> None:
+    """The execution of the first delivery holds the slot (the name is the run's id): the
+    second delivery, refused by Step Functions, must not give it back while it runs."""
+    (_, run), (_, other) = due_jobs(fakes, 2, ONE_AT_A_TIME, timeout_seconds=LONGER_THAN_EXPRESS)
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    fakes.clock.advance(1)  # delivered again, before the execution marks the run RUNNING
+
+    assert fakes.starter.start_run(message(fakes, run)) == "duplicate"
+
+    assert list(fakes.store.get_flow(flow.item_key(OWNER, "partner-api")).holders) == [run.id]
+    assert fakes.starter.start_run(message(fakes, other)) == "held"
+
+
 @pytest.mark.parametrize("express", [True, False], ids=["express", "standard"])
 def test_given_a_running_flow_run_when_cancelled_then_its_slot_is_given_back_when_its_execution_can_no_longer_run(
     fakes: Fakes, express: bool

@@ -135,8 +135,6 @@ class RunStarter:
             started = self.executor.start(execution_input.run_id, execution_input)
         except Exception as error:  # the message goes back to SQS
             return error
-        if not started and execution_input.flows:  # an execution of it exists: not this one
-            self.gate.release(execution_input.flows, execution_input.run_id)
         return "started" if started else "duplicate"
 
     def _backfills(self, group: list[RunMessage]) -> dict[str, Backfill | None]:
