@@ -568,3 +568,20 @@ def test_given_a_body_that_is_not_utf8_when_checked_then_it_is_malformed_json(
 
     assert refused is not None
     assert (refused.status, refused.code) == (400, "malformed_json")
+
+
+def test_given_the_console_function_when_invoked_with_a_client_context_then_it_refuses() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "_console_handler", r.FUNCTIONS_DIR / "console" / "handler.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    event = {"version": "2.0", "rawPath": "/", "requestContext": {"http": {"method": "GET"}}}
+
+    with pytest.raises(origin.ForeignInvocation):
+        module.handler(event, SimpleNamespace(client_context=SimpleNamespace(custom={})))
+    assert module.handler(event, SimpleNamespace(client_context=None))["statusCode"] == 200
