@@ -35,7 +35,8 @@ def _aws(local: Local) -> tuple[str, dict[str, str]]:
 
 def _client(service: str, aws: tuple[str, dict[str, str]]) -> Any:
     url, credentials = aws
-    return boto3.client(
+    # (a session of its own: boto3's default one is left for moto to set up in this process)
+    return boto3.session.Session().client(
         service,  # type: ignore[call-overload]
         endpoint_url=url,
         region_name="us-east-1",

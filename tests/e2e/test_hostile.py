@@ -188,7 +188,9 @@ def test_given_loopback_allowed_when_another_local_port_is_named_then_it_is_acce
 
 
 def _aws_client(service: str, url: str, credentials: dict[str, str]) -> Any:
-    return boto3.client(service, endpoint_url=url, region_name="us-east-1", **credentials)  # type: ignore[call-overload]
+    # (a session of its own: boto3's default one is left for moto to set up in this process)
+    session = boto3.session.Session()
+    return session.client(service, endpoint_url=url, region_name="us-east-1", **credentials)  # type: ignore[call-overload]
 
 
 def test_given_an_unsigned_dynamodb_scan_when_sent_to_the_aws_port_then_it_is_refused_as_aws_refuses(

@@ -19,7 +19,7 @@ from botocore.credentials import Credentials as BotoCredentials
 from chronoq import origin
 from chronoq import resources as r
 from chronoq.domain.access import ANY_TARGET, OwnResources, own_prefix
-from chronoq.domain.jobs import JobSpec
+from chronoq.domain.jobs import JobPatch, JobSpec
 from chronoq.domain.network import NetworkPolicy, OwnEndpoints
 from chronoq.domain.targets import HttpTarget, LambdaTarget
 from chronoq.execution import contract
@@ -585,3 +585,30 @@ def test_given_the_console_function_when_invoked_with_a_client_context_then_it_r
     with pytest.raises(origin.ForeignInvocation):
         module.handler(event, SimpleNamespace(client_context=SimpleNamespace(custom={})))
     assert module.handler(event, SimpleNamespace(client_context=None))["statusCode"] == 200
+
+
+def test_given_a_job_stored_before_the_rules_when_read_paused_and_saved_then_it_stays_readable() -> (
+    None
+):
+    from chronoq.aws.codecs import dump, job_from_item, job_item
+    from chronoq.domain.jobs import Job
+    from chronoq.domain.targets import STORED
+
+    from tests.builders import Fakes, job_spec
+
+    fakes = Fakes()
+    made = fakes.jobs.create_job("alice", job_spec())
+    legacy = {
+        **made.model_dump(),
+        "name": "old\x1b[0m",
+        "target": {"type": "http", "url": "https://example.com/", "headers": {"X-T": "☃"}},
+    }
+    stored = Job.model_validate(legacy, context=STORED)
+    fakes.store.jobs[made.id] = stored
+
+    assert job_from_item(dump(job_item(stored))).name == "old\x1b[0m"
+    assert fakes.jobs.pause_job("alice", made.id).name == "old\x1b[0m"
+    assert [j.id for j in fakes.jobs.list_jobs("alice")] == [made.id]
+    with pytest.raises(ValidationError) as changed:  # a change is told what to fix
+        fakes.jobs.update_job("alice", made.id, JobPatch.model_validate({"priority": "high"}))
+    assert changed.value.errors()[0]["loc"][0] == "name"

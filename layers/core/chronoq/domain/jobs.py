@@ -24,6 +24,7 @@ from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, T
 from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import (
     OUTPUT_LOCATION_PATTERN,
+    STORED,
     ContainerTarget,
     Target,
     http_url,
@@ -93,7 +94,7 @@ class Notify(Model):
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
     _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
-    _email = field_validator("email")(lambda v: v if v is None else shown_text(v))
+    _email = field_validator("email")(lambda v, info: v if v is None else shown_text(v, info))
 
 
 # --- Jobs ---------------------------------------------------------------------------------
@@ -166,7 +167,8 @@ class Job(JobSpec):
     generation: int = 1
 
     def spec(self) -> JobSpec:
-        return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
+        fields = self.model_dump(include=set(JobSpec.model_fields))
+        return JobSpec.model_validate(fields, context=STORED)
 
     def is_late(self, scheduled_at: datetime, now: datetime) -> bool:
         """Past the job's start deadline: a run due at ``scheduled_at`` must not start."""

@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
@@ -16,10 +16,21 @@ from chronoq.domain.base import Model
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-def shown_text(value: str) -> str:
+#: The validation context of what chronoq reads back from its store: the rules added since a
+#: job was stored do not make it unreadable (a user changing it is told, naming the field).
+STORED: dict[str, bool] = {"stored": True}
+
+
+def _stored(info: ValidationInfo | None) -> bool:
+    return bool(info is not None and isinstance(info.context, dict) and info.context.get("stored"))
+
+
+def shown_text(value: str, info: ValidationInfo) -> str:
     """``value`` if it can be shown as it is in a table or a terminal (a pydantic validator):
     no NUL or other control characters (ANSI escapes start with one), no bidirectional
     overrides, no other invisible formatting characters."""
+    if _stored(info):
+        return value
     if any(c in _BIDI for c in value):
         raise ValueError("must not contain bidirectional formatting characters (e.g. U+202E)")
     if "\x1b" in value:
@@ -65,9 +76,13 @@ def _header_name(name: str) -> str:
     return name
 
 
-def _header_value(value: str) -> str:
+def _header_value(value: str, info: ValidationInfo) -> str:
     if any(c in value for c in "\r\n\x00"):
         raise ValueError("must not contain CR, LF or NUL")
+    if len(value) > r.MAX_HEADER_VALUE_LENGTH:
+        raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
+    if _stored(info):
+        return value
     try:
         value.encode("latin-1")
     except UnicodeEncodeError:
