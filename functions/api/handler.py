@@ -30,9 +30,12 @@ from chronoq.http_api import (
     QUOTA_EXCEEDED,
     UNAUTHORIZED,
     ApiError,
+    as_json_body,
     check_body,
+    is_http_api_event,
     validation_error,
 )
+from chronoq.origin import ForeignInvocation, refuse_client_context
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
@@ -344,6 +347,9 @@ def _no_route(_: Exception) -> Response[dict[str, Any]]:
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refuse_client_context(context)  # a job's lambda target, not API Gateway
+    if not is_http_api_event(event):
+        raise ForeignInvocation("the api function takes API Gateway HTTP API (2.0) events")
     refused = check_body(event)  # before anything parses the body
     if refused is not None:
         return {
@@ -352,4 +358,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "body": json.dumps(refused.body()),
             "isBase64Encoded": False,
         }
-    return app.resolve(event, context)
+    return app.resolve(as_json_body(event), context)

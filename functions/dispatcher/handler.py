@@ -9,6 +9,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
+from chronoq.origin import refuse_client_context
 from chronoq.settings import DispatcherSettings, load
 
 logger = Logger(service="chronoq-dispatcher")
@@ -17,6 +18,7 @@ dispatcher = compose.dispatcher(load(DispatcherSettings))
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refuse_client_context(context)  # a job's lambda target, not its event source
     # the rule of a group of shards names them (see cdk: dispatch groups); else every shard
     report = asdict(
         dispatcher.dispatch(

@@ -11,6 +11,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.execution import contract
+from chronoq.origin import refuse_client_context
 from chronoq.settings import RunnerSettings, load
 
 logger = Logger(service="chronoq-runner")
@@ -19,6 +20,8 @@ runner = compose.runner(load(RunnerSettings))
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refuse_client_context(context)  # a job's lambda target, not the state machine
+    contract.check_request(event)
     if contract.DECIDE in event:
         decision = runner.decide(contract.DecideRequest.model_validate(event[contract.DECIDE]))
         return decision.model_dump()

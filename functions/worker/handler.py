@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.domain.runs import RunMessage
+from chronoq.origin import refuse_client_context
 from chronoq.settings import WorkerSettings, load
 from pydantic import ValidationError
 
@@ -43,6 +44,7 @@ def _message(record: dict[str, Any]) -> RunMessage | None:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    refuse_client_context(context)  # a job's lambda target, not its event source
     messages = {r["messageId"]: _message(r) for r in event["Records"]}
     valid = {i: m for i, m in messages.items() if m is not None}
     results = dict(zip(valid, starter.start_runs(list(valid.values())), strict=True))

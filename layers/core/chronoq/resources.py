@@ -205,6 +205,12 @@ ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
 ENV_BLOCK_PRIVATE_TARGETS = "CHRONOQ_BLOCK_PRIVATE_TARGETS"
 #: Networks (comma-separated CIDRs) the guard lets targets and webhooks call all the same.
 ENV_ALLOWED_TARGET_NETWORKS = "CHRONOQ_ALLOWED_TARGET_NETWORKS"
+#: Variables only chronoq local gives the functions that call out (no stack sets them): the
+#: ports of its own API and embedded AWS on this machine (comma-separated) and the machine's
+#: addresses they answer on besides loopback, which no target or webhook may call.
+LOCAL_OWN_PORTS = "CHRONOQ_LOCAL_OWN_PORTS"
+LOCAL_OWN_ADDRESSES = "CHRONOQ_LOCAL_OWN_ADDRESSES"
+LOCAL_ONLY_ENV = (LOCAL_OWN_PORTS, LOCAL_OWN_ADDRESSES)
 #: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
 ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
 #: What service targets may reach and which images containers may run: comma-separated ARN

@@ -14,6 +14,7 @@ from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec
 from chronoq.domain.runs import Attempt, Occurrence, Run
+from chronoq.domain.targets import STORED
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
 
@@ -62,7 +63,7 @@ def job_item(job: Job) -> dict[str, Any]:
 
 def job_from_item(item: Mapping[str, Any]) -> Job:
     data = load(item)
-    spec = JobSpec.model_validate_json(data.pop("spec"))
+    spec = JobSpec.model_validate_json(data.pop("spec"), context=STORED)
     return Job.model_validate(
         {
             **spec.model_dump(),
@@ -71,7 +72,8 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
             "version": int(data["version"]),
             "generation": int(data.get("generation", 1)),
             "active_runs": frozenset(data.get("active_runs", ())),
-        }
+        },
+        context=STORED,
     )
 
 

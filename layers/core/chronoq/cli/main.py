@@ -223,11 +223,20 @@ def local(
     if system.aws.restored:
         kept += " (restored from the last start)"
     print(f"data: {kept}", flush=True)
-    print(
-        f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; e.g."
-        f" aws --endpoint-url {system.aws_url} sqs list-queues)",
-        flush=True,
-    )
+    if system.aws_url is not None:
+        credentials = tokens.aws_credentials(data_dir)
+        kept_in = (data_dir / tokens.AWS_CREDENTIALS_FILE).resolve()
+        print(
+            f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; signed requests only,"
+            f" e.g. aws --endpoint-url {system.aws_url} sqs list-queues)",
+            flush=True,
+        )
+        print(
+            f"aws credentials: AWS_ACCESS_KEY_ID={credentials.access_key}"
+            f" AWS_SECRET_ACCESS_KEY={credentials.secret_key} (or"
+            f" AWS_SHARED_CREDENTIALS_FILE={kept_in} AWS_PROFILE={tokens.AWS_PROFILE})",
+            flush=True,
+        )
     print("stop: Ctrl-C (or SIGTERM)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

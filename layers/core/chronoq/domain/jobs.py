@@ -22,7 +22,14 @@ from chronoq import resources as r
 from chronoq.domain.base import Model
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import Schedule, next_fire
-from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
+from chronoq.domain.targets import (
+    OUTPUT_LOCATION_PATTERN,
+    STORED,
+    ContainerTarget,
+    Target,
+    http_url,
+    shown_text,
+)
 from chronoq.domain.time import Instant
 from chronoq.resources import Priority
 
@@ -87,6 +94,7 @@ class Notify(Model):
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
     _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
+    _email = field_validator("email")(lambda v, info: v if v is None else shown_text(v, info))
 
 
 # --- Jobs ---------------------------------------------------------------------------------
@@ -111,6 +119,8 @@ class JobSpec(Model):
     #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
     #: (default: the deployment's bucket).
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
+
+    _name = field_validator("name")(shown_text)
 
     @model_validator(mode="before")
     @classmethod
@@ -157,7 +167,8 @@ class Job(JobSpec):
     generation: int = 1
 
     def spec(self) -> JobSpec:
-        return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
+        fields = self.model_dump(include=set(JobSpec.model_fields))
+        return JobSpec.model_validate(fields, context=STORED)
 
     def is_late(self, scheduled_at: datetime, now: datetime) -> bool:
         """Past the job's start deadline: a run due at ``scheduled_at`` must not start."""

@@ -11,7 +11,9 @@ deployment package the same way, and what they print or log is their log (``LogT
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.util
@@ -40,6 +42,34 @@ logger = logging.getLogger(__name__)
 _ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class ClientContext:
+    """The client context of an invocation, as Lambda's Python runtime gives it."""
+
+    custom: dict[str, Any] | None = None
+    env: dict[str, Any] | None = None
+    client: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, header: str | None) -> ClientContext | None:
+        """The ``X-Amz-Client-Context`` header (base64 JSON) read; None if there is none."""
+        if not header:
+            return None
+        try:
+            document = json.loads(base64.b64decode(header))
+        except ValueError:
+            document = {}
+        if not isinstance(document, dict):
+            document = {}
+        return cls(document.get("custom"), document.get("env"), document.get("client"))
+
+
+#: The client context of the invocation being handled in this thread (set by moto's Invoke).
+_client_context: contextvars.ContextVar[ClientContext | None] = contextvars.ContextVar(
+    "chronoq_client_context", default=None
+)
+
+
 @dataclass
 class LambdaContext:
     """The attributes and method of Lambda's context object that handlers use."""
@@ -52,6 +82,8 @@ class LambdaContext:
     function_version: str = "$LATEST"
     log_group_name: str = ""
     log_stream_name: str = "local"
+    #: What the invoker passed as ``ClientContext`` (None: nothing, as AWS's event sources).
+    client_context: ClientContext | None = None
     _deadline: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,6 +161,7 @@ class LambdaRuntime:
             memory_limit_in_mb=memory_mb,
             timeout_seconds=timeout_seconds,
             invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
+            client_context=_client_context.get(),
         )
 
     def invoke(self, name: str, event: Any) -> Any:
@@ -238,6 +271,22 @@ def install_into_moto(runtime: LambdaRuntime) -> None:
     from moto.awslambda.models import LambdaFunction
 
     _active = runtime
+    invoke = LambdaFunction.invoke
+    if not getattr(invoke, "with_client_context", False):
+
+        def invoke_with_client_context(
+            self: Any, body: str, request_headers: Any, response_headers: Any
+        ) -> Any:
+            """moto's Invoke, with the caller's ClientContext handed to the function."""
+            header = request_headers.get("X-Amz-Client-Context")
+            token = _client_context.set(ClientContext.read(header))
+            try:
+                return invoke(self, body, request_headers, response_headers)
+            finally:
+                _client_context.reset(token)
+
+        invoke_with_client_context.with_client_context = True  # type: ignore[attr-defined]
+        LambdaFunction.invoke = invoke_with_client_context  # type: ignore[method-assign]
 
     def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         assert _active is not None

@@ -15,7 +15,7 @@ from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
 from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
-from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
+from chronoq.domain.targets import STORED, HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, Store
@@ -255,5 +255,6 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
             "version": job.version + 1,
             "generation": job.generation + 1,
             "updated_at": now,
-        }
+        },
+        context=STORED,  # (what it was stored with stays readable)
     )
