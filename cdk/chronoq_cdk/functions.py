@@ -11,7 +11,8 @@ from chronoq import resources as r
 from constructs import Construct
 
 RUNTIME = lambda_.Runtime(r.LAMBDA_RUNTIME, lambda_.RuntimeFamily.PYTHON)
-ARCHITECTURE = lambda_.Architecture.X86_64
+#: Graviton: about 20% cheaper per GB-second than x86_64, at the same request price.
+ARCHITECTURE = lambda_.Architecture.ARM_64
 LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 
 

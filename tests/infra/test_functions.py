@@ -104,7 +104,7 @@ def test_given_the_stack_when_synthesized_then_functions_match_resources(
     assert props["Runtime"] == r.LAMBDA_RUNTIME
     assert props["MemorySize"] == spec.memory_mb
     assert props["Timeout"] == spec.timeout_seconds
-    assert props["Architectures"] == ["x86_64"]
+    assert props["Architectures"] == ["arm64"]
     assert props["TracingConfig"] == {"Mode": "Active"}
     assert props["Layers"] == [synth.ref(synth.stack.layer)]
 
@@ -153,7 +153,7 @@ def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_depe
     wanted = {f for f in _files(package) if f.parts[0] not in LOCAL_ONLY}
 
     assert props["CompatibleRuntimes"] == [r.LAMBDA_RUNTIME]
-    assert props["CompatibleArchitectures"] == ["x86_64"]
+    assert props["CompatibleArchitectures"] == ["arm64"]
     assert (python / "chronoq" / "compose.py").is_file()
     assert (python / "chronoq" / "execution" / "statemachine" / "run.asl.json").is_file()
     assert (python / "croniter").is_dir()
@@ -161,7 +161,7 @@ def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_depe
     for local_only in LOCAL_ONLY:
         assert not (python / "chronoq" / local_only).exists()
     assert _files(python / "chronoq") == wanted
-    assert list((python / "pydantic_core").glob("*.cpython-312-x86_64-linux-gnu.so"))
+    assert list((python / "pydantic_core").glob("*.cpython-312-aarch64-linux-gnu.so"))
 
 
 def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resources_it_uses(

@@ -254,13 +254,14 @@ def _count(requests: Mapping[str, int], operation: str) -> int:
 
 # --- prices -----------------------------------------------------------------------------------
 
-#: AWS list prices, us-east-1, in dollars.
+#: AWS list prices, us-east-1, in dollars. Lambda at arm64's (Graviton) price per GB-second,
+#: the architecture every function of the stack runs on (x86_64: $0.0000166667).
 PRICES: dict[str, Decimal] = {
     "dynamodb_write_unit": Decimal("0.625") / 1_000_000,
     "dynamodb_read_unit": Decimal("0.125") / 1_000_000,
     "sqs_request": Decimal("0.40") / 1_000_000,
     "lambda_request": Decimal("0.20") / 1_000_000,
-    "lambda_gb_second": Decimal("0.0000166667"),
+    "lambda_gb_second": Decimal("0.0000133334"),
     "stepfunctions_transition": Decimal("25") / 1_000_000,
     "express_request": Decimal("1.00") / 1_000_000,
     "express_gb_second": Decimal("0.00001667"),
