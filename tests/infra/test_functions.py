@@ -210,7 +210,8 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
         statements = allowed(_role_statements(synth, name))
         reached = _logical_ids([s["Resource"] for s in statements])
         reached = {ref for ref in reached if not ref.startswith("AWS::")}  # pseudo parameters
-        assert reached == {synth.logical_id(c) for c in constructs}, name
+        own_log = stack.functions[name].log_group  # and each writes its own log
+        assert reached == {synth.logical_id(c) for c in [*constructs, own_log]}, name
 
 
 def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
@@ -275,7 +276,7 @@ def test_given_the_runner_role_when_synthesized_then_it_is_denied_nothing_but_in
     synth: Synthesis,
 ) -> None:
     denied = denials(_role_statements(synth, r.RUNNER_FUNCTION.name))
-    functions = synth.stack.functions.values()
+    functions = [*synth.stack.functions.values(), synth.stack.console.function]
 
     assert denied == {
         ("lambda:InvokeFunction", resource, "null")
@@ -305,7 +306,8 @@ def test_given_the_runner_role_when_synthesized_then_it_registers_task_definitio
         ("iam:PassRole", rendered(synth.arn(containers.execution_role)), "null"),
         ("iam:PassRole", rendered(synth.arn(containers.task_role)), "null"),
     }
-    assert grants(_on(statements, "logs")) == {
+    own_log = rendered(synth.arn(synth.stack.execution.runner.log_group))
+    assert {g for g in grants(_on(statements, "logs")) if g[1] != own_log} == {
         ("logs:GetLogEvents", rendered(synth.arn(containers.log_group)), "null")
     }
 
@@ -320,8 +322,13 @@ def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
     on_runs = [s for s in statements if runs in _logical_ids(s["Resource"])]
     on_jobs = [s for s in statements if jobs in _logical_ids(s["Resource"])]
 
-    assert _actions(on_runs) == {"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
-    assert _actions(on_jobs) == {"dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert _actions(on_runs) == {
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+    }
+    assert _actions(on_jobs) == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
     assert not [s for s in statements if schedule in _logical_ids(s["Resource"])]
     assert {a for a in _actions(statements) if a.startswith("states:")} == {
         "states:StartExecution",
