@@ -34,7 +34,9 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   concurrent executions reserved for (and the most taken by) the runner (default
   chronoq.resources.DEFAULT_RUNNER_RESERVED_CONCURRENCY; 0: none reserved);
 - ``termination_protection``: CloudFormation refuses to delete the stack until it is turned
-  off (default false).
+  off (default false);
+- ``alarm_email``: an address the alarm topic sends every alarm to (an e-mail subscription,
+  confirmed from the first message; default: none, subscribe as you like).
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def stack_from_context(app: App) -> ChronoqStack:
             app, "runner_reserved_concurrency", r.DEFAULT_RUNNER_RESERVED_CONCURRENCY
         ),
         termination_protection=_flag(app.node.try_get_context("termination_protection"), False),
+        alarm_email=app.node.try_get_context("alarm_email") or "",
     )
 
 

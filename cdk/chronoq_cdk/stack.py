@@ -20,6 +20,7 @@ from .containers import Containers
 from .dispatch import Dispatch
 from .execution import Execution
 from .layer import CoreLayer
+from .monitoring import Monitoring, Watched
 from .notifications import Notifications
 from .queues import Queues
 from .storage import Storage
@@ -52,6 +53,7 @@ class ChronoqStack(Stack):
         mfa_required: bool = False,
         worker_max_concurrency: int = r.DEFAULT_WORKER_MAX_CONCURRENCY,
         runner_reserved_concurrency: int = r.DEFAULT_RUNNER_RESERVED_CONCURRENCY,
+        alarm_email: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -179,9 +181,33 @@ class ChronoqStack(Stack):
             mfa_required=mfa_required,
         )
         self.console = Console(self, "Console", layer=self.layer, api=self.api)
-        # Targets reach whatever their scopes allow, but never chronoq itself.
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            watched=Watched(
+                functions={**self.functions, "console": self.console.function},
+                dispatcher=self.dispatch.function,
+                notifier=self.notifications.function,
+                dispatch_groups=dispatch_groups,
+                run_queues=self.queues.by_priority,
+                dead_letters={
+                    "Runs": self.queues.dead_letter,
+                    "Notifier": self.notifications.dead_letter,
+                },
+                state_machine_logs=self.execution.log_group,
+                express_state_machine=self.execution.express_state_machine,
+                http_api=self.api.http_api,
+            ),
+            alarm_email=alarm_email,
+        )
+        # Targets reach whatever their scopes allow, but never chronoq itself (the function
+        # that creates the heartbeat on deployment included).
         self.execution.deny_own_resources(
-            functions=[*self.functions.values(), self.console.function],
+            functions=[
+                *self.functions.values(),
+                self.console.function,
+                self.monitoring.provider,
+            ],
             queues=[
                 *self.queues.by_priority.values(),
                 self.queues.dead_letter,
@@ -202,6 +228,13 @@ class ChronoqStack(Stack):
         )
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}"
+            f"#dashboards:name={self.monitoring.dashboard.dashboard_name}",
+        )
 
     @property
     def functions(self) -> dict[str, lambda_.Function]:

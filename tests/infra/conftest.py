@@ -34,6 +34,9 @@ TUNED_CONTEXT = {
     "termination_protection": "true",
     "worker_max_concurrency": "10",
     "runner_reserved_concurrency": "0",
+    "alarm_email": "ops@example.com",
+    "shards": "8",
+    "dispatch_groups": "2",
 }
 
 

@@ -276,7 +276,8 @@ def test_given_the_runner_role_when_synthesized_then_it_is_denied_nothing_but_in
     synth: Synthesis,
 ) -> None:
     denied = denials(_role_statements(synth, r.RUNNER_FUNCTION.name))
-    functions = [*synth.stack.functions.values(), synth.stack.console.function]
+    stack = synth.stack
+    functions = [*stack.functions.values(), stack.console.function, stack.monitoring.provider]
 
     assert denied == {
         ("lambda:InvokeFunction", resource, "null")
@@ -383,7 +384,7 @@ def test_given_the_readmes_sam_table_when_read_then_each_logical_id_is_a_functio
     named = dict(re.findall(r"^\| (\w+) \| `(\w+)` \|", table, re.MULTILINE))
 
     functions = synth.of_type("AWS::Lambda::Function")
-    assert set(named) == {f.name for f in r.FUNCTIONS}
+    assert set(named) == {f.name for f in r.FUNCTIONS} | {"console"}  # every function
     for name, logical_id in named.items():
         assert logical_id in functions, (name, logical_id)
         assert functions[logical_id]["Properties"]["Environment"]["Variables"][

@@ -130,3 +130,41 @@ def test_given_a_refused_code_when_redeemed_then_the_page_says_so() -> None:
 
 def test_given_a_page_opened_without_a_code_when_redeemed_then_nothing_happens() -> None:
     assert _node('return pkce.redeem(cognito, redirect, "", storage, fetchFn);') is None
+
+
+STATUS = (console.ASSETS_DIR / "console" / "status.js").as_uri()
+
+
+@pytest.mark.parametrize(
+    ("beat", "text"),
+    [
+        (
+            {
+                "state": "ok",
+                "last_success": {"status": "SUCCEEDED", "lag_ms": 1234},
+                "seconds_since_success": 41.2,
+            },
+            "heartbeat ok: last run succeeded, 1,234 ms late, 41 s ago",
+        ),
+        (
+            {"state": "missing", "last_success": None, "seconds_since_success": None},
+            "heartbeat missing: no run has succeeded yet",
+        ),
+    ],
+)
+def test_given_the_heartbeats_status_when_shown_in_the_console_then_it_reads_as_it_goes(
+    beat: dict[str, Any], text: str
+) -> None:
+    script = (
+        f"import {{ heartbeatText }} from {json.dumps(STATUS)};"
+        f"console.log(JSON.stringify(heartbeatText({json.dumps(beat)})));"
+    )
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert json.loads(done.stdout) == text

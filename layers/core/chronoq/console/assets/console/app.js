@@ -2,6 +2,7 @@
 // signed-in user's bearer token and renders with DOM calls (never HTML from data).
 
 import { authorizeUrl, redeem } from "./pkce.js";
+import { showHeartbeat } from "./status.js";
 
 const TOKEN_KEY = "chronoq.token";
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]);
@@ -565,6 +566,7 @@ async function render(message) {
     signInView(message);
     return;
   }
+  showHeartbeat(api, document.getElementById("heartbeat"));
   const route = location.hash.replace(/^#/, "") || "/";
   const parts = route.split("/").filter(Boolean).map(decodeURIComponent);
   try {
