@@ -469,6 +469,9 @@ class Meter:
         before = self._items_written(name, document) if service == "dynamodb" else {}
         response = call()
         caller = current_caller()
+        from chronoq.local.calls import RECORDER, calls_of
+
+        RECORDER.add(calls_of(caller, operation, request.url, body, self.region, self.account))
         if operation == "sqs:ReceiveMessage" and b"ReceiptHandle" not in _content(response):
             return response  # an empty poll: AWS's long polling makes these rare
         self.usage.request(operation, caller)
