@@ -90,12 +90,6 @@ class Monitoring(Construct):
         # Alarm states carry no secret; CloudWatch cannot publish to a topic encrypted with
         # SNS's AWS managed key (a key of one's own is $1 a month): not encrypted at rest.
         self.topic = sns.Topic(self, "Alarms", display_name="chronoq alarms", enforce_ssl=True)
-        acknowledge(
-            self.topic,
-            "AwsSolutions-SNS2",
-            "Alarm notifications carry an alarm's name and state, no data; CloudWatch cannot"
-            " publish to a topic encrypted with SNS's AWS managed key.",
-        )
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
         self.alarms: dict[str, cw.Alarm] = {}
