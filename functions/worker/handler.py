@@ -23,6 +23,8 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
+from chronoq import metrics as chronoq_metrics
+from chronoq import resources as r
 from chronoq.domain.runs import RunMessage
 from chronoq.origin import refuse_client_context
 from chronoq.settings import WorkerSettings, load
@@ -33,6 +35,7 @@ logger = Logger(service="chronoq-worker")
 # worker) is answered like any other: every record listed as failed, none lost.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 starter = compose.worker(load(WorkerSettings))
+metrics = chronoq_metrics.for_function(r.WORKER_FUNCTION)
 
 
 def _message(record: dict[str, Any]) -> RunMessage | None:
@@ -48,6 +51,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     messages = {r["messageId"]: _message(r) for r in event["Records"]}
     valid = {i: m for i, m in messages.items() if m is not None}
     results = dict(zip(valid, starter.start_runs(list(valid.values())), strict=True))
+    chronoq_metrics.started(metrics, results.values())
+    chronoq_metrics.flush(metrics)
 
     def outcome(record: SQSRecord) -> str:
         """The record's part of the batch's outcome: what became of its run, or its error."""

@@ -109,6 +109,35 @@ class SigningSecret(BaseModel):
     secret: str
 
 
+class HeartbeatRun(BaseModel):
+    id: str
+    status: str
+    scheduled_at: str
+    finished_at: str | None
+    lag_ms: int | None = Field(description="its start minus its scheduled time")
+
+
+class Heartbeat(BaseModel):
+    state: str = Field(
+        description="ok; late (its last success started more than max_lag_seconds late);"
+        " missing (no success for max_silence_seconds, or none yet)"
+    )
+    job_id: str
+    every_seconds: int
+    last_run: HeartbeatRun | None
+    last_success: HeartbeatRun | None
+    seconds_since_success: float | None
+    max_lag_seconds: int
+    max_silence_seconds: int
+
+
+class Status(BaseModel):
+    heartbeat: Heartbeat = Field(
+        description="the job the deployment runs on itself every minute, through the whole"
+        " path of a run (dispatcher, queue, worker, state machine, runner)"
+    )
+
+
 # --- the responses of a route -----------------------------------------------------------------
 
 _REASONS = {

@@ -161,6 +161,12 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     " a free one, printed at start-up)",
 )
 @click.option(
+    "--no-heartbeat",
+    is_flag=True,
+    help="do not create the heartbeat job (a job chronoq runs on itself every minute, as the"
+    " stack does; see chronoq status)",
+)
+@click.option(
     "--in-memory",
     is_flag=True,
     help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
@@ -182,6 +188,7 @@ def local(
     max_jobs_per_owner: int,
     allow_host_commands: bool,
     aws_port: int,
+    no_heartbeat: bool,
     in_memory: bool,
 ) -> None:
     """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
@@ -207,6 +214,7 @@ def local(
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
         aws_port=aws_port,
+        heartbeat=not no_heartbeat,
     ).start()
     if allow_host_commands:
         click.echo(
@@ -300,7 +308,13 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
         "dynamodb": f"{ddb['write_units']:g} write, {ddb['read_units']:g} read units",
         "stepfunctions": f"standard {sfn['standard']['executions']} executions, "
         f"{sfn['standard']['transitions']} transitions; express {sfn['express']['executions']}",
-        "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items()),
+        "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items())
+        + (
+            f" (the dispatcher as the stack runs it: once a minute per group of shards, not"
+            f" {usage['dispatcher_ticks']['local']} local ticks)"
+            if usage.get("dispatcher_ticks", {}).get("local")
+            else ""
+        ),
         "sqs": f"{usage['sqs']['requests']} requests",
     }
     click.echo(f"{'':16}{'per million runs':>18}")
@@ -315,6 +329,25 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
         f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations"
         " (no history kept)"
     )
+
+
+@cli.command()
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--exit-status", is_flag=True, help="exit 4 unless the heartbeat is ok")
+@api_options
+def status(api: Api, output: str, exit_status: bool) -> None:
+    """How the deployment goes: its heartbeat (a job it runs on itself every minute, through
+    the whole path of a run), its last run, last success and start lag."""
+    answer = api.call("GET", "/status")
+    beat = answer["heartbeat"]
+    if output == "json":
+        click.echo(render.dump_json(answer))
+    else:
+        click.echo(render.heartbeat(beat))
+    if exit_status and beat["state"] != "ok":
+        raise click.exceptions.Exit(4)
 
 
 # --- schedules ---------------------------------------------------------------------------------

@@ -321,3 +321,26 @@ def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
     for fire in fire_times:
         table.add_row(fire["utc"], fire["local"])
     return table
+
+
+def heartbeat(beat: dict[str, Any]) -> str:
+    """``chronoq status``: the heartbeat's state, last run and last success, in words."""
+
+    def seen(run: dict[str, Any] | None) -> str:
+        if run is None:
+            return "none yet"
+        lag = "-" if run["lag_ms"] is None else f"{run['lag_ms']:,} ms"
+        return f"{run['status']}, scheduled {run['scheduled_at']}, lag {lag}"
+
+    since = beat["seconds_since_success"]
+    ago = "" if since is None else f" ({since:.0f} s ago)"
+    return "\n".join(
+        [
+            f"heartbeat     {beat['state']}"
+            f" (every {beat['every_seconds']} s: job {beat['job_id']})",
+            f"last run      {seen(beat['last_run'])}",
+            f"last success  {seen(beat['last_success'])}{ago}",
+            f"alarms        late over {beat['max_lag_seconds']} s of lag,"
+            f" missing after {beat['max_silence_seconds']} s without a success",
+        ]
+    )

@@ -119,6 +119,9 @@ class LocalAWS:
         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
             os.environ[key] = "local"
         os.environ.pop("AWS_PROFILE", None)
+        # chronoq's metrics are EMF log lines for CloudWatch: none locally (set false to see
+        # them on stdout)
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.pop("AWS_ENDPOINT_URL", None)
         self._mock = mock_aws(
             config={

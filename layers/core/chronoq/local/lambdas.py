@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from chronoq.local.usage import Usage, calling_as
-from chronoq.resources import Function
+from chronoq.resources import DISPATCHER_FUNCTION, Function
 from chronoq.settings import environment
 
 logger = logging.getLogger(__name__)
@@ -175,9 +175,16 @@ class LambdaRuntime:
         context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
         started = time.perf_counter()
+        # a dispatcher tick is priced as the stack invokes it: once a minute per group
+        tick = self.usage is not None and function.name == DISPATCHER_FUNCTION.name
+        counting: contextlib.AbstractContextManager[None] = (
+            self.usage.dispatcher_tick(str(event.get("shards")), function.memory_mb)
+            if self.usage is not None and tick
+            else contextlib.nullcontext()
+        )
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            with environment(self.environments[name]), calling_as(function.name):
+            with environment(self.environments[name]), calling_as(function.name), counting:
                 answer = getattr(container, attr)(json.loads(json.dumps(event)), context)
             return json.loads(json.dumps(answer))
         except Exception as error:
@@ -190,7 +197,7 @@ class LambdaRuntime:
                 }
             ) from error
         finally:
-            if self.usage is not None:
+            if self.usage is not None and not tick:
                 elapsed = (time.perf_counter() - started) * 1000
                 self.usage.invocation(function.name, function.memory_mb, elapsed)
             with self._lock:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from chronoq import heartbeat
 from chronoq import resources as r
 from chronoq.aws import clients
 from chronoq.aws.queues import SqsQueues
@@ -23,6 +24,7 @@ from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
+from chronoq.usecases.timeindex import TimeIndex
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,9 @@ class LocalSystem:
     #: The port the embedded AWS is served on (0: a free one; None: not served; taken: a
     #: free one instead). See chronoq.local.endpoint.
     aws_port: int | None = endpoint.DEFAULT_PORT
+    #: Run the heartbeat job, as a deployment does (chronoq.heartbeat): created at start if
+    #: missing; ``--no-heartbeat`` leaves it out (or, kept from an earlier start, as it is).
+    heartbeat: bool = True
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
     aws: LocalAWS = field(init=False)
@@ -157,6 +162,15 @@ class LocalSystem:
                 store.open_minute(shard, before)
                 store.close_minute(shard, before)
 
+    def _ensure_heartbeat(self) -> None:
+        """The heartbeat job, as the stack's deployment creates it (the same code the
+        dispatcher runs for ``{"heartbeat": "ensure"}``); the system's own, not counted."""
+        store = self._store()
+        queues = SqsQueues(clients.sqs(), self.aws.queue_urls)
+        index = TimeIndex(store, queues, self.shards, lambda: datetime.now(UTC))
+        with uncounted():
+            heartbeat.ensure(store, index, datetime.now(UTC))
+
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
         return self.aws.runtime.invoke(function_name(function), event)
@@ -213,6 +227,8 @@ class LocalSystem:
             self._recover()
         else:
             self._nothing_to_catch_up()
+        if self.heartbeat:
+            self._ensure_heartbeat()
         self._warm(first=True)
         self._threads = [
             self.ticker,

@@ -1,6 +1,9 @@
 // chronoq's web console: one module, no build step, no dependencies. It calls the API with the
 // signed-in user's bearer token and renders with DOM calls (never HTML from data).
 
+import { authorizeUrl, redeem } from "./pkce.js";
+import { showHeartbeat } from "./status.js";
+
 const TOKEN_KEY = "chronoq.token";
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]);
 const REFRESH_MS = { jobs: 5000, job: 3000, run: 2000 };
@@ -208,7 +211,7 @@ function signInView(message) {
       "Locally: ", h("code", {}, "chronoq token alice"),
       " (or ", h("code", {}, "chronoq login"), "). On AWS: a Cognito ID token of the stack's user pool."),
     h("button", { type: "submit", id: "sign-in" }, "Sign in"),
-    config.cognito ? h("p", {}, "or ", link(hostedUiUrl(), "sign in with Cognito", { id: "cognito" })) : null);
+    config.cognito ? h("p", {}, "or ", h("a", { href: "#", id: "cognito", onclick: signInWithCognito }, "sign in with Cognito")) : null);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const value = input.value.trim().replace(/^Bearer\s+/i, "");
@@ -223,13 +226,11 @@ function signInView(message) {
   main.replaceChildren(form);
 }
 
-function hostedUiUrl() {
-  const redirect = location.origin + location.pathname;
-  const query = new URLSearchParams({
-    client_id: config.cognito.client_id, response_type: "token", scope: "openid email",
-    redirect_uri: redirect,
-  });
-  return `https://${config.cognito.domain}/login?${query}`;
+const redirectUri = () => location.origin + location.pathname;
+
+async function signInWithCognito(event) { // the hosted UI, authorization code with PKCE
+  event.preventDefault();
+  location.assign(await authorizeUrl(config.cognito, redirectUri(), sessionStorage));
 }
 
 async function jobsView(current) {
@@ -565,6 +566,7 @@ async function render(message) {
     signInView(message);
     return;
   }
+  showHeartbeat(api, document.getElementById("heartbeat"));
   const route = location.hash.replace(/^#/, "") || "/";
   const parts = route.split("/").filter(Boolean).map(decodeURIComponent);
   try {
@@ -581,12 +583,16 @@ async function render(message) {
   }
 }
 
-function tokenFromRedirect() { // Cognito's hosted UI comes back with #id_token=…&access_token=…
-  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const jwt = params.get("id_token");
-  if (jwt) {
-    localStorage.setItem(TOKEN_KEY, jwt);
-    history.replaceState(null, "", location.pathname);
+async function tokenFromRedirect() { // the hosted UI comes back with ?code=…&state=…
+  if (!config.cognito || !location.search) return null;
+  try {
+    const jwt = await redeem(config.cognito, redirectUri(), location.search, sessionStorage);
+    if (jwt) localStorage.setItem(TOKEN_KEY, jwt);
+    return null;
+  } catch (error) {
+    return error.message;
+  } finally {
+    history.replaceState(null, "", location.pathname + location.hash);
   }
 }
 
@@ -598,10 +604,10 @@ async function start() {
     // the defaults: the API on the console's own origin, tokens pasted
   }
   config.api = (config.api || "").replace(/\/$/, "");
-  tokenFromRedirect();
+  const refused = await tokenFromRedirect();
   document.getElementById("sign-out").addEventListener("click", () => signOut());
   window.addEventListener("hashchange", () => render());
-  await render();
+  await render(refused || undefined);
 }
 
 start();
