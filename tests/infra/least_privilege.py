@@ -36,6 +36,15 @@ TARGET_ACTIONS = {
     ("notifier", "ses:SendRawEmail"),
 }
 OWN = "chronoq-local"
+#: What a target may never reach whatever the lists say: chronoq's own functions, queues, topic
+#: and buses. A recorded call of these on chronoq's own resources (a hostile test's, made with
+#: the local denial taken away) must meet an explicit deny of the stack.
+DENIED_TARGET_ACTIONS = {
+    ("runner", "lambda:InvokeFunction"),
+    (STATE_MACHINE, "sqs:SendMessage"),
+    (STATE_MACHINE, "sns:Publish"),
+    (STATE_MACHINE, "events:PutEvents"),
+}
 
 
 def roles(synth: Synthesis) -> dict[str, Role]:
@@ -69,6 +78,11 @@ def roles_of(call: Call) -> list[str]:
 
 def is_target_call(call: Call) -> bool:
     return (call.caller, call.action) in TARGET_ACTIONS and OWN not in call.resource
+
+
+def is_own_target_call(call: Call) -> bool:
+    """A target's call on chronoq itself: what the stack's denials are for."""
+    return (call.caller, call.action) in DENIED_TARGET_ACTIONS and OWN in call.resource
 
 
 def drive(harness: Harness, sink_url: str) -> None:
@@ -138,15 +152,20 @@ def drive(harness: Harness, sink_url: str) -> None:
 
 def denied(calls: Iterable[Call], by_name: dict[str, Role]) -> list[str]:
     """Every call a role it is made with would refuse (a target's: only if a denial
-    refuses it)."""
+    refuses it); and every target's call on chronoq itself that no denial refuses."""
     refused = []
     for call in sorted(calls, key=lambda c: (c.caller, c.action, c.resource)):
         for name in roles_of(call):
             role = by_name[name]
-            if is_target_call(call):
-                ok = not any(s.matches(call) for s in role.statements if not s.allow)
-            else:
-                ok = role.allows(call)
+            denials = [s for s in role.statements if not s.allow and s.matches(call)]
+            if is_own_target_call(call):
+                if not denials:
+                    refused.append(
+                        f"{name}: {call.action} on {call.resource}: a target's call on chronoq"
+                        " itself that no explicit deny refuses"
+                    )
+                continue
+            ok = not denials if is_target_call(call) else role.allows(call)
             if not ok:
                 refused.append(f"{name}: {call.action} on {call.resource} {dict(call.context)}")
     return refused
