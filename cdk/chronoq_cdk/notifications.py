@@ -76,7 +76,11 @@ class Notifications(Construct):
             layer=layer,
             environment={**environment, **self.environment},
         )
-        storage.jobs.grant(self.function, "dynamodb:GetItem")  # whom to tell, and how
+        # whom to tell, and how (GetItem); a job deleted on completion once its last run has
+        # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem)
+        storage.jobs.grant(
+            self.function, "dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:UpdateItem"
+        )
         # Which channels a retried record already reached (GetItem), and how each one went
         # (Store.note_notification: UpdateItem).
         storage.runs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
