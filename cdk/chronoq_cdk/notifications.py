@@ -102,7 +102,15 @@ class Notifications(Construct):
                 " (dynamodb:ListStreams, which supports no resource-level permission)."
             ),
         )
-        grant_items(self.function, storage.jobs, "dynamodb:GetItem")  # whom to tell, and how
+        # whom to tell, and how (GetItem); a job deleted on completion once its last run has
+        # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem)
+        grant_items(
+            self.function,
+            storage.jobs,
+            "dynamodb:GetItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:UpdateItem",
+        )
         # Which channels a retried record already reached (GetItem), and how each one went
         # (Store.note_notification: UpdateItem).
         grant_items(self.function, storage.runs, "dynamodb:GetItem", "dynamodb:UpdateItem")

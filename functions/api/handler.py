@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
-from chronoq.domain import pages
+from chronoq.domain import labels, pages
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
@@ -55,7 +55,7 @@ class Unauthorized(Exception):
 def view(model: BaseModel) -> dict[str, Any]:
     """The API's JSON form of a job or run (internal bookkeeping left out: a run's ``notify``
     mark; a job's ``notify`` is its notify block, and shown)."""
-    internal = {"generation", "notify"} if isinstance(model, Run) else {"generation"}
+    internal = {"generation", "notify"} if isinstance(model, Run) else {"generation", "runs_before"}
     return model.model_dump(mode="json", exclude=internal)
 
 
@@ -85,6 +85,24 @@ def _listing(name: str, listing: Listing[Any]) -> dict[str, Any]:
 Limit = Annotated[int, Query(ge=1, le=r.MAX_PAGE_LIMIT)]
 NextToken = Annotated[str | None, Query(max_length=pages.MAX_TOKEN_CHARS)]
 
+# --- labels ---------------------------------------------------------------------------------
+
+LabelQuery = Annotated[
+    list[str] | None,
+    Query(
+        max_length=r.MAX_LABELS,
+        description="key=value: only the jobs with this label (repeat it for several: a job"
+        " must carry every one)",
+    ),
+]
+
+
+def _labels(given: list[str] | None) -> tuple[labels.Selector, ...]:
+    try:
+        return labels.selectors(given)
+    except ValueError as error:
+        raise InvalidRequest("label", str(error)) from None
+
 
 @app.post(
     "/jobs",
@@ -108,8 +126,10 @@ def list_jobs(
     limit: Limit = r.DEFAULT_PAGE_LIMIT,
     next_token: NextToken = None,
     state: Annotated[JobState | None, Query()] = None,
+    label: LabelQuery = None,
 ) -> dict[str, Any]:
-    return _listing("jobs", service.jobs.page_jobs(_owner(), limit, next_token, state))
+    owner = _owner()
+    return _listing("jobs", service.jobs.page_jobs(owner, limit, next_token, state, _labels(label)))
 
 
 @app.get(
@@ -315,7 +335,7 @@ def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    return _error(ApiError(409, CONFLICT, str(error)))
+    return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None)))
 
 
 @app.exception_handler(InvalidRequest)

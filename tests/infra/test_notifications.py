@@ -111,7 +111,7 @@ def test_given_the_topic_when_synthesized_then_the_notifier_publishes_only_to_it
     }
 
 
-def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries_on_runs_and_sends_no_email(
+def test_given_the_notifier_when_synthesized_then_it_reads_jobs_deletes_ended_ones_notes_deliveries_on_runs_and_sends_no_email(
     synth: Synthesis,
 ) -> None:
     notifications = synth.stack.notifications
@@ -122,6 +122,10 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries
 
     assert {g for g in granted if g[0].startswith("dynamodb:")} == {
         ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),  # not its index
+        # a job deleted on completion (on_complete: delete) once its last run has ended: the
+        # job and its name (DeleteItem), its owner's job count (UpdateItem)
+        ("dynamodb:DeleteItem", f"${{{jobs}.Arn}}", "null"),
+        ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}", "null"),
         # which channels a retried record already reached, and how each went
         # (Store.note_notification)
         ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),

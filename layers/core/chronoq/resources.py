@@ -171,6 +171,18 @@ MIN_PASSWORD_LENGTH = 12
 #: Issuer and audience of tokens minted by the local runtime.
 LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
 TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
+#: Limited runs: the largest ``max_runs`` (the instant of a job's last run is computed when
+#: it is set, fire time by fire time: a bounded amount of work on the API's side).
+MAX_RUNS = 1000
+#: Labels: at most this many per job (keys and values as Kubernetes takes them).
+MAX_LABELS = 20
+#: The label ``chronoq apply`` puts on every job it applies, naming the set of files (what
+#: ``--prune`` deletes the jobs of).
+MANAGED_BY_LABEL = "managed-by"
+#: A job name's item (names are unique per owner) held this long by a job that does not
+#: have the name (a create or a delete that died halfway) may be taken by another.
+NAME_STALE_SECONDS = 60
+DEFAULT_MANAGED_BY = "chronoq-apply"
 
 # --- Environment variables read by the handlers (through chronoq.settings) ---------------
 

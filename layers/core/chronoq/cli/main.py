@@ -21,12 +21,14 @@ import click
 
 from chronoq import resources as r
 from chronoq.cli import render
+from chronoq.cli.apply import apply, diff
 from chronoq.cli.client import Api
 from chronoq.cli.common import api_options
 from chronoq.cli.errors import USAGE
 from chronoq.cli.invoke import invoke
 from chronoq.cli.jobs import jobs
 from chronoq.cli.login import login, logout
+from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
 
 _DATA_DIR = click.Path(path_type=Path, file_okay=False)
@@ -48,7 +50,8 @@ def cli() -> None:
 
     Talks to the API at --url / $CHRONOQ_URL / the profile chronoq login saved (default:
     chronoq local at http://127.0.0.1:8080). Exit codes: 0 ok, 1 API error, 2 usage error,
-    3 not found, 4 a followed run did not succeed (--exit-status).
+    3 not found, 4 a followed run did not succeed (--exit-status), 5 diff: apply would change
+    something.
     """
 
 
@@ -57,6 +60,9 @@ cli.add_command(runs)
 cli.add_command(login)
 cli.add_command(logout)
 cli.add_command(invoke)
+cli.add_command(apply)
+cli.add_command(diff)
+cli.add_command(migrate)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------

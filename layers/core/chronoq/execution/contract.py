@@ -94,7 +94,7 @@ class ExecutionInput(_Contract):
             queued_at=format_instant(queued_at or scheduled_at),
             expires_at=int(scheduled_at.timestamp()) + r.RUN_RETENTION_SECONDS,
             exclusive=job.concurrency is not Concurrency.ALLOW,
-            notify=job.notify is not None,
+            notify=job.tells_end(scheduled_at, trigger),
         )
 
     def document(self) -> dict[str, Any]:

@@ -37,7 +37,10 @@ def http_event(
 ) -> dict[str, Any]:
     """The event API Gateway sends for this request (payload format version 2.0)."""
     parts = urlsplit(target)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query: dict[str, str] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        # a parameter repeated: its values joined by commas, as API Gateway does
+        query[key] = f"{query[key]},{value}" if key in query else value
     now = time.time()
     text: str | None = None
     encoded = False
@@ -224,16 +227,20 @@ def serve(
             self._reply(status, {**headers, "Connection": "close"}, data)
 
         def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for key, value in headers.items():
-                if key.lower() != "content-length" and (
-                    key.lower() != "connection" or self.close_connection
-                ):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if self.command != "HEAD":  # (HEAD: the headers of the answer only)
-                self.wfile.write(data)
+            try:
+                self.send_response(status)
+                for key, value in headers.items():
+                    if key.lower() != "content-length" and (
+                        key.lower() != "connection" or self.close_connection
+                    ):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":  # (HEAD: the headers of the answer only)
+                    self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the client went away before its answer: nothing to tell it, nor the log
+                self.close_connection = True
 
         # Every method reaches the API (which answers 405 with Allow for those a route does
         # not take), none is left to the server's default 501 page.

@@ -24,6 +24,7 @@ from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
+from chronoq.usecases.names import claim_existing_names
 from chronoq.usecases.timeindex import TimeIndex
 
 logger = logging.getLogger(__name__)
@@ -139,6 +140,18 @@ class LocalSystem:
                 datetime.now(UTC),
             )
         logger.info("state restored from %s: %s", self.data_dir, counts)
+        with uncounted():  # (kept state from before names were unique per owner)
+            names = claim_existing_names(self._store(), datetime.now(UTC))
+        for duplicate in names.duplicates:
+            logger.warning(
+                "owner %r has %d jobs named %r (%s): names are unique now; rename or delete"
+                " all but %s",
+                duplicate.owner,
+                len(duplicate.job_ids),
+                duplicate.name,
+                ", ".join(duplicate.job_ids),
+                duplicate.job_ids[0],
+            )
 
     def _compact(self) -> None:
         """Now and then, fold the journal of the kept tables into a new snapshot."""
