@@ -52,9 +52,10 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         for method, operation in item.items()
     }
 
-    assert declared == ["jobs", "runs", "schedules", "notifications", "document"]
+    assert declared == ["jobs", "runs", "schedules", "notifications", "status", "document"]
     assert all(len(tags) == 1 and tags[0] in declared for tags in groups.values())
     assert groups["post", "/jobs/{job_id}/trigger"] == ["jobs"]
     assert groups["get", "/jobs/{job_id}/runs"] == ["runs"]
     assert groups["get", "/runs"] == ["runs"]
     assert groups["get", "/openapi.json"] == ["document"]
+    assert groups["get", "/status"] == ["status"]

@@ -323,6 +323,7 @@ TAGS = [
     {"name": "runs", "description": "A job's runs: list, read, cancel, output and logs"},
     {"name": "schedules", "description": "When a schedule fires"},
     {"name": "notifications", "description": "Webhook signatures"},
+    {"name": "status", "description": "The deployment's health: its heartbeat"},
     {"name": "document", "description": "This OpenAPI document"},
 ]
 
