@@ -12,6 +12,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -55,7 +56,7 @@ def hostile(
 def _job(target: dict[str, Any], **extra: Any) -> dict[str, Any]:
     at = (now() + timedelta(days=1)).replace(microsecond=0)
     return {
-        "name": "probe",
+        "name": f"probe-{uuid.uuid4().hex[:8]}",  # (names are unique per owner)
         "schedule": {"type": "at", "at": at.isoformat()},
         "target": target,
         **extra,
