@@ -371,22 +371,25 @@ def test_given_fifty_concurrent_creates_when_sent_at_once_then_each_gets_an_answ
     local, _, _ = hostile
     start = threading.Barrier(50)
     statuses: list[object] = []
+    answers: list[object] = []
     lock = threading.Lock()
 
     def create(n: int) -> None:
         start.wait()
         status: object
         try:
-            status, _ = local.call(
+            status, answer = local.call(
                 "POST",
                 "/jobs",
                 user="crowd",
                 body=_job({"type": "python", "task": "chronoq.tasks:echo"}, name=f"c{n}"),
             )
         except OSError as error:  # (a reset connection)
-            status = f"{type(error).__name__}: {error}"
+            status = answer = f"{type(error).__name__}: {error}"
         with lock:
             statuses.append(status)
+            if status != 201:
+                answers.append(answer)
 
     threads = [threading.Thread(target=create, args=(n,)) for n in range(50)]
     for thread in threads:
@@ -394,7 +397,7 @@ def test_given_fifty_concurrent_creates_when_sent_at_once_then_each_gets_an_answ
     for thread in threads:
         thread.join()
 
-    assert statuses == [201] * 50
+    assert statuses == [201] * 50, answers
     status, page = local.call("GET", "/jobs?limit=100", user="crowd")
     assert status == 200
     for job in page["jobs"]:

@@ -35,11 +35,17 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from chronoq.local.usage import Usage, calling_as
-from chronoq.resources import DISPATCHER_FUNCTION, Function
+from chronoq.resources import API_FUNCTION, DISPATCHER_FUNCTION, Function
 from chronoq.settings import environment
 
 logger = logging.getLogger(__name__)
 _ids = itertools.count(1)
+
+#: Functions invoked one at a time in this process. Powertools' event handler keeps the event
+#: it is resolving on its BaseRouter class (``BaseRouter.current_event``): in Lambda a process
+#: serves one invocation at a time, here concurrent invocations share the class, and two
+#: requests resolved at once would read each other's event (its body, its caller's claims).
+ONE_AT_A_TIME = frozenset({API_FUNCTION.name})
 
 
 @dataclass(frozen=True)
@@ -103,8 +109,16 @@ class FunctionError(Exception):
 
 
 class LambdaRuntime:
-    def __init__(self, functions: dict[str, Function], region: str, account: str) -> None:
+    def __init__(
+        self,
+        functions: dict[str, Function],
+        region: str,
+        account: str,
+        one_at_a_time: frozenset[str] = ONE_AT_A_TIME,
+    ) -> None:
         self._functions = functions  # deployed name -> definition
+        #: (definition names) invoked one at a time, each: see ONE_AT_A_TIME
+        self._alone = {name: threading.Lock() for name in one_at_a_time}
         #: Each function's environment variables (deployed name -> variables).
         self.environments: dict[str, dict[str, str]] = {name: {} for name in functions}
         #: Where invocations are counted (chronoq local's usage), if anywhere.
@@ -167,11 +181,16 @@ class LambdaRuntime:
     def invoke(self, name: str, event: Any) -> Any:
         """Invoke function ``name`` with ``event``; raises FunctionError if the handler did."""
         function = self._functions[name]
-        with self._lock:
-            idle = self._idle[name]
-            container = idle.pop() if idle else None
-        if container is None:
-            container = self._load(name)
+        with self._alone.get(function.name) or contextlib.nullcontext():
+            with self._lock:
+                idle = self._idle[name]
+                container = idle.pop() if idle else None
+            if container is None:
+                container = self._load(name)
+            return self._call(name, function, container, event)
+
+    def _call(self, name: str, function: Function, container: ModuleType, event: Any) -> Any:
+        """One invocation in ``container`` (given back to the idle ones after it)."""
         context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
         started = time.perf_counter()
