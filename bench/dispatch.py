@@ -70,7 +70,7 @@ def due_minute(store: FakeStore, shards: int, runs: int, clock: FakeClock) -> li
             "bench",
             JobSpec.model_validate(
                 {
-                    "name": "bench",
+                    "name": f"bench-{s}",  # (names are unique per owner)
                     "schedule": {"type": "at", "at": (MINUTE + timedelta(seconds=s)).isoformat()},
                     "target": {"type": "http", "url": "https://example.com/"},
                 }
@@ -249,7 +249,8 @@ def main() -> None:
     ]
     started = time.perf_counter()
     for i in range(args.jobs):
-        jobs.create_job("bench", specs[i % 2])
+        spec = specs[i % 2]
+        jobs.create_job("bench", spec.model_copy(update={"name": f"bench-{i}"}))
     print(
         f"created {args.jobs} jobs (half cron, half one-time) due at 12:00 in "
         f"{time.perf_counter() - started:.1f} s"

@@ -197,12 +197,12 @@ def log_tail(data_dir: Path, lines: int = 40) -> str:
 
 
 @contextmanager
-def start_local(data_dir: Path) -> Iterator[Local]:
-    """``chronoq local`` in a subprocess, until the block ends. Fails (with the end of its
-    log) if it is not up within START_TIMEOUT_SECONDS."""
+def start_local(data_dir: Path, *args: str) -> Iterator[Local]:
+    """``chronoq local`` (with ``args``) in a subprocess, until the block ends. Fails (with
+    the end of its log) if it is not up within START_TIMEOUT_SECONDS."""
     with (data_dir / "local.log").open("w") as log:
         process = subprocess.Popen(  # on a port of its own choosing: none taken meanwhile
-            [CHRONOQ, "local", "--port", "0", "--data-dir", str(data_dir)],
+            [CHRONOQ, "local", "--port", "0", "--data-dir", str(data_dir), *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
