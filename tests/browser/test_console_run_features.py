@@ -107,5 +107,21 @@ def test_given_a_job_with_a_window_and_a_flow_when_backfilled_and_rerun_from_the
         assert first["id"] in fields
         assert "rerun" in fields
         shot(browser, artifacts, "rerun")
+
+        # saved from the edit form unchanged: the window and the flow it does not show stay
+        browser.get(f"{local.url}/#/jobs/{job['id']}/edit")
+        element(browser, "#save").click()
+
+        def saved() -> dict[str, Any] | None:
+            found = local.call("GET", f"/jobs/{job['id']}")[1]
+            return found if found["version"] > job["version"] + 1 else None  # (paused: +1)
+
+        edited = poll(saved, UI_TIMEOUT, lambda: "the job saved from its form")
+        assert edited["schedule"]["window_seconds"] == 600
+        assert edited["flow"] == {
+            "key": "partner-api",
+            "max_running": 2,
+            "max_starts_per_second": None,
+        }
     finally:
         local.call("DELETE", f"/jobs/{job['id']}")

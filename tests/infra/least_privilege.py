@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from chronoq import heartbeat
 from chronoq import resources as r
-from chronoq.domain.runs import RunStatus
+from chronoq.domain import flow
+from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.calls import Call
 from chronoq.local.usage import EVENT_SOURCES, STATE_MACHINE
 
+from tests.builders import worker_event
 from tests.infra.policies import Role, local_names, statements
 from tests.infra.synthesis import Synthesis
 from tests.integration.conftest import Harness
@@ -148,6 +151,69 @@ def drive(harness: Harness, sink_url: str) -> None:
     assert status == 200
     status, _ = api(api_event("get_job", path=f"/jobs/{http['id']}", method="DELETE"))
     assert status == 204
+    _drive_run_features(harness, sink_url)
+
+
+def _drive_run_features(harness: Harness, sink_url: str) -> None:
+    """Flow control (a run held back and sent again by the worker, its slot given back by the
+    state machine), a paced backfill (its next run made by the worker; listed, read and
+    cancelled), and re-runs of a run and of a job's range."""
+    api = harness.api
+    store = harness.wiring().store
+    limits: dict[str, Any] = {"key": "least-privilege", "max_running": 1}
+    flowing = [harness.create_job({"type": "http", "url": sink_url}, flow=limits) for _ in (1, 2)]
+    sent = []
+    for job in flowing:
+        path = f"/jobs/{job['id']}/trigger"
+        status, run = api(api_event("get_job", path=path, method="POST"))
+        assert status == 202, run
+        sent.append(harness.sent(run["id"]))
+    harness.invoke(r.WORKER_FUNCTION, worker_event(*sent))
+    first, held = sent
+
+    def ended(message: RunMessage) -> bool:
+        run = store.get_run(message.job_id, message.run_id)
+        return run is not None and run.status is RunStatus.SUCCEEDED
+
+    wait_for(lambda: ended(first), timeout=60)
+    key = flow.item_key(flowing[0]["owner"], limits["key"])
+    wait_for(lambda: store.get_flow(key).holders == {}, timeout=60)
+    harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(held.run_id)))
+    wait_for(lambda: ended(held), timeout=60)
+
+    paced = harness.create_job(
+        {"type": "http", "url": sink_url},
+        schedule={"type": "cron", "expression": "*/10 * * * *"},
+        concurrency="forbid",  # one backfill run at a time: the worker makes the next
+    )
+    now = datetime.now(UTC).replace(microsecond=0)
+    span = {"from": (now - timedelta(minutes=20)).isoformat(), "to": now.isoformat()}
+    path = f"/jobs/{paced['id']}/backfill"
+    status, backfill = api(api_event("backfill_job", path=path, body=span))
+    assert status == 202, backfill
+    (pending,) = [m for m in harness.bodies() if m["run_id"].endswith(backfill["id"])]
+    harness.invoke(r.WORKER_FUNCTION, worker_event(RunMessage.model_validate(pending)))
+    wait_for(lambda: ended(RunMessage.model_validate(pending)), timeout=60)
+    backfills = f"/jobs/{paced['id']}/backfills"
+    for method, route in (
+        ("GET", backfills),
+        ("GET", f"{backfills}/{backfill['id']}"),
+        ("POST", f"{backfills}/{backfill['id']}/cancel"),
+    ):
+        status, answer = api(api_event("get_job", path=route, method=method))
+        assert status == 200, (route, answer)
+
+    status, rerun = api(api_event("get_run", path=f"/runs/{first.run_id}/rerun", method="POST"))
+    assert status == 202, rerun
+    harness.deliver(rerun["id"])
+    ranged: dict[str, Any] = {
+        "from": (now - timedelta(hours=1)).isoformat(),
+        "to": (now + timedelta(hours=1)).isoformat(),
+        "statuses": ["SUCCEEDED"],
+    }
+    path = f"/jobs/{held.job_id}/rerun"
+    status, reruns = api(api_event("rerun_job", path=path, body=ranged))
+    assert (status, len(reruns["runs"])) == (202, 1), reruns
 
 
 def denied(calls: Iterable[Call], by_name: dict[str, Role]) -> list[str]:
