@@ -8,7 +8,7 @@ RUN_STAMP := $(VENV)/.installed-run
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install run test test-fast lint format synth bench clean
+.PHONY: install run test test-fast lint format synth bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,9 @@ bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and through
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
 	$(BIN)/python -m bench.runpath
 	$(BIN)/python -m bench.dispatch --jobs 1000
+
+mutants: $(STAMP) ## each mechanism a promise rests on, removed in a scratch copy: the fast tests that catch it
+	$(BIN)/python -m tests.mutants $(MUTANTS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
