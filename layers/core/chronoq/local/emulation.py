@@ -14,6 +14,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from chronoq.local.clock import WALL, LocalClock
+
 if TYPE_CHECKING:
     from chronoq.local.usage import Meter
 
@@ -23,6 +25,10 @@ WRITTEN_FOR_MOTO = "5.2.5"
 PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.awslambda.models", "LambdaFunction._invoke_lambda"),
     ("moto.core.botocore_stubber", "BotocoreStubber.process_request"),
+    ("moto.core.models", "MockAWS._enable_patching"),
+    ("moto.core.models", "MockAWS._disable_patching"),
+    ("moto.core.base_backend", "BackendDict"),
+    ("moto.core.model_instances", "reset_model_data"),
     ("moto.dynamodb.models", "dynamodb_backends"),  # read by chronoq.local.usage
     ("moto.stepfunctions.parser.asl.utils.boto_client", "boto_client_for"),
     ("moto.stepfunctions.parser.asl.component.state.exec.state_task", "__path__"),
@@ -41,6 +47,11 @@ PATCHED: tuple[tuple[str, str], ...] = (
         "moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp",
         "Timestamp._wait_interval",
     ),
+    (
+        "moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function",
+        "WaitFunction._wait_interval",
+    ),
+    ("moto.stepfunctions.parser.asl.component.state.state", "datetime"),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.stop_execution"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.run_task"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.stop_task"),
@@ -125,6 +136,36 @@ def reuse_state_machine_clients() -> None:
             and getattr(module, "boto_client_for", None) is original
         ):
             module.boto_client_for = boto_client_for  # type: ignore[attr-defined]
+
+
+def serve_sdk_calls_only() -> None:
+    """moto intercepts AWS calls twice: in botocore (every SDK call: chronoq's, the state
+    machine's, the embedded endpoint's) and in the ``requests`` library, for which each start
+    registers some 6,000 URL patterns afresh (a tenth of a second per start, paid by every
+    test that starts chronoq local's AWS). Nothing chronoq runs calls AWS through
+    ``requests``: start and stop the botocore part only."""
+    from moto.core.base_backend import BackendDict
+    from moto.core.models import MockAWS, botocore_stubber
+
+    if getattr(MockAWS._enable_patching, "sdk_only", False):
+        return
+
+    def enable(self: Any, reset: bool = True) -> None:
+        botocore_stubber.enabled = True
+        if reset:
+            BackendDict.reset()
+
+    def disable(self: Any, remove_data: bool) -> None:
+        from moto.core.model_instances import reset_model_data
+
+        botocore_stubber.enabled = False
+        if remove_data:
+            BackendDict.reset()
+            reset_model_data()
+
+    enable.sdk_only = True  # type: ignore[attr-defined]
+    MockAWS._enable_patching = enable  # type: ignore[method-assign]
+    MockAWS._disable_patching = disable  # type: ignore[method-assign]
 
 
 #: The usage meter requests go through (chronoq local sets it when it starts).
@@ -242,11 +283,36 @@ def express_executions_as_on_aws() -> None:
     StepFunctionsParserBackend.stop_execution = stop_execution  # type: ignore[method-assign]
 
 
-def wait_until_the_timestamp() -> None:
-    """moto's Wait state with a Timestamp waits whole seconds, truncated (a timestamp 0.7 s
-    away is not waited for at all): wait until the timestamp itself, as Step Functions does."""
+#: The clock the state machine's Wait states and state entry times follow (chronoq local sets
+#: its own when it starts: see chronoq.local.clock).
+CLOCK: list[LocalClock] = [WALL]
+
+
+class _StateDatetime:
+    """The ``datetime`` module as moto's state evaluation sees it: ``datetime.now`` is the
+    local clock's (a state's ``$$.State.EnteredTime``)."""
+
+    timezone = datetime.timezone
+
+    class datetime:
+        @staticmethod
+        def now(tz: datetime.tzinfo | None = None) -> datetime.datetime:
+            instant = CLOCK[0].now()
+            return instant.astimezone(tz) if tz is not None else instant.replace(tzinfo=None)
+
+
+def waits_follow_the_clock() -> None:
+    """moto's Wait states wait by the wall clock, a Timestamp whole seconds truncated (one
+    0.7 s away is not waited for at all), and its states enter at the wall clock's time. Make
+    them follow chronoq local's clock (CLOCK): a Timestamp waited for to the millisecond, as
+    Step Functions does; Seconds and SecondsPath waits, and state entry times, by that clock
+    too (a test's clock may skip the waits, or hold them until it moves)."""
+    from moto.stepfunctions.parser.asl.component.state import state
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
         Timestamp,
+    )
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import (
+        WaitFunction,
     )
 
     if getattr(Timestamp._wait_interval, "precise", False):
@@ -262,16 +328,17 @@ def wait_until_the_timestamp() -> None:
             )
 
             raise FailureEventException(self._create_failure_event(env, text))
-        return float((timestamp - datetime.datetime.now()).total_seconds())
+        now = CLOCK[0].now().replace(tzinfo=None)  # (moto reads the timestamp as naive UTC)
+        return float((timestamp - now).total_seconds())
 
     def wait(self: Any, env: Any, wait_seconds: float) -> None:
-        deadline = time.monotonic() + wait_seconds
-        while env.is_running() and (left := deadline - time.monotonic()) > 0:
-            env.program_state_event.wait(left)
+        CLOCK[0].wait(wait_seconds, env.program_state_event, env.is_running)
 
     wait.precise = True  # type: ignore[attr-defined]
     Timestamp._get_wait_seconds = seconds  # type: ignore[method-assign,assignment]
     Timestamp._wait_interval = wait  # type: ignore[method-assign]
+    WaitFunction._wait_interval = wait  # type: ignore[method-assign]
+    state.datetime = _StateDatetime  # type: ignore[attr-defined,assignment]
 
 
 #: The network the local state machine names for container tasks; they run in moto's default
