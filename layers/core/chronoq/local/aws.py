@@ -32,6 +32,7 @@ from chronoq.local.emulation import (
     check_moto,
     express_executions_as_on_aws,
     parse_each_definition_once,
+    queues_follow_the_clock,
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
     serialize_service_calls,
@@ -161,6 +162,7 @@ class LocalAWS:
         reuse_state_machine_clients()
         express_executions_as_on_aws()
         waits_follow_the_clock()
+        queues_follow_the_clock()
         emulation.CLOCK[0] = self.clock
         compose.TIME = compose.Time(self.clock.now, self.clock.sleep)
         parse_each_definition_once()

@@ -2,11 +2,12 @@
 Wait states (through chronoq.local.emulation) take as now, and how they wait.
 
 By default the wall clock. Tests whose subject is not timing give chronoq local a clock that
-moves on when something waits (``SKIP``: a run due in three seconds starts at once, its
-clock three seconds on; a retry's wait costs nothing), or that moves only when the test says
-(``HELD``: a wait lasts until the test advances the clock past its end, so that a test can act
-while a run waits). Either way time only moves forward, and every part of chronoq local that
-asks for the time gets the same answer.
+runs with the wall clock and moves on when something waits (``SKIP``: a run due in three
+seconds starts at once, its clock three seconds on; a retry's wait costs nothing), or one that
+stands still until the test moves it (``HELD``: a wait lasts until the test advances the clock
+past its end, so that a test can act while a run waits, or let minutes pass in an instant).
+Either way time only moves forward, and every part of chronoq local that asks for the time
+gets the same answer.
 """
 
 from __future__ import annotations
@@ -35,12 +36,17 @@ class LocalClock:
         self.waits = waits
         self._offset = 0.0
         self._moved = threading.Condition()
+        #: A held clock stands still (at the instant it was made) until it is moved.
+        self._held_at = datetime.now(UTC) if waits is Waits.HELD else None
+
+    def _base(self) -> datetime:
+        return self._held_at or datetime.now(UTC)
 
     def now(self) -> datetime:
         """Now, in UTC, to the millisecond (as chronoq.domain.time.utc_now)."""
         with self._moved:
             offset = self._offset
-        instant = datetime.now(UTC) + timedelta(seconds=offset)
+        instant = self._base() + timedelta(seconds=offset)
         return instant.replace(microsecond=instant.microsecond // 1000 * 1000)
 
     def advance(self, seconds: float) -> datetime:
@@ -53,7 +59,7 @@ class LocalClock:
     def advance_to(self, instant: datetime) -> None:
         """Move the clock on to ``instant``, unless it is already past it."""
         with self._moved:
-            behind = (instant - datetime.now(UTC)).total_seconds() - self._offset
+            behind = (instant - self._base()).total_seconds() - self._offset
             if behind > 0:
                 self._offset += behind
                 self._moved.notify_all()

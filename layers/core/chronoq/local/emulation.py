@@ -52,6 +52,8 @@ PATCHED: tuple[tuple[str, str], ...] = (
         "WaitFunction._wait_interval",
     ),
     ("moto.stepfunctions.parser.asl.component.state.state", "datetime"),
+    ("moto.sqs.models", "unix_time"),
+    ("moto.sqs.models", "unix_time_millis"),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.stop_execution"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.run_task"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.stop_task"),
@@ -339,6 +341,27 @@ def waits_follow_the_clock() -> None:
     Timestamp._wait_interval = wait  # type: ignore[method-assign]
     WaitFunction._wait_interval = wait  # type: ignore[method-assign]
     state.datetime = _StateDatetime  # type: ignore[attr-defined,assignment]
+
+
+def queues_follow_the_clock() -> None:
+    """moto's SQS times message delays, visibility timeouts and retention by the wall clock:
+    make it follow chronoq local's clock (CLOCK) too, so that a run sent with a delay reaches
+    a worker when that clock says, as everything else in chronoq local sees it."""
+    from moto.sqs import models
+
+    if getattr(models.unix_time, "clocked", False):  # type: ignore[attr-defined]
+        return
+
+    def unix_time(dt: datetime.datetime | None = None) -> float:
+        instant = CLOCK[0].now() if dt is None else dt.replace(tzinfo=datetime.UTC)
+        return instant.timestamp()
+
+    def unix_time_millis(dt: datetime.datetime | None = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    unix_time.clocked = True  # type: ignore[attr-defined]
+    models.unix_time = unix_time  # type: ignore[attr-defined]
+    models.unix_time_millis = unix_time_millis  # type: ignore[attr-defined]
 
 
 #: The network the local state machine names for container tasks; they run in moto's default

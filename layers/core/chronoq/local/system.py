@@ -17,7 +17,8 @@ from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import LocalAWS, function_name
-from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
+from chronoq.local.clock import LocalClock
+from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
@@ -57,6 +58,9 @@ class LocalSystem:
     aws_port: int | None = endpoint.DEFAULT_PORT
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
+    #: What time it is for the whole system (the wall clock unless a test gives its own:
+    #: see chronoq.local.clock).
+    clock: LocalClock = field(default_factory=LocalClock)
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -107,7 +111,7 @@ class LocalSystem:
                 self.aws.env[r.ENV_RUNS_TABLE],
                 self.shards,
                 saved_at,
-                datetime.now(UTC),
+                self.clock.now(),
             )
         logger.info("state restored from %s: %s", self.data_dir, counts)
 
@@ -127,7 +131,7 @@ class LocalSystem:
         starts at the minute before now, so that the first tick does not read the last hour
         minute by minute, as it must after an outage or for a shard added to a deployment."""
         store = self._store()
-        before = ids.minute_of(datetime.now(UTC)) - timedelta(minutes=1)
+        before = ids.minute_of(self.clock.now()) - timedelta(minutes=1)
         with uncounted():
             for shard in range(self.shards):
                 store.open_minute(shard, before)
@@ -148,6 +152,7 @@ class LocalSystem:
             allow_host_commands=self.allow_host_commands,
             state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
             signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
+            clock=self.clock,
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
@@ -168,6 +173,7 @@ class LocalSystem:
         if self.aws.state is not None:
             self._threads.append(threading.Thread(target=self._compact, daemon=True))
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
+        pace = Pace()
         for n in range(self.pollers):
             self._threads.append(
                 QueuePoller(
@@ -176,6 +182,7 @@ class LocalSystem:
                     lambda e: self.invoke(r.WORKER_FUNCTION, e),
                     self._halt,
                     f"poller-{n}",
+                    pace,
                 )
             )
         self._threads.append(
