@@ -26,11 +26,11 @@ install: $(STAMP)
 run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs only what running needs)
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
-test: $(STAMP) ## the whole suite: unit, integration, infra, e2e
-	$(BIN)/pytest
+test: $(STAMP) ## the whole suite, shared out over two processes (see tests/conftest.py)
+	$(BIN)/pytest -n 2
 
-test-fast: $(STAMP) ## unit, contract and integration tests (no CDK synthesis, no end-to-end)
-	$(BIN)/pytest tests/unit tests/contract tests/integration
+test-fast: $(STAMP) ## the fast layer: unit and contract tests
+	$(BIN)/pytest tests/unit tests/contract
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
