@@ -24,6 +24,7 @@ MODULES = (
     "e2e/test_restart.py",
     "e2e/test_embedded_aws.py",
     "e2e/test_over_minutes.py",
+    "e2e/test_priority_burst.py",
 )
 #: The groups handed out first, longest first (so that none of them ends the run alone).
 FIRST = (

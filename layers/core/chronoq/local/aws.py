@@ -72,6 +72,8 @@ def _client(service: str) -> Any:
     return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
 
 
+#: The embedded AWS running in this process, if any (moto serves one at a time).
+_RUNNING: list[LocalAWS | None] = [None]
 #: The configuration chronoq's own clients (chronoq.aws.clients) were last built for.
 _CLIENTS_FOR: list[str | None] = [None]
 
@@ -142,6 +144,10 @@ class LocalAWS:
         audience = notifications.topic_statuses(self.topic_statuses)  # refused before starting
 
         check_moto()
+        if _RUNNING[0] is not None:
+            raise RuntimeError(
+                "another embedded AWS runs in this process (moto serves one): stop it first"
+            )
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
         os.environ["AWS_DEFAULT_REGION"] = REGION
         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
@@ -158,6 +164,15 @@ class LocalAWS:
             }
         )
         self._mock.start()
+        _RUNNING[0] = self
+        try:
+            self._set_up(audience)
+        except BaseException:
+            self.stop()  # (nothing half-started is left to the next one)
+            raise
+        return self
+
+    def _set_up(self, audience: frozenset[RunStatus]) -> None:
         _clients_for(os.environ.get("AWS_DEFAULT_REGION", REGION))
         reuse_state_machine_clients()
         express_executions_as_on_aws()
@@ -185,7 +200,6 @@ class LocalAWS:
         emulation.METER[0] = self._meter
         self.runtime.usage = self.usage
         self.reset_usage()  # creating the resources is not the workload's
-        return self
 
     def _keep_tables(self, state_dir: Path) -> None:
         """Read back the items an earlier start kept in ``state_dir``, then keep every write."""
@@ -257,6 +271,8 @@ class LocalAWS:
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
+        if _RUNNING[0] is self:
+            _RUNNING[0] = None
 
     def client(self, service: str) -> Any:
         return _client(service)

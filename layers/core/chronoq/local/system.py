@@ -244,15 +244,17 @@ class LocalSystem:
 
     def stop(self) -> None:
         self._halt.set()
-        if self._aws_server is not None:
-            self._aws_server.shutdown()
-            self._aws_server.server_close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        # (daemon threads: one still busy after the wait ends with the process; what it had
-        # begun is given back at the next start, see persist.recover)
-        deadline = time.monotonic() + self.stop_seconds
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self.aws.stop()
+        try:
+            if self._aws_server is not None:
+                self._aws_server.shutdown()
+                self._aws_server.server_close()
+            if self._server is not None:
+                self._server.shutdown()
+                self._server.server_close()
+            # (daemon threads: one still busy after the wait ends with the process; what it
+            # had begun is given back at the next start, see persist.recover)
+            deadline = time.monotonic() + self.stop_seconds
+            for thread in self._threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            self.aws.stop()
