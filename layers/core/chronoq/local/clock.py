@@ -38,6 +38,16 @@ class LocalClock:
         self._moved = threading.Condition()
         #: A held clock stands still (at the instant it was made) until it is moved.
         self._held_at = datetime.now(UTC) if waits is Waits.HELD else None
+        #: Told each time the clock moves on (queue pollers: a delayed message may be due).
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, moved: Callable[[], None]) -> None:
+        """Call ``moved`` each time this clock is moved on."""
+        self._listeners.append(moved)
+
+    def _tell(self) -> None:
+        for moved in list(self._listeners):
+            moved()
 
     def _base(self) -> datetime:
         return self._held_at or datetime.now(UTC)
@@ -54,15 +64,18 @@ class LocalClock:
         with self._moved:
             self._offset += max(0.0, seconds)
             self._moved.notify_all()
+        self._tell()
         return self.now()
 
     def advance_to(self, instant: datetime) -> None:
         """Move the clock on to ``instant``, unless it is already past it."""
         with self._moved:
             behind = (instant - self._base()).total_seconds() - self._offset
-            if behind > 0:
-                self._offset += behind
-                self._moved.notify_all()
+            if behind <= 0:
+                return
+            self._offset += behind
+            self._moved.notify_all()
+        self._tell()
 
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of this clock (chronoq's functions' ``sleep``)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import functools
 import importlib
+import json
 import os
 import sys
 import threading
@@ -193,10 +194,34 @@ def serialize_service_calls() -> None:
         if request.url.endswith("/invocations"):
             return meter.around(request, call) if meter else call()
         with lock:
-            return meter.around(request, call) if meter else call()
+            answer = meter.around(request, call) if meter else call()
+        _tell_pollers_of_sends(request)
+        return answer
 
     process_request.serialized = True  # type: ignore[attr-defined]
     BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+
+_SENDS = ("AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch")
+
+
+def _tell_pollers_of_sends(request: Any) -> None:
+    """A send to SQS: the queue pollers hear of it and of when its messages become visible
+    (so that idle ones need not keep looking: chronoq.local.drivers.Pace)."""
+    target = request.headers.get("X-Amz-Target") or b""
+    if isinstance(target, bytes):
+        target = target.decode(errors="replace")
+    if target not in _SENDS:
+        return
+    try:
+        body = json.loads(request.body or b"{}")
+        entries = body.get("Entries") or [body]
+        delays = [float(entry.get("DelaySeconds") or 0) for entry in entries]
+    except (ValueError, TypeError, AttributeError):
+        delays = [0.0]
+    from chronoq.local.drivers import messages_sent
+
+    messages_sent(delays)
 
 
 #: The parsed program of each definition (set by parse_each_definition_once).

@@ -174,6 +174,7 @@ class LocalSystem:
             self._threads.append(threading.Thread(target=self._compact, daemon=True))
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
         pace = Pace()
+        self.clock.listen(pace.moved)
         for n in range(self.pollers):
             self._threads.append(
                 QueuePoller(
