@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 #: what `make run` needs only (chronoq and the embedded AWS); STAMP implies it
 RUN_STAMP := $(VENV)/.installed-run
+#: the Node tools package.json pins (the CDK CLI, asl-validator), in ./node_modules
+NODE_STAMP := node_modules/.installed
+TEMPLATE := cdk.out/Chronoq.template.json
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
@@ -21,37 +24,49 @@ $(RUN_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[local]"
 	touch $(RUN_STAMP)
 
-install: $(STAMP)
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+install: $(STAMP) $(NODE_STAMP)
 
 run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs only what running needs)
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
-test: $(STAMP) ## the whole suite, shared out over two processes (see tests/conftest.py)
-	$(BIN)/pytest -n 2
+test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over two processes (see tests/conftest.py), then the least-privilege check over every AWS call the suite made
+	calls=$$(mktemp -t chronoq-calls.XXXXXX) && trap 'rm -f "$$calls"' EXIT \
+	&& export CHRONOQ_CALLS_FILE="$$calls" \
+	&& $(BIN)/pytest -n 2 --ignore=tests/infra/test_least_privilege.py \
+	&& $(BIN)/pytest tests/infra/test_least_privilege.py
 
 test-fast: $(STAMP) ## the fast layer: unit and contract tests
 	$(BIN)/pytest tests/unit tests/contract
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff, mypy (strict), and cfn-lint on the synthesized template
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy layers/core functions cdk tests bench
+	$(BIN)/python cdk/app.py
+	# W3005 (a DependsOn that a Ref or GetAtt already implies): the CDK writes both, and the
+	# redundant dependency changes nothing in the order CloudFormation creates resources.
+	$(BIN)/cfn-lint --ignore-checks W3005 -- $(TEMPLATE)
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-synth: $(STAMP) ## synthesize the CDK app into cdk.out/
+synth: $(STAMP) ## synthesize the CDK app into cdk.out/ (cdk-nag's AwsSolutions and Serverless checks run on it)
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
-bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput; start lag; the whole run path's requests, units and cost per run
+bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and throughput (also around clock changes); start lag; the whole run path's requests, units and cost per run; a cron schedule's next fire time
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
 	$(BIN)/python -m bench.runpath
+	$(BIN)/python -m bench.schedules
 	$(BIN)/python -m bench.dispatch --jobs 1000
 
 mutants: $(STAMP) ## each mechanism a promise rests on, removed in a scratch copy: the fast tests that catch it
 	$(BIN)/python -m tests.mutants $(MUTANTS)
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache node_modules

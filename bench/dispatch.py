@@ -10,8 +10,15 @@ AWS requests per run on the embedded AWS.
    operation, per run dispatched; what they cost per million runs at list prices; the
    throughput with and without the time spent inside moto.
 
+3. Own code around a change of the clocks: ``--cron-runs`` (default 10,000) jobs of
+   ``* * * * *`` in Europe/London due in one minute, dispatched (each run's job checked and
+   chained on to its next minute: two next fire times per run) in an ordinary hour and right
+   after the clocks went forward and back: runs per second (the median of three).
+
 The last line of output is one JSON object (``dispatch_requests_per_run``,
-``dispatch_runs_per_second``: the fakes' figure, ``dispatch_peak_memory_mb``), for tools.
+``dispatch_runs_per_second``: the fakes' figure, ``dispatch_peak_memory_mb``,
+``dispatch_cron_runs_per_second``: by minute of DST_MINUTES),
+for tools.
 """
 
 from __future__ import annotations
@@ -20,10 +27,12 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -61,7 +70,7 @@ def due_minute(store: FakeStore, shards: int, runs: int, clock: FakeClock) -> li
             "bench",
             JobSpec.model_validate(
                 {
-                    "name": "bench",
+                    "name": f"bench-{s}",  # (names are unique per owner)
                     "schedule": {"type": "at", "at": (MINUTE + timedelta(seconds=s)).isoformat()},
                     "target": {"type": "http", "url": "https://example.com/"},
                 }
@@ -112,11 +121,94 @@ def own_code(runs: int, shards: int) -> tuple[float, float]:
     return runs / elapsed, peak_mb
 
 
+#: A zone whose clocks change, and due minutes of an ordinary hour and of the hours of the
+#: changes in 2030: forward at 01:00 UTC on 31 March (01:00-01:59 local is skipped: the jump
+#: fires, then 02:01 BST and on), back at 01:00 UTC on 27 October (01:00-01:59 local repeats:
+#: every-minute jobs fired in its first pass, and fire again at 02:00 UTC, 02:00 GMT).
+DST_ZONE = "Europe/London"
+DST_MINUTES = {
+    "ordinary": datetime(2030, 3, 24, 1, 30, tzinfo=UTC),
+    "at_the_jump_forward": datetime(2030, 3, 31, 1, 0, tzinfo=UTC),
+    "after_spring_forward": datetime(2030, 3, 31, 1, 30, tzinfo=UTC),
+    "after_fall_back": datetime(2030, 10, 27, 2, 0, tzinfo=UTC),
+}
+
+
+def every_minute(runs: int, shards: int, minute: datetime) -> float:
+    """Runs per second of the dispatcher over the fakes, dispatching ``minute`` for ``runs``
+    jobs of "* * * * *" in DST_ZONE."""
+    clock = FakeClock(minute - timedelta(seconds=1))
+    store, queues = FakeStore(), FakeQueues()
+    index = TimeIndex(store, queues, shards, clock)
+    jobs = JobOperations(store, index, clock, None, bool, PageTokens(lambda: "bench"))
+    template = jobs.create_job(
+        "bench",
+        JobSpec.model_validate(
+            {
+                "name": "bench",
+                "schedule": {"type": "cron", "expression": "* * * * *", "timezone": DST_ZONE},
+                "target": {"type": "http", "url": "https://example.com/"},
+            }
+        ),
+    )
+    assert template.next_run_at == minute, template.next_run_at
+    store.jobs.clear()
+    store.schedule.clear()
+    occurrences = []
+    for i in range(runs):
+        job = template.model_copy(update={"id": f"job_{i:016x}"})
+        store.put_new_job(job)
+        occurrences.append(
+            Occurrence(
+                job_id=job.id,
+                run_id=ids.run_id(job.id, minute, job.generation),
+                scheduled_at=minute,
+                priority=job.priority,
+                generation=job.generation,
+            )
+        )
+    store.put_occurrences(occurrences, shards, clock.now)
+    dispatcher = Dispatcher(store, index, shards, clock)
+    tick = minute - (MINUTE - TICK)
+    clock.now = tick - timedelta(minutes=1)
+    dispatcher.dispatch()  # the minutes before: checkpoints exist, as in a deployment
+    clock.now = tick
+    started = time.perf_counter()
+    report = dispatcher.dispatch()
+    elapsed = time.perf_counter() - started
+    assert report.dispatched == report.scheduled == runs == len(queues.sent), report
+    return runs / elapsed
+
+
+def around_clock_changes(runs: int, shards: int) -> dict[str, float]:
+    """Runs per second in each of DST_MINUTES (the median of three, taken in turns)."""
+    figures: dict[str, list[float]] = {name: [] for name in DST_MINUTES}
+    for _ in range(3):
+        for name, minute in DST_MINUTES.items():
+            figures[name].append(every_minute(runs, shards, minute))
+    medians = {name: statistics.median(values) for name, values in figures.items()}
+    ordinary = medians["ordinary"]
+    print(
+        f"own code, {runs:,} jobs of '* * * * *' in {DST_ZONE} due in one minute, "
+        f"on the in-memory fakes (median of 3):"
+    )
+    for name, minute in DST_MINUTES.items():
+        local = minute.astimezone(ZoneInfo(DST_ZONE))
+        print(
+            f"  {name.replace('_', ' '):<22} {minute:%Y-%m-%d %H:%M}Z ({local:%H:%M %Z}): "
+            f"{medians[name]:8,.0f} runs/s  ({medians[name] / ordinary:.2f} x ordinary)"
+        )
+    return medians
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100_000, help="runs on the fakes")
     parser.add_argument("--fake-shards", type=int, default=32, help="shards on the fakes")
     parser.add_argument("--jobs", type=int, default=500, help="jobs on the embedded AWS")
+    parser.add_argument(
+        "--cron-runs", type=int, default=10_000, help="every-minute jobs around clock changes"
+    )
     parser.add_argument(
         "--shards",
         type=int,
@@ -127,6 +219,8 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     runs_per_second, peak_mb = own_code(args.runs, args.fake_shards)
+    print()
+    cron_runs_per_second = around_clock_changes(args.cron_runs, args.fake_shards)
     print()
 
     from chronoq import compose
@@ -155,7 +249,8 @@ def main() -> None:
     ]
     started = time.perf_counter()
     for i in range(args.jobs):
-        jobs.create_job("bench", specs[i % 2])
+        spec = specs[i % 2]
+        jobs.create_job("bench", spec.model_copy(update={"name": f"bench-{i}"}))
     print(
         f"created {args.jobs} jobs (half cron, half one-time) due at 12:00 in "
         f"{time.perf_counter() - started:.1f} s"
@@ -226,6 +321,9 @@ def main() -> None:
                 "dispatch_requests_per_run": round(by_dispatcher / runs, 4),
                 "dispatch_runs_per_second": round(runs_per_second),
                 "dispatch_peak_memory_mb": round(peak_mb, 1),
+                "dispatch_cron_runs_per_second": {
+                    name: round(value) for name, value in cron_runs_per_second.items()
+                },
             }
         )
     )

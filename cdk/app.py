@@ -27,6 +27,16 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
+- ``mfa_required``: every user of the pool must sign in with a second factor (default false:
+  MFA optional, an authenticator app for those who set one up);
+- ``worker_max_concurrency``: batches the worker runs at once per priority queue (default
+  chronoq.resources.DEFAULT_WORKER_MAX_CONCURRENCY); ``runner_reserved_concurrency``:
+  concurrent executions reserved for (and the most taken by) the runner (default
+  chronoq.resources.DEFAULT_RUNNER_RESERVED_CONCURRENCY; 0: none reserved);
+- ``termination_protection``: CloudFormation refuses to delete the stack until it is turned
+  off (default false);
+- ``alarm_email``: an address the alarm topic sends every alarm to (an e-mail subscription,
+  confirmed from the first message; default: none, subscribe as you like).
 """
 
 from __future__ import annotations
@@ -57,12 +67,12 @@ def _number(app: App, key: str, default: int) -> int:
     return default if value is None else int(value)
 
 
-def main() -> None:
-    app = new_app(os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
+def stack_from_context(app: App) -> ChronoqStack:
+    """The Chronoq stack, configured by ``app``'s context (see above)."""
     shards = app.node.try_get_context("shards")
     groups = app.node.try_get_context("dispatch_groups")
     statuses = context_list(app.node, "topic_statuses")
-    ChronoqStack(
+    return ChronoqStack(
         app,
         "Chronoq",
         shards=r.DEFAULT_SHARDS if shards is None else int(shards),
@@ -78,7 +88,21 @@ def main() -> None:
         max_jobs_per_owner=_number(app, "max_jobs_per_owner", r.DEFAULT_MAX_JOBS_PER_OWNER),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),
         api_rate_limit=_number(app, "api_rate_limit", r.DEFAULT_API_RATE_LIMIT),
+        mfa_required=_flag(app.node.try_get_context("mfa_required"), False),
+        worker_max_concurrency=_number(
+            app, "worker_max_concurrency", r.DEFAULT_WORKER_MAX_CONCURRENCY
+        ),
+        runner_reserved_concurrency=_number(
+            app, "runner_reserved_concurrency", r.DEFAULT_RUNNER_RESERVED_CONCURRENCY
+        ),
+        termination_protection=_flag(app.node.try_get_context("termination_protection"), False),
+        alarm_email=app.node.try_get_context("alarm_email") or "",
     )
+
+
+def main() -> None:
+    app = new_app(os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
+    stack_from_context(app)
     app.synth()
 
 

@@ -3,6 +3,7 @@ wired over any adapters (the in-memory fakes, or the AWS adapters on moto)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,13 @@ from tests.support import load_event
 
 OWNER = "alice"
 HTTP_TARGET = {"type": "http", "url": "http://127.0.0.1:9/hook"}
+#: Job names are unique per owner: each job a builder makes has a name of its own.
+_NAMES = itertools.count(1)
+
+
+def unique_name(prefix: str = "t") -> str:
+    """A job name no other job of this test process has."""
+    return f"{prefix}-{next(_NAMES)}"
 
 
 def job_spec(
@@ -32,10 +40,11 @@ def job_spec(
     target: dict[str, Any] | None = None,
     **extra: Any,
 ) -> JobSpec:
-    """A valid job: every minute, an http target, no retries unless ``extra`` says."""
+    """A valid job: every minute, an http target, no retries unless ``extra`` says; a name
+    of its own unless ``extra`` gives one."""
     return JobSpec.model_validate(
         {
-            "name": "t",
+            "name": unique_name(),
             "schedule": schedule or {"type": "cron", "expression": "* * * * *"},
             "target": target or HTTP_TARGET,
             "retry": {"max_attempts": 1},

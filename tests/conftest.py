@@ -1,6 +1,15 @@
-"""How the suite is shared out when it runs on several processes (``make test``: pytest-xdist,
-``-n 2``): the tests that share something costly to start run in one process, each group
-as a whole; every other test goes wherever a process is free.
+"""How the suite runs.
+
+Every AWS call chronoq makes on the embedded AWS, in a test's process or in a chronoq local it
+starts, is kept in one file (chronoq.local.calls), and the least-privilege check
+(tests/infra/test_least_privilege.py) runs last, over all of them: in one process, after
+every other test; shared out over several processes (``make test``: pytest-xdist, ``-n 2``),
+in a pytest of its own after the others, given the same file (CHRONOQ_CALLS_FILE: see the
+Makefile). In the processes of a shared-out run it is skipped, as it would see only their
+share of the calls.
+
+Shared out, the tests that share something costly to start run in one process, each group as
+a whole; every other test goes wherever a process is free:
 
 - the end-to-end tests that share the package's chronoq local, the browser tests (a chronoq
   local and Chromium), the infra tests (one synthesis of the stack for the session): one
@@ -10,9 +19,15 @@ as a whole; every other test goes wherever a process is free.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from chronoq.local.calls import CALLS_FILE_ENV
+
+LAST = "test_least_privilege.py"
 
 #: Packages whose tests share one set-up across modules (but for the modules below).
 WHOLE = ("e2e", "browser", "infra")
@@ -69,3 +84,41 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             super()._assign_work_unit(node)
 
     return Groups(config, log)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def calls_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where this session's calls are kept (chronoq local subprocesses inherit it): the file
+    the environment names (``make test`` names one for both its pytests), else one of the
+    session's own."""
+    given = os.environ.get(CALLS_FILE_ENV)
+    if given:
+        yield Path(given)
+        return
+    path = tmp_path_factory.getbasetemp() / "aws-calls.jsonl"
+    os.environ[CALLS_FILE_ENV] = str(path)
+    yield path
+    os.environ.pop(CALLS_FILE_ENV, None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The least-privilege check after every other test, so that it sees all their calls;
+    skipped in a process that runs only a share of the suite."""
+    items.sort(key=lambda item: item.path.name == LAST)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        share = pytest.mark.skip(
+            reason="sees every call of the suite only in a pytest of its own after the others"
+            " (make test runs it so)"
+        )
+        for item in items:
+            if item.path.name == LAST:
+                item.add_marker(share)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.infra import least_privilege
+
+    if least_privilege.UNEXERCISED:
+        terminalreporter.section("grants no test exercised")
+        for line in least_privilege.UNEXERCISED:
+            terminalreporter.write_line(line)

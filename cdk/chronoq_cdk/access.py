@@ -8,6 +8,7 @@ and the runner's and state machine's IAM rights follow them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,11 @@ from chronoq import resources as r
 from constructs import Construct, Node
 
 S3_URI = "s3://"
+#: An ECR registry's host: ``<account>.dkr.ecr.<region>.amazonaws.com`` (``*`` may stand for
+#: the account or the region in a pattern).
+ECR_HOST = re.compile(
+    r"^(?P<account>\d{12}|\*)\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z0-9-]+|\*)\.amazonaws\.com(?:\.cn)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,32 @@ class TargetAccess:
 
     def event_bus_arns(self, scope: Construct) -> list[str]:
         return _or_own(self.event_buses, scope, service="events", resource="event-bus/*")
+
+    def ecr_repository_arns(self, scope: Construct) -> list[str]:
+        """The ECR repositories the allowed images come from (what the task execution role
+        may pull); images of other registries (public ones) need no right."""
+        stack = Stack.of(scope)
+        found = []
+        for pattern in self.container_images or ():
+            if pattern == r.ALLOW_ANY:
+                found.append(stack.format_arn(service="ecr", resource="repository/*"))
+                continue
+            host, _, path = pattern.partition("/")
+            matched = ECR_HOST.match(host)
+            if matched is None or not path:
+                continue
+            repository = re.split(r"[:@]", path, maxsplit=1)[0]
+            found.append(
+                stack.format_arn(
+                    service="ecr",
+                    account=matched["account"],
+                    region=matched["region"],
+                    resource="repository",
+                    resource_name=repository,
+                    arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+                )
+            )
+        return list(dict.fromkeys(found))
 
     def output_object_arns(self, scope: Construct) -> list[str]:
         """The objects of the extra output buckets."""

@@ -14,6 +14,7 @@ from constructs import Construct
 
 from .api import Api
 from .functions import python_function
+from .rules import acknowledge
 
 #: The routes of the console (more specific than the API's ``ANY /{proxy+}``).
 ROUTES = ("/", "/console/{proxy+}")
@@ -25,7 +26,12 @@ class Console(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
-            self, "Function", console.FUNCTION, layer=layer, environment={}
+            self,
+            "Function",
+            console.FUNCTION,
+            layer=layer,
+            environment={},
+            no_dead_letters="API Gateway invokes it synchronously: the browser gets its answer.",
         )
         if api.hosted_ui_domain is not None:
             self.function.add_environment(console.ENV_COGNITO_DOMAIN, api.hosted_ui_domain)
@@ -40,4 +46,11 @@ class Console(Construct):
                 path=path, methods=[apigwv2.HttpMethod.GET], integration=integration
             )
         ]
+        for route in self.routes:
+            acknowledge(
+                route,
+                "AwsSolutions-APIG4",
+                "The console's routes serve its static page and files, which hold no data:"
+                " every call the page makes goes to the API's routes with the user's token.",
+            )
         self.url = api.console_url

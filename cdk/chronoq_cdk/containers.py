@@ -18,7 +18,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
 from constructs import Construct
 
+from .access import TargetAccess
 from .functions import LOG_RETENTION
+from .rules import acknowledge, grant_wildcards
 
 ECS_TASKS = "ecs-tasks.amazonaws.com"
 #: The rule Step Functions manages to hear when an ``ecs:runTask.sync`` task stops.
@@ -26,7 +28,7 @@ SYNC_RULE = "StepFunctionsGetEventsForECSTaskRule"
 
 
 class Containers(Construct):
-    def __init__(self, scope: Construct, id: str) -> None:
+    def __init__(self, scope: Construct, id: str, *, access: TargetAccess) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         # Public subnets only: tasks get a public IP to pull images and reach their targets,
@@ -39,6 +41,12 @@ class Containers(Construct):
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC)
             ],
+        )
+        acknowledge(
+            self.vpc,
+            "AwsSolutions-VPC7",
+            "The VPC holds only container targets' tasks, whose security group takes no"
+            " inbound traffic; a flow log would be paid per GB of their outbound traffic.",
         )
         self.security_group = ec2.SecurityGroup(
             self,
@@ -53,6 +61,12 @@ class Containers(Construct):
             vpc=self.vpc,
             container_insights_v2=ecs.ContainerInsights.DISABLED,
         )
+        acknowledge(
+            self.cluster,
+            "AwsSolutions-ECS4",
+            "Container Insights is paid per task's metrics; each run's own record keeps its"
+            " outcome, duration and log (chronoq's metrics count runs of every target).",
+        )
         self.log_group = logs.LogGroup(
             self,
             r.CONTAINER_LOG_GROUP_ID,
@@ -63,22 +77,32 @@ class Containers(Construct):
         principal = iam.ServicePrincipal(
             ECS_TASKS, conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
         )
-        # What ECS itself needs to start a task: pull the image, write its log.
+        # What ECS itself needs to start a task: pull the image (only from the ECR
+        # repositories of the images the deployment allows: container_images), write its log.
         self.execution_role = iam.Role(
             self, "ExecutionRole", assumed_by=principal, description="ECS starts chronoq tasks"
         )
-        ecr.AuthorizationToken.grant_read(self.execution_role)
-        self.execution_role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=[
+        repositories = access.ecr_repository_arns(self)
+        if repositories:
+            ecr.AuthorizationToken.grant_read(self.execution_role)
+            acknowledge(
+                self.execution_role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "ecr:GetAuthorizationToken supports no resource-level permission (the pulls"
+                " themselves are granted on the allowed images' repositories only).",
+            )
+            grant_wildcards(
+                self.execution_role,
+                [
                     "ecr:BatchCheckLayerAvailability",
                     "ecr:GetDownloadUrlForLayer",
                     "ecr:BatchGetImage",
                 ],
-                resources=[stack.format_arn(service="ecr", resource="repository/*")],
+                repositories,
+                "The repositories are the deployment's own setting (container_images): a"
+                " wildcard there is the operator's choice, and the API refuses any other image.",
             )
-        )
-        self.log_group.grant_write(self.execution_role)
+        self.log_group.grant(self.execution_role, "logs:CreateLogStream", "logs:PutLogEvents")
         # What the job's own code may do: only report to its run (see allow_task_responses).
         self.task_role = iam.Role(
             self, "TaskRole", assumed_by=principal, description="chronoq container jobs"
@@ -96,10 +120,12 @@ class Containers(Construct):
     def grant_prepare(self, grantee: iam.IGrantable) -> None:
         """Find or register task definitions using the two roles; read the tasks' logs."""
         # Neither action supports resource-level permissions.
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["ecs:DescribeTaskDefinition", "ecs:RegisterTaskDefinition"],
-            resource_arns=["*"],
+        grant_wildcards(
+            grantee,
+            ["ecs:DescribeTaskDefinition", "ecs:RegisterTaskDefinition"],
+            ["*"],
+            "ecs:RegisterTaskDefinition and ecs:DescribeTaskDefinition support no"
+            " resource-level permissions.",
         )
         self._grant_pass_roles(grantee)
         self.log_group.grant(grantee, "logs:GetLogEvents")
@@ -107,16 +133,18 @@ class Containers(Construct):
     def grant_run(self, grantee: iam.IGrantable) -> None:
         """Run chronoq's task definitions in the cluster and wait for them (.sync)."""
         stack = Stack.of(self)
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["ecs:RunTask"],
-            resource_arns=[stack.format_arn(service="ecs", resource="task-definition/chronoq-*")],
+        grant_wildcards(
+            grantee,
+            ["ecs:RunTask"],
+            [stack.format_arn(service="ecs", resource="task-definition/chronoq-*")],
+            "The runner registers a task definition per image, size and environment (family"
+            " chronoq-<hash>); only those run, and only in chronoq's cluster (the condition).",
             conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
         )
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["ecs:StopTask", "ecs:DescribeTasks"],
-            resource_arns=[
+        grant_wildcards(
+            grantee,
+            ["ecs:StopTask", "ecs:DescribeTasks"],
+            [
                 stack.format_arn(
                     service="ecs",
                     resource="task",
@@ -124,6 +152,7 @@ class Containers(Construct):
                     arn_format=ArnFormat.SLASH_RESOURCE_NAME,
                 )
             ],
+            "Tasks are named by ECS as they start: the grant names the tasks of chronoq's cluster.",
         )
         iam.Grant.add_to_principal(
             grantee=grantee,

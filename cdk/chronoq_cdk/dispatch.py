@@ -13,7 +13,15 @@ from constructs import Construct
 
 from .functions import python_function
 from .queues import Queues
-from .storage import Storage
+from .rules import acknowledge
+from .storage import Storage, grant_items
+
+#: Why a failed tick is not kept anywhere to be replayed.
+CAUGHT_UP = (
+    "A failed or undelivered tick is not retried: the next one, a minute later, catches up"
+    " from each shard's checkpoint, so a dead letter would hold nothing to replay; the"
+    " dispatcher's alarms say when ticks fail or stop."
+)
 
 
 class Dispatch(Construct):
@@ -35,11 +43,45 @@ class Dispatch(Construct):
         # a run dispatched twice is dropped by the worker's claim), so no concurrency is
         # reserved, which would fail on accounts with the default concurrency quota.
         self.function = python_function(
-            self, "Function", r.DISPATCHER_FUNCTION, layer=layer, environment=environment
+            self,
+            "Function",
+            r.DISPATCHER_FUNCTION,
+            layer=layer,
+            environment=environment,
+            no_dead_letters=CAUGHT_UP,
         )
         self.function.configure_async_invoke(retry_attempts=0, max_event_age=Duration.minutes(1))
-        for table in storage.tables.values():
-            table.grant_read_write_data(self.function)
+        for child in self.function.node.children:
+            if isinstance(child, lambda_.EventInvokeConfig):
+                acknowledge(child, "Serverless-LambdaAsyncFailureDestination", CAUGHT_UP)
+        # The jobs of a minute's occurrences (one batch read); the heartbeat job, created if
+        # missing (chronoq.heartbeat).
+        grant_items(
+            self.function,
+            storage.jobs,
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+        )
+        # The time index: checkpoints and progress (read together, then moved on), a minute's
+        # occurrences (key-range queries), the next occurrences (batch writes).
+        grant_items(
+            self.function,
+            storage.schedule,
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchWriteItem",
+        )
+        # An occurrence past its start deadline is recorded MISSED.
+        grant_items(
+            self.function,
+            storage.runs,
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        )
         queues.grant_send_messages(self.function)
         # One invocation per group of shards each minute, in parallel (each event names its
         # shards); a rule holds up to 5 targets.
@@ -61,3 +103,5 @@ class Dispatch(Construct):
             )
             for i in range(0, len(invocations), r.RULE_TARGETS)
         ]
+        for rule in self.rules:
+            acknowledge(rule, "Serverless-EventBusDLQ", CAUGHT_UP)

@@ -18,7 +18,15 @@ from constructs import Construct
 from .access import TargetAccess
 from .containers import Containers
 from .functions import LOG_RETENTION, python_function
-from .storage import Storage
+from .rules import acknowledge, grant_wildcards
+from .storage import OBJECTS_REASON, Storage, grant_items
+
+#: Why a target's grant may hold a wildcard: the deployment's own lists say so.
+SETTING_REASON = (
+    "What targets may reach is the deployment's own setting (lambda_targets, queue_targets,"
+    " topic_targets, event_bus_targets, output_buckets): a wildcard there is the operator's"
+    " choice, and the API refuses any target outside the same list."
+)
 
 
 class Execution(Construct):
@@ -33,6 +41,7 @@ class Execution(Construct):
         storage: Storage,
         containers: Containers,
         access: TargetAccess,
+        reserved_concurrency: int = r.DEFAULT_RUNNER_RESERVED_CONCURRENCY,
     ) -> None:
         super().__init__(scope, id)
         self.runner = python_function(
@@ -42,6 +51,11 @@ class Execution(Construct):
             layer=layer,
             extra_layers=task_layers,
             environment=environment,
+            no_dead_letters=(
+                "The run state machines invoke it synchronously and handle its failures"
+                " (retries per the job's policy, then the run's recorded outcome)."
+            ),
+            reserved_concurrency=reserved_concurrency or None,
         )
         values = {
             r.ASL_RUNS_TABLE: storage.runs.table_name,
@@ -72,14 +86,39 @@ class Execution(Construct):
                     else sfn.StateMachineType.STANDARD
                 ),
                 logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ERROR),
+                tracing_enabled=True,
             )
             for machine in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
         )
+        #: Where both state machines log their errors (and chronoq's own failed executions
+        #: are counted from: see Monitoring).
+        self.log_group = log_group
         self.state_machines = (self.state_machine, self.express_state_machine)
         for machine in self.state_machines:
-            storage.runs.grant(machine, "dynamodb:UpdateItem", "dynamodb:GetItem")
-            storage.jobs.grant(machine, "dynamodb:UpdateItem")
-            self.runner.grant_invoke(machine)
+            # the run's record: RUNNING, attempts, outcome; is it still running (retries)
+            grant_items(machine, storage.runs, "dynamodb:UpdateItem", "dynamodb:GetItem")
+            # a forbid/replace job's active runs: the run taken off at its end
+            grant_items(machine, storage.jobs, "dynamodb:UpdateItem")
+            # the runner, by its unqualified ARN (as the ASL names it): no version or alias
+            iam.Grant.add_to_principal(
+                grantee=machine,
+                actions=["lambda:InvokeFunction"],
+                resource_arns=[self.runner.function_arn],
+            )
+            acknowledge(
+                machine.role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "Logging to CloudWatch Logs (logs:CreateLogDelivery and the like) and X-Ray"
+                " tracing (xray:PutTraceSegments and the like) support no resource-level"
+                " permissions.",
+            )
+            acknowledge(
+                machine,
+                "AwsSolutions-SF1",
+                "Executions log at level ERROR: ALL would write every state of every run to"
+                " CloudWatch Logs (paid per GB, a million times); each run's own record keeps"
+                " its times, attempts, output and logs.",
+            )
         containers.grant_run(self.state_machine)  # containers run on STANDARD only
         self._grant_deliveries(access)
         self._grant_runner(storage, containers, access)
@@ -93,28 +132,22 @@ class Execution(Construct):
         ):
             if arns:
                 for machine in self.state_machines:
-                    iam.Grant.add_to_principal(
-                        grantee=machine, actions=[action], resource_arns=arns
-                    )
+                    grant_wildcards(machine, [action], arns, SETTING_REASON)
 
     def _grant_runner(self, storage: Storage, containers: Containers, access: TargetAccess) -> None:
         # Each attempt's log lines are appended to its run.
-        storage.runs.grant(self.runner, "dynamodb:UpdateItem")
+        grant_items(self.runner, storage.runs, "dynamodb:UpdateItem")
         # Outputs and logs too large for the record; the runner writes them, never reads.
-        iam.Grant.add_to_principal(
-            grantee=self.runner,
-            actions=["s3:PutObject"],
-            resource_arns=[
-                storage.outputs.arn_for_objects("*"),
-                *access.output_object_arns(self),
-            ],
+        grant_wildcards(
+            self.runner,
+            ["s3:PutObject"],
+            [storage.outputs.arn_for_objects("*"), *access.output_object_arns(self)],
+            OBJECTS_REASON,
         )
         containers.grant_prepare(self.runner)
         functions = access.lambda_function_arns(self)
         if functions:
-            iam.Grant.add_to_principal(
-                grantee=self.runner, actions=["lambda:InvokeFunction"], resource_arns=functions
-            )
+            grant_wildcards(self.runner, ["lambda:InvokeFunction"], functions, SETTING_REASON)
 
     def deny_own_resources(
         self,

@@ -29,7 +29,7 @@ PIP_INSTALL = [
     "--quiet",
     "--no-compile",
     "--only-binary=:all:",
-    "--platform=manylinux2014_x86_64",
+    "--platform=manylinux2014_aarch64",  # the functions run on arm64 (Graviton)
     "--implementation=cp",
     f"--python-version={r.LAMBDA_RUNTIME.removeprefix('python')}",
 ]

@@ -10,6 +10,7 @@ from typing import Any
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -21,9 +22,13 @@ from chronoq.domain.runs import RunStatus
 from constructs import Construct
 
 from .functions import python_function
-from .storage import Storage
+from .queues import END_OF_THE_LINE
+from .rules import acknowledge
+from .storage import Storage, grant_items
 
 SIGNING_SECRET_LENGTH = 64
+#: The AWS managed key of SNS.
+SNS_MANAGED_KEY = "alias/aws/sns"
 #: Construct id of the queue keeping the stream records the notifier failed on.
 DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
 
@@ -48,8 +53,14 @@ class Notifications(Construct):
         email_sender: str = "",
     ) -> None:
         super().__init__(scope, id)
+        # Encrypted at rest with SNS's AWS managed key (no key to pay for or to grant:
+        # publishers and subscribers need no KMS rights of their own).
         self.topic = sns.Topic(
-            self, r.TOPIC_ID, display_name="chronoq finished runs", enforce_ssl=True
+            self,
+            r.TOPIC_ID,
+            display_name="chronoq finished runs",
+            enforce_ssl=True,
+            master_key=kms.Alias.from_alias_name(self, "TopicKey", SNS_MANAGED_KEY),
         )
         # Owners' webhook secrets are derived from it: replacing it would invalidate every
         # one they configured, so it outlives the stack like the tables of record.
@@ -61,6 +72,12 @@ class Notifications(Construct):
                 exclude_punctuation=True, password_length=SIGNING_SECRET_LENGTH
             ),
             removal_policy=RemovalPolicy.RETAIN,
+        )
+        acknowledge(
+            self.signing_secret,
+            "AwsSolutions-SMG4",
+            "Owners' webhook signing secrets are derived from it: rotating it would break the"
+            " verification every receiver has configured.",
         )
         #: The variables this construct provides to the functions that name them.
         self.environment = {
@@ -75,11 +92,28 @@ class Notifications(Construct):
             r.NOTIFIER_FUNCTION,
             layer=layer,
             environment={**environment, **self.environment},
+            no_dead_letters=(
+                "The runs stream's event source mapping invokes it synchronously; records it"
+                " still fails on after their retries go to the mapping's own dead-letter"
+                " queue (below)."
+            ),
+            unscoped=(
+                "Its event source mapping lists the runs table's streams"
+                " (dynamodb:ListStreams, which supports no resource-level permission)."
+            ),
         )
-        storage.jobs.grant(self.function, "dynamodb:GetItem")  # whom to tell, and how
+        # whom to tell, and how (GetItem); a job deleted on completion once its last run has
+        # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem)
+        grant_items(
+            self.function,
+            storage.jobs,
+            "dynamodb:GetItem",
+            "dynamodb:DeleteItem",
+            "dynamodb:UpdateItem",
+        )
         # Which channels a retried record already reached (GetItem), and how each one went
         # (Store.note_notification: UpdateItem).
-        storage.runs.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        grant_items(self.function, storage.runs, "dynamodb:GetItem", "dynamodb:UpdateItem")
         self.topic.grant_publish(self.function)
         self.grant_read_signing_secret(self.function)
         if email_sender:
@@ -98,6 +132,13 @@ class Notifications(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
         )
+        acknowledge(
+            self.dead_letter,
+            "AwsSolutions-SQS3",
+            "It is itself a dead-letter queue: the on-failure destination of the runs stream's"
+            " event source mapping (not a redrive target, which is what the rule looks for).",
+        )
+        acknowledge(self.dead_letter, "Serverless-SQSRedrivePolicy", END_OF_THE_LINE)
         self.function.add_event_source(
             sources.DynamoEventSource(
                 storage.runs,

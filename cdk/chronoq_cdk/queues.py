@@ -8,6 +8,14 @@ from aws_cdk import aws_sqs as sqs
 from chronoq import resources as r
 from constructs import Construct
 
+from .rules import acknowledge
+
+#: Why a dead-letter queue has no dead-letter queue of its own.
+END_OF_THE_LINE = (
+    "A dead-letter queue is where failed messages end: it has no redrive of its own (a"
+    " message in it raises an alarm)."
+)
+
 
 class Queues(Construct):
     def __init__(self, scope: Construct, id: str) -> None:
@@ -19,6 +27,7 @@ class Queues(Construct):
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
         )
+        acknowledge(self.dead_letter, "Serverless-SQSRedrivePolicy", END_OF_THE_LINE)
         self.by_priority = {
             spec.priority: sqs.Queue(
                 self,

@@ -20,12 +20,16 @@ from .containers import Containers
 from .dispatch import Dispatch
 from .execution import Execution
 from .layer import CoreLayer
+from .monitoring import Monitoring, Watched
 from .notifications import Notifications
 from .queues import Queues
 from .storage import Storage
 from .workers import Workers
 
 MAX_SHARDS = 1000
+#: An SQS event source mapping's maximum concurrency (Lambda's bounds).
+MIN_EVENT_SOURCE_CONCURRENCY = 2
+MAX_EVENT_SOURCE_CONCURRENCY = 1000
 
 
 class ChronoqStack(Stack):
@@ -46,6 +50,10 @@ class ChronoqStack(Stack):
         max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER,
         api_burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
         api_rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
+        mfa_required: bool = False,
+        worker_max_concurrency: int = r.DEFAULT_WORKER_MAX_CONCURRENCY,
+        runner_reserved_concurrency: int = r.DEFAULT_RUNNER_RESERVED_CONCURRENCY,
+        alarm_email: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -66,6 +74,17 @@ class ChronoqStack(Stack):
             raise ValueError(f"max_jobs_per_owner must be at least 1, not {max_jobs_per_owner}")
         if api_burst_limit < 1 or api_rate_limit <= 0:
             raise ValueError("api_burst_limit and api_rate_limit must be positive")
+        concurrency = (MIN_EVENT_SOURCE_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY)
+        if not concurrency[0] <= worker_max_concurrency <= concurrency[1]:
+            raise ValueError(
+                f"worker_max_concurrency must be between {MIN_EVENT_SOURCE_CONCURRENCY} and"
+                f" {MAX_EVENT_SOURCE_CONCURRENCY}, not {worker_max_concurrency}"
+            )
+        if runner_reserved_concurrency < 0:
+            raise ValueError(
+                f"runner_reserved_concurrency must be 0 (none) or more, not"
+                f" {runner_reserved_concurrency}"
+            )
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
@@ -76,7 +95,7 @@ class ChronoqStack(Stack):
         ]
         access = target_access or TargetAccess()
         access.check()
-        self.containers = Containers(self, "Containers")
+        self.containers = Containers(self, "Containers", access=access)
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
             **{q.env: self.queues.by_priority[q.priority].queue_url for q in r.QUEUES},
@@ -114,6 +133,7 @@ class ChronoqStack(Stack):
             storage=self.storage,
             containers=self.containers,
             access=access,
+            reserved_concurrency=runner_reserved_concurrency,
         )
         self.containers.allow_task_responses(self.execution.state_machine)
         environment = {
@@ -142,6 +162,7 @@ class ChronoqStack(Stack):
             queues=self.queues,
             state_machine=self.execution.state_machine,
             express_state_machine=self.execution.express_state_machine,
+            max_concurrency=worker_max_concurrency,
         )
         self.api = Api(
             self,
@@ -157,11 +178,36 @@ class ChronoqStack(Stack):
             burst_limit=api_burst_limit,
             rate_limit=api_rate_limit,
             hosted_ui_prefix=self.node.try_get_context("console_domain_prefix") or None,
+            mfa_required=mfa_required,
         )
         self.console = Console(self, "Console", layer=self.layer, api=self.api)
-        # Targets reach whatever their scopes allow, but never chronoq itself.
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            watched=Watched(
+                functions={**self.functions, "console": self.console.function},
+                dispatcher=self.dispatch.function,
+                notifier=self.notifications.function,
+                dispatch_groups=dispatch_groups,
+                run_queues=self.queues.by_priority,
+                dead_letters={
+                    "Runs": self.queues.dead_letter,
+                    "Notifier": self.notifications.dead_letter,
+                },
+                state_machine_logs=self.execution.log_group,
+                express_state_machine=self.execution.express_state_machine,
+                http_api=self.api.http_api,
+            ),
+            alarm_email=alarm_email,
+        )
+        # Targets reach whatever their scopes allow, but never chronoq itself (the function
+        # that creates the heartbeat on deployment included).
         self.execution.deny_own_resources(
-            functions=self.functions.values(),
+            functions=[
+                *self.functions.values(),
+                self.console.function,
+                self.monitoring.provider,
+            ],
             queues=[
                 *self.queues.by_priority.values(),
                 self.queues.dead_letter,
@@ -182,6 +228,13 @@ class ChronoqStack(Stack):
         )
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}"
+            f"#dashboards:name={self.monitoring.dashboard.dashboard_name}",
+        )
 
     @property
     def functions(self) -> dict[str, lambda_.Function]:

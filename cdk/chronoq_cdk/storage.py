@@ -3,15 +3,40 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from chronoq import resources as r
 from constructs import Construct
 
-#: Tables whose loss would lose jobs or history: point-in-time recovery, kept on stack deletion.
-DURABLE = frozenset({r.JOBS_TABLE.id, r.RUNS_TABLE.id})
+from .rules import acknowledge
+
+#: Tables whose loss would lose jobs, pending occurrences or history: every one of them (the
+#: schedule table holds each job's next occurrence and the dispatcher's checkpoints). Each
+#: has point-in-time recovery and deletion protection, and is kept when the stack is deleted.
+DURABLE = frozenset(t.id for t in r.TABLES)
+#: Why a grant on the output bucket's objects names them with a wildcard.
+OBJECTS_REASON = (
+    "Outputs and logs are objects named by their run (one per run and attempt): the grant"
+    " names the bucket's objects, not one of them."
+)
+
+
+def grant_items(
+    grantee: iam.IGrantable,
+    table: dynamodb.ITable,
+    *actions: str,
+    indexes: Sequence[str] = (),
+) -> None:
+    """Exactly ``actions`` on ``table`` (and on the named ``indexes`` of it, by name): no
+    wildcard, unlike Table.grant, which adds every index (``index/*``)."""
+    index_arns = [f"{table.table_arn}/index/{name}" for name in indexes]
+    iam.Grant.add_to_principal(
+        grantee=grantee, actions=list(actions), resource_arns=[table.table_arn, *index_arns]
+    )
 
 
 def _string(name: str) -> dynamodb.Attribute:
@@ -40,6 +65,13 @@ class Storage(Construct):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        acknowledge(
+            self.outputs,
+            "AwsSolutions-S1",
+            "Server access logs would need a bucket of their own and a log object per request;"
+            " every object here is written by the runner and read by the api function for the"
+            " run's owner, both of which log their requests.",
+        )
 
     def _table(self, spec: r.Table) -> dynamodb.Table:
         durable = spec.id in DURABLE
@@ -55,6 +87,7 @@ class Storage(Construct):
                 if durable
                 else None
             ),
+            deletion_protection=durable,
             removal_policy=RemovalPolicy.RETAIN if durable else RemovalPolicy.DESTROY,
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
         )

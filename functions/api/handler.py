@@ -12,10 +12,10 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from chronoq import compose
+from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
-from chronoq.domain import pages
+from chronoq.domain import labels, pages
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
@@ -30,9 +30,12 @@ from chronoq.http_api import (
     QUOTA_EXCEEDED,
     UNAUTHORIZED,
     ApiError,
+    as_json_body,
     check_body,
+    is_http_api_event,
     validation_error,
 )
+from chronoq.origin import ForeignInvocation, refuse_client_context
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
@@ -52,14 +55,14 @@ class Unauthorized(Exception):
 def view(model: BaseModel) -> dict[str, Any]:
     """The API's JSON form of a job or run (internal bookkeeping left out: a run's ``notify``
     mark; a job's ``notify`` is its notify block, and shown)."""
-    internal = {"generation", "notify"} if isinstance(model, Run) else {"generation"}
+    internal = {"generation", "notify"} if isinstance(model, Run) else {"generation", "runs_before"}
     return model.model_dump(mode="json", exclude=internal)
 
 
 def _owner() -> str:
     claims = app.current_event.request_context.authorizer.jwt_claim or {}
     owner = claims.get("sub")
-    if not owner:
+    if not owner or owner == r.SYSTEM_OWNER:  # (the heartbeat's owner: no caller is)
         raise Unauthorized()
     return str(owner)
 
@@ -81,6 +84,24 @@ def _listing(name: str, listing: Listing[Any]) -> dict[str, Any]:
 
 Limit = Annotated[int, Query(ge=1, le=r.MAX_PAGE_LIMIT)]
 NextToken = Annotated[str | None, Query(max_length=pages.MAX_TOKEN_CHARS)]
+
+# --- labels ---------------------------------------------------------------------------------
+
+LabelQuery = Annotated[
+    list[str] | None,
+    Query(
+        max_length=r.MAX_LABELS,
+        description="key=value: only the jobs with this label (repeat it for several: a job"
+        " must carry every one)",
+    ),
+]
+
+
+def _labels(given: list[str] | None) -> tuple[labels.Selector, ...]:
+    try:
+        return labels.selectors(given)
+    except ValueError as error:
+        raise InvalidRequest("label", str(error)) from None
 
 
 @app.post(
@@ -105,8 +126,10 @@ def list_jobs(
     limit: Limit = r.DEFAULT_PAGE_LIMIT,
     next_token: NextToken = None,
     state: Annotated[JobState | None, Query()] = None,
+    label: LabelQuery = None,
 ) -> dict[str, Any]:
-    return _listing("jobs", service.jobs.page_jobs(_owner(), limit, next_token, state))
+    owner = _owner()
+    return _listing("jobs", service.jobs.page_jobs(owner, limit, next_token, state, _labels(label)))
 
 
 @app.get(
@@ -272,6 +295,16 @@ def get_signing_secret() -> dict[str, Any]:
 
 
 @app.get(
+    "/status",
+    summary="The deployment's heartbeat: its last run, last success and start lag",
+    responses=doc.responses(200, doc.Status, "How the heartbeat goes"),
+)
+def get_status() -> dict[str, Any]:
+    _owner()
+    return heartbeat.status(service.runs.store, utc_now())
+
+
+@app.get(
     "/openapi.json",
     summary="This document (also in the repository as openapi.json)",
     responses=doc.responses(200, None, "The OpenAPI 3.1 document of this API"),
@@ -302,7 +335,7 @@ def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    return _error(ApiError(409, CONFLICT, str(error)))
+    return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None)))
 
 
 @app.exception_handler(InvalidRequest)
@@ -344,6 +377,9 @@ def _no_route(_: Exception) -> Response[dict[str, Any]]:
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    refuse_client_context(context)  # a job's lambda target, not API Gateway
+    if not is_http_api_event(event):
+        raise ForeignInvocation("the api function takes API Gateway HTTP API (2.0) events")
     refused = check_body(event)  # before anything parses the body
     if refused is not None:
         return {
@@ -352,4 +388,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "body": json.dumps(refused.body()),
             "isBase64Encoded": False,
         }
-    return app.resolve(event, context)
+    return app.resolve(as_json_body(event), context)

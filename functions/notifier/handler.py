@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.aws.codecs import run_from_item
 from chronoq.domain.notifications import has_just_finished
+from chronoq.origin import refuse_client_context
 from chronoq.settings import NotifierSettings, load
 
 logger = Logger(service="chronoq-notifier")
@@ -46,6 +47,7 @@ def notify(record: DynamoDBRecord) -> None:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    refuse_client_context(context)  # a job's lambda target, not its event source
     return process_partial_response(
         event=event, record_handler=notify, processor=processor, context=context
     )

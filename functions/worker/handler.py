@@ -23,7 +23,10 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
+from chronoq import metrics as chronoq_metrics
+from chronoq import resources as r
 from chronoq.domain.runs import RunMessage
+from chronoq.origin import refuse_client_context
 from chronoq.settings import WorkerSettings, load
 from pydantic import ValidationError
 
@@ -32,6 +35,7 @@ logger = Logger(service="chronoq-worker")
 # worker) is answered like any other: every record listed as failed, none lost.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 starter = compose.worker(load(WorkerSettings))
+metrics = chronoq_metrics.for_function(r.WORKER_FUNCTION)
 
 
 def _message(record: dict[str, Any]) -> RunMessage | None:
@@ -43,9 +47,12 @@ def _message(record: dict[str, Any]) -> RunMessage | None:
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    refuse_client_context(context)  # a job's lambda target, not its event source
     messages = {r["messageId"]: _message(r) for r in event["Records"]}
     valid = {i: m for i, m in messages.items() if m is not None}
     results = dict(zip(valid, starter.start_runs(list(valid.values())), strict=True))
+    chronoq_metrics.started(metrics, results.values())
+    chronoq_metrics.flush(metrics)
 
     def outcome(record: SQSRecord) -> str:
         """The record's part of the batch's outcome: what became of its run, or its error."""

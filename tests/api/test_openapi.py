@@ -30,6 +30,7 @@ ROUTES = {
     ("get", "/runs/{run_id}/logs"): "200",
     ("post", "/schedules/preview"): "200",
     ("get", "/notifications/secret"): "200",
+    ("get", "/status"): "200",
     ("get", "/openapi.json"): "200",
 }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,38 @@ def test_given_an_api_event_from_events_when_invoked_then_the_handlers_answer_is
     answer = json.loads(capsys.readouterr().out)
     assert answer["statusCode"] == 200
     assert json.loads(answer["body"]) == {"jobs": []}
+
+
+#: What Powertools' Logger keeps on the logger of its service once it has set it up.
+_MARKS = ("init", "powertools_handler")
+
+
+@pytest.fixture
+def fresh_worker_logger(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The worker's logger as in a process of its own (not yet set up by an earlier test,
+    with a stream of that test's, nor told a level by one); as it was again afterwards."""
+    monkeypatch.delenv("POWERTOOLS_LOG_LEVEL", raising=False)  # (chronoq local sets it)
+    logger = logging.getLogger("chronoq-worker")
+    handlers = list(logger.handlers)
+    marks = {k: logger.__dict__.pop(k) for k in _MARKS if k in logger.__dict__}
+    logger.handlers = []
+    yield
+    for k in _MARKS:
+        logger.__dict__.pop(k, None)
+    logger.__dict__.update(marks)
+    logger.handlers = handlers
+
+
+def test_given_a_function_that_logs_when_invoked_then_its_log_lines_go_to_stderr_and_only_the_answer_to_stdout(
+    capfd: pytest.CaptureFixture[str], fresh_worker_logger: None
+) -> None:
+
+    code = main(["invoke", "worker", str(EVENTS / "worker" / "sqs_batch.json")])
+
+    out, err = capfd.readouterr()
+    assert code == 0
+    assert json.loads(out) == {"batchItemFailures": []}
+    assert '"service":"chronoq-worker"' in err  # the worker's log line: the run is gone
 
 
 def test_given_the_dispatchers_tick_when_invoked_then_its_report_is_printed(

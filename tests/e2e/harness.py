@@ -194,12 +194,12 @@ def log_tail(data_dir: Path, lines: int = 40) -> str:
 
 
 @contextmanager
-def start_local(data_dir: Path) -> Iterator[Local]:
-    """``chronoq local`` in a subprocess, until the block ends. Fails (with the end of its
-    log) if it is not up within START_TIMEOUT_SECONDS."""
+def start_local(data_dir: Path, *args: str) -> Iterator[Local]:
+    """``chronoq local`` (with ``args``) in a subprocess, until the block ends. Fails (with
+    the end of its log) if it is not up within START_TIMEOUT_SECONDS."""
     with (data_dir / "local.log").open("w") as log:
         process = subprocess.Popen(  # on a port of its own choosing: none taken meanwhile
-            [CHRONOQ, "local", "--port", "0", "--data-dir", str(data_dir)],
+            [CHRONOQ, "local", "--port", "0", "--data-dir", str(data_dir), *args],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -300,8 +300,8 @@ def start_clocked_local(data_dir: Path) -> Iterator[ClockedLocal]:
     """chronoq local (LocalSystem, as ``chronoq local`` starts it) in this process, on a
     clock of its own (ClockedLocal), until the block ends."""
     clock = LocalClock(Waits.HELD)
-    system = LocalSystem(
-        port=0, data_dir=data_dir, in_memory=True, aws_port=None, clock=clock
+    system = LocalSystem(  # (no heartbeat: a test's minutes hold only its own runs)
+        port=0, data_dir=data_dir, in_memory=True, aws_port=None, clock=clock, heartbeat=False
     ).start()
     try:
         yield ClockedLocal(system.url, data_dir, clock=clock, system=system)

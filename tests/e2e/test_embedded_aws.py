@@ -13,25 +13,34 @@ import boto3
 from tests.e2e.harness import Jobs, Local, poll, start_local, wait_for_runs
 
 
-def _aws_url(local: Local) -> str:
-    """The embedded AWS's address, from the banner (after the line ``start_local`` read)."""
+def _aws(local: Local) -> tuple[str, dict[str, str]]:
+    """The embedded AWS's address and credentials, from the banner (after the line
+    ``start_local`` read)."""
     assert local.process is not None
     assert local.process.stdout is not None
+    url = ""
     for _ in range(10):
         line = local.process.stdout.readline()
         if line.startswith("aws: "):
             assert "region us-east-1, account 123456789012" in line, line
-            return line.split()[1]
-    raise AssertionError("the banner names no embedded AWS")
+            url = line.split()[1]
+        if line.startswith("aws credentials: "):
+            words = dict(w.split("=", 1) for w in line.split() if w.startswith("AWS_"))
+            return url, {
+                "aws_access_key_id": words["AWS_ACCESS_KEY_ID"],
+                "aws_secret_access_key": words["AWS_SECRET_ACCESS_KEY"],
+            }
+    raise AssertionError("the banner names no embedded AWS and its credentials")
 
 
-def _client(service: str, url: str) -> Any:
-    return boto3.client(
+def _client(service: str, aws: tuple[str, dict[str, str]]) -> Any:
+    url, credentials = aws
+    # (a session of its own: boto3's default one is left for moto to set up in this process)
+    return boto3.session.Session().client(
         service,  # type: ignore[call-overload]
         endpoint_url=url,
         region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
+        **credentials,
     )
 
 
@@ -39,11 +48,11 @@ def test_given_a_queue_created_through_the_aws_port_when_an_sqs_job_runs_then_it
     tmp_path: Path,
 ) -> None:
     with start_local(tmp_path) as local:
-        url = _aws_url(local)
-        sqs = _client("sqs", url)
+        aws = _aws(local)
+        sqs = _client("sqs", aws)
         queue_url = sqs.create_queue(QueueName="exports")["QueueUrl"]
         assert queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/exports"
-        tables = _client("dynamodb", url).list_tables()["TableNames"]
+        tables = _client("dynamodb", aws).list_tables()["TableNames"]
         assert "chronoq-local-jobs" in tables
 
         jobs = Jobs(local)

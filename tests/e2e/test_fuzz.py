@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+import uuid
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -90,7 +91,9 @@ def test_the_served_document_is_the_committed_one_and_needs_a_token(fuzzed: Loca
 def own(fuzzed: Local) -> dict[str, str]:
     """A job of the fuzzer's own, and a run of it, by the names of their path parameters (one
     per route: DELETE fuzzed on one leaves the others theirs)."""
-    status, job = fuzzed.call("POST", "/jobs", user="fuzzer", body=EXAMPLE_JOB)
+    # (job names are unique per owner: one of its own for each route)
+    body = {**EXAMPLE_JOB, "name": f"fuzzed-{uuid.uuid4().hex}"}
+    status, job = fuzzed.call("POST", "/jobs", user="fuzzer", body=body)
     assert status == 201, job
     status, run = fuzzed.call("POST", f"/jobs/{job['id']}/trigger", user="fuzzer")
     assert status == 202, run
@@ -195,8 +198,8 @@ def alices(fuzzed: Local, sink: Sink) -> dict[str, Any]:
         "retry": {"max_attempts": 1},
     }
     jobs = []
-    for _ in range(2):
-        status, job = fuzzed.call("POST", "/jobs", body=body)
+    for n in range(2):
+        status, job = fuzzed.call("POST", "/jobs", body={**body, "name": f"alice's {n}"})
         assert status == 201, job
         jobs.append(job)
     runs: list[dict[str, Any]] = []

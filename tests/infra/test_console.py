@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-from aws_cdk import App
-from aws_cdk.assertions import Template
 from chronoq import console
-from chronoq_cdk.stack import ChronoqStack
 
 from tests.infra.synthesis import Synthesis, allowed, rendered
 
@@ -56,25 +52,25 @@ def test_given_the_console_function_when_synthesized_then_it_may_touch_nothing_o
     assert props["Handler"] == console.FUNCTION.handler
     assert props["MemorySize"] == console.FUNCTION.memory_mb
     assert props["Layers"] == [synth.ref(synth.stack.layer)]
-    assert actions <= {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-    assert set(props["Environment"]["Variables"]) == {"POWERTOOLS_SERVICE_NAME"}
+    # tracing, and its own log group: nothing of chronoq's
+    assert actions <= {
+        "xray:PutTraceSegments",
+        "xray:PutTelemetryRecords",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+    }
+    assert set(props["Environment"]["Variables"]) == {
+        "POWERTOOLS_SERVICE_NAME",
+        "POWERTOOLS_METRICS_NAMESPACE",
+    }
     assert "ConsoleUrl" in synth.template["Outputs"]
     assert not synth.of_type("AWS::Cognito::UserPoolDomain")
 
 
-@pytest.fixture(scope="module")
-def hosted_ui(tmp_path_factory: pytest.TempPathFactory) -> Synthesis:
-    app = App(
-        outdir=str(tmp_path_factory.mktemp("console")),
-        context={"console_domain_prefix": "chronoq-example"},
-    )
-    stack = ChronoqStack(app, "Chronoq")
-    return Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
-
-
 def test_given_a_domain_prefix_when_synthesized_then_the_console_signs_in_through_the_hosted_ui(
-    hosted_ui: Synthesis,
+    tuned: Synthesis,
 ) -> None:
+    hosted_ui = tuned  # (-c console_domain_prefix=chronoq-example)
     (domain,) = hosted_ui.of_type("AWS::Cognito::UserPoolDomain").values()
     (client,) = hosted_ui.of_type("AWS::Cognito::UserPoolClient").values()
     variables = hosted_ui.resource(hosted_ui.stack.console.function)["Properties"]["Environment"][
@@ -82,7 +78,7 @@ def test_given_a_domain_prefix_when_synthesized_then_the_console_signs_in_throug
     ]
 
     assert domain["Properties"]["Domain"] == "chronoq-example"
-    assert client["Properties"]["AllowedOAuthFlows"] == ["implicit"]
+    assert client["Properties"]["AllowedOAuthFlows"] == ["code"]  # with PKCE, by the page
     assert set(client["Properties"]["AllowedOAuthScopes"]) == {"openid", "email"}
     (callback,) = client["Properties"]["CallbackURLs"]
     api = hosted_ui.logical_id(hosted_ui.stack.api.http_api)

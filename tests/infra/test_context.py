@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from aws_cdk import App
+from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 from chronoq import resources as r
 from chronoq_cdk.access import TargetAccess, context_list
@@ -263,6 +263,8 @@ def test_given_any_for_each_kind_when_synthesized_then_iam_grants_anything_in_th
         ("events:PutEvents", f"arn:${{AWS::Partition}}:events:{own}:event-bus/*", "null"),
     }
     assert {api[name] for name in r.ENV_TARGET_ACCESS[:5]} == {"*"}
+    pulls = grants(synthesis.statements(synthesis.arn(stack.containers.execution_role)))
+    assert ("ecr:BatchGetImage", f"arn:${{AWS::Partition}}:ecr:{own}:repository/*", "null") in pulls
 
 
 def test_given_container_caps_in_the_context_when_synthesized_then_the_api_enforces_them(
@@ -276,9 +278,18 @@ def test_given_container_caps_in_the_context_when_synthesized_then_the_api_enfor
     }
     app = App(outdir=str(tmp_path), context=context)
     stack = ChronoqStack(app, "Chronoq", target_access=TargetAccess.from_context(app.node))
-    api = Template.from_stack(stack).to_json()["Resources"][
-        stack.get_logical_id(stack.api.function.node.default_child)  # type: ignore[arg-type]
-    ]["Properties"]["Environment"]["Variables"]
+    synthesis = Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
+    api = synthesis.resource(stack.api.function)["Properties"]["Environment"]["Variables"]
+    pulls = grants(synthesis.statements(synthesis.arn(stack.containers.execution_role)))
+    repositories = "arn:${AWS::Partition}:ecr:eu-west-1:123456789012:repository/jobs/*"
+
+    # the task execution role pulls from the allowed images' repository only
+    assert {g for g in pulls if g[0].startswith("ecr:")} == {
+        ("ecr:GetAuthorizationToken", "*", "null"),
+        ("ecr:BatchCheckLayerAvailability", repositories, "null"),
+        ("ecr:GetDownloadUrlForLayer", repositories, "null"),
+        ("ecr:BatchGetImage", repositories, "null"),
+    }
 
     assert (
         api[r.ENV_CONTAINER_IMAGES],
@@ -301,3 +312,35 @@ def test_given_a_container_cap_out_of_range_when_synthesized_then_it_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=next(iter(caps))):
         ChronoqStack(App(outdir=str(tmp_path)), "Chronoq", target_access=TargetAccess(**caps))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("image", "repository"),
+    [
+        (
+            "123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobs/report:v1",
+            "arn:${AWS::Partition}:ecr:eu-west-1:123456789012:repository/jobs/report",
+        ),
+        (
+            "*.dkr.ecr.*.amazonaws.com/jobs/*",
+            "arn:${AWS::Partition}:ecr:*:*:repository/jobs/*",
+        ),
+        (
+            "123456789012.dkr.ecr.eu-west-1.amazonaws.com/base@sha256:0123",
+            "arn:${AWS::Partition}:ecr:eu-west-1:123456789012:repository/base",
+        ),
+        ("public.ecr.aws/docker/library/python:3.12", None),  # public: no right needed
+        ("ghcr.io/acme/job:1", None),
+    ],
+)
+def test_given_an_allowed_image_when_read_then_the_execution_role_pulls_only_from_its_repository(
+    image: str, repository: str | None
+) -> None:
+    stack = Stack(App(), "Images")
+
+    arns = [
+        rendered(stack.resolve(a))
+        for a in TargetAccess(container_images=[image]).ecr_repository_arns(stack)
+    ]
+
+    assert arns == ([repository] if repository else [])

@@ -104,7 +104,7 @@ def test_given_the_stack_when_synthesized_then_functions_match_resources(
     assert props["Runtime"] == r.LAMBDA_RUNTIME
     assert props["MemorySize"] == spec.memory_mb
     assert props["Timeout"] == spec.timeout_seconds
-    assert props["Architectures"] == ["x86_64"]
+    assert props["Architectures"] == ["arm64"]
     assert props["TracingConfig"] == {"Mode": "Active"}
     assert props["Layers"] == [synth.ref(synth.stack.layer)]
 
@@ -153,15 +153,15 @@ def test_given_the_layer_when_bundled_then_it_holds_the_lambda_code_and_its_depe
     wanted = {f for f in _files(package) if f.parts[0] not in LOCAL_ONLY}
 
     assert props["CompatibleRuntimes"] == [r.LAMBDA_RUNTIME]
-    assert props["CompatibleArchitectures"] == ["x86_64"]
+    assert props["CompatibleArchitectures"] == ["arm64"]
     assert (python / "chronoq" / "compose.py").is_file()
     assert (python / "chronoq" / "execution" / "statemachine" / "run.asl.json").is_file()
-    assert (python / "croniter").is_dir()
+    assert (python / "pydantic").is_dir()
     assert LOCAL_ONLY == ("local", "cli", "fakes")
     for local_only in LOCAL_ONLY:
         assert not (python / "chronoq" / local_only).exists()
     assert _files(python / "chronoq") == wanted
-    assert list((python / "pydantic_core").glob("*.cpython-312-x86_64-linux-gnu.so"))
+    assert list((python / "pydantic_core").glob("*.cpython-312-aarch64-linux-gnu.so"))
 
 
 def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resources_it_uses(
@@ -210,7 +210,8 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
         statements = allowed(_role_statements(synth, name))
         reached = _logical_ids([s["Resource"] for s in statements])
         reached = {ref for ref in reached if not ref.startswith("AWS::")}  # pseudo parameters
-        assert reached == {synth.logical_id(c) for c in constructs}, name
+        own_log = stack.functions[name].log_group  # and each writes its own log
+        assert reached == {synth.logical_id(c) for c in [*constructs, own_log]}, name
 
 
 def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
@@ -275,7 +276,8 @@ def test_given_the_runner_role_when_synthesized_then_it_is_denied_nothing_but_in
     synth: Synthesis,
 ) -> None:
     denied = denials(_role_statements(synth, r.RUNNER_FUNCTION.name))
-    functions = synth.stack.functions.values()
+    stack = synth.stack
+    functions = [*stack.functions.values(), stack.console.function, stack.monitoring.provider]
 
     assert denied == {
         ("lambda:InvokeFunction", resource, "null")
@@ -305,7 +307,8 @@ def test_given_the_runner_role_when_synthesized_then_it_registers_task_definitio
         ("iam:PassRole", rendered(synth.arn(containers.execution_role)), "null"),
         ("iam:PassRole", rendered(synth.arn(containers.task_role)), "null"),
     }
-    assert grants(_on(statements, "logs")) == {
+    own_log = rendered(synth.arn(synth.stack.execution.runner.log_group))
+    assert {g for g in grants(_on(statements, "logs")) if g[1] != own_log} == {
         ("logs:GetLogEvents", rendered(synth.arn(containers.log_group)), "null")
     }
 
@@ -320,8 +323,13 @@ def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
     on_runs = [s for s in statements if runs in _logical_ids(s["Resource"])]
     on_jobs = [s for s in statements if jobs in _logical_ids(s["Resource"])]
 
-    assert _actions(on_runs) == {"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:DeleteItem"}
-    assert _actions(on_jobs) == {"dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert _actions(on_runs) == {
+        "dynamodb:UpdateItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+    }
+    assert _actions(on_jobs) == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
     assert not [s for s in statements if schedule in _logical_ids(s["Resource"])]
     assert {a for a in _actions(statements) if a.startswith("states:")} == {
         "states:StartExecution",
@@ -376,7 +384,7 @@ def test_given_the_readmes_sam_table_when_read_then_each_logical_id_is_a_functio
     named = dict(re.findall(r"^\| (\w+) \| `(\w+)` \|", table, re.MULTILINE))
 
     functions = synth.of_type("AWS::Lambda::Function")
-    assert set(named) == {f.name for f in r.FUNCTIONS}
+    assert set(named) == {f.name for f in r.FUNCTIONS} | {"console"}  # every function
     for name, logical_id in named.items():
         assert logical_id in functions, (name, logical_id)
         assert functions[logical_id]["Properties"]["Environment"]["Variables"][

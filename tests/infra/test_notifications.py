@@ -104,13 +104,14 @@ def test_given_the_topic_when_synthesized_then_the_notifier_publishes_only_to_it
     topic = synth.logical_id(notifications.topic)
     statements = synth.role_statements(notifications.function)
 
-    assert list(synth.of_type("AWS::SNS::Topic")) == [topic]
+    alarms = synth.logical_id(synth.stack.monitoring.topic)  # (the alarms' own topic)
+    assert set(synth.of_type("AWS::SNS::Topic")) == {topic, alarms}
     assert {g for g in grants(statements) if g[0].startswith("sns:")} == {
         ("sns:Publish", f"${{{topic}}}", "null")
     }
 
 
-def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries_on_runs_and_sends_no_email(
+def test_given_the_notifier_when_synthesized_then_it_reads_jobs_deletes_ended_ones_notes_deliveries_on_runs_and_sends_no_email(
     synth: Synthesis,
 ) -> None:
     notifications = synth.stack.notifications
@@ -120,8 +121,11 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_notes_deliveries
     granted = grants(synth.role_statements(notifications.function))
 
     assert {g for g in granted if g[0].startswith("dynamodb:")} == {
-        ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),
-        ("dynamodb:GetItem", f"${{{jobs}.Arn}}/index/*", "null"),
+        ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),  # not its index
+        # a job deleted on completion (on_complete: delete) once its last run has ended: the
+        # job and its name (DeleteItem), its owner's job count (UpdateItem)
+        ("dynamodb:DeleteItem", f"${{{jobs}.Arn}}", "null"),
+        ("dynamodb:UpdateItem", f"${{{jobs}.Arn}}", "null"),
         # which channels a retried record already reached, and how each went
         # (Store.note_notification)
         ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),

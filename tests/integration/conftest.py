@@ -20,7 +20,7 @@ from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
 
-from tests.builders import Wiring, worker_event
+from tests.builders import Wiring, unique_name, worker_event
 from tests.support import Sink, api_event, http_sink, wait_for
 
 
@@ -240,7 +240,7 @@ class Harness:
         it now."""
         at = (self.now() + timedelta(days=1)).replace(microsecond=0)
         body = {
-            "name": "t",
+            "name": unique_name(),
             "schedule": {"type": "at", "at": at.isoformat()},
             "target": target,
             "retry": {"max_attempts": 1},

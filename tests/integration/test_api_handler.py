@@ -12,6 +12,7 @@ import pytest
 from chronoq import resources as r
 from chronoq.domain import ids
 
+from tests.builders import unique_name
 from tests.integration.conftest import Harness
 from tests.support import api_event
 
@@ -20,8 +21,8 @@ def create(
     harness: Harness, name: str = "create_at_job", user: str = "alice", **body: object
 ) -> tuple[int, dict[str, Any]]:
     event = api_event(name, user=user)
-    if body:
-        event["body"] = json.dumps({**json.loads(event["body"]), **body})
+    # (job names are unique per owner: each job a name of its own unless ``body`` gives one)
+    event["body"] = json.dumps({**json.loads(event["body"]), "name": unique_name(), **body})
     return harness.api(event)
 
 

@@ -20,7 +20,7 @@ from chronoq.execution.contract import ExecutionInput
 from chronoq.local.lambdas import FunctionError
 from chronoq.usecases.timeindex import new_run
 
-from tests.builders import Wiring, worker_event
+from tests.builders import Wiring, unique_name, worker_event
 from tests.integration.conftest import Harness
 from tests.support import Sink, load_event, wait_for
 
@@ -54,7 +54,7 @@ def make_job(
         "alice",
         JobSpec.model_validate(
             {
-                "name": "t",
+                "name": unique_name(),
                 "schedule": {"type": "at", "at": at.isoformat()},
                 "target": {"type": "http", "url": sink.url + path, "body": {"hello": "world"}},
                 "retry": retry or {"max_attempts": 1},

@@ -205,7 +205,7 @@ def test_given_an_email_when_a_run_times_out_then_ses_sends_it(harness: Harness)
     assert run.status is RunStatus.TIMED_OUT
     (sent,) = emails
     assert sent["Destination"]["ToAddresses"] == ["oncall@example.com"]
-    assert sent["Message"]["Subject"]["Data"] == "[chronoq] t: run TIMED_OUT"
+    assert sent["Message"]["Subject"]["Data"] == f"[chronoq] {job['name']}: run TIMED_OUT"
     assert f"run_id: {run.id}" in sent["Message"]["Body"]["Text"]["Data"]
     statistics = harness.aws.client("ses").get_send_statistics()["SendDataPoints"]
     assert sum(p["DeliveryAttempts"] for p in statistics) == 1  # SES took it

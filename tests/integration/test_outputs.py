@@ -153,7 +153,10 @@ def test_given_a_bucket_the_deployment_may_not_write_to_when_a_job_names_it_then
         api_event("create_at_job", body={**body, "output_location": "s3://team-results/x"})
     )
     own = harness.api(
-        api_event("create_at_job", body={**body, "output_location": "s3://chronoq-local-outputs/x"})
+        api_event(
+            "create_at_job",
+            body={**body, "name": "own", "output_location": "s3://chronoq-local-outputs/x"},
+        )
     )
 
     assert refused[0] == 422

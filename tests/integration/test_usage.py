@@ -14,7 +14,7 @@ from chronoq.local import tokens
 from chronoq.local.system import LocalSystem
 from chronoq.local.usage import PRICES, per_million_runs, uncounted
 
-from tests.builders import worker_event
+from tests.builders import unique_name, worker_event
 from tests.integration.conftest import Harness
 from tests.support import Sink, api_event, wait_for
 
@@ -126,7 +126,7 @@ def _post_job(url: str, token: str, sink: Sink) -> tuple[int, object]:
     import urllib.request
 
     body = {
-        "name": "t",
+        "name": unique_name(),
         "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
         "target": {"type": "http", "url": sink.url},
     }

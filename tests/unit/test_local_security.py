@@ -59,18 +59,103 @@ def test_given_host_commands_not_allowed_and_a_docker_daemon_when_the_mode_is_ch
     assert emulation.container_mode(allow_host_commands=False) == emulation.IN_DOCKER
 
 
-def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only() -> (
-    None
-):
+DOCKER = "/usr/bin/docker"
+
+
+def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(emulation, "DOCKER", [DOCKER])
+
     command = emulation.container_command(
         emulation.IN_DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
     )
 
     assert command == [
-        *("docker", "run", "--rm", "--name", "chronoq-t1", "-e", "TOKEN"),
-        *("busybox:1.36", "echo", "hi"),
+        *(DOCKER, "run", "--rm", "--name", "chronoq-t1", "-e", "TOKEN"),
+        *("--", "busybox:1.36", "echo", "hi"),
     ]
     assert "s3cret" not in " ".join(command)
+
+
+@pytest.mark.parametrize(
+    "image", ["-v=/:/host", "--privileged", "--volume=/:/host", "-", "busybox --privileged", ""]
+)
+def test_given_an_image_that_reads_as_an_option_when_docker_run_is_built_then_it_is_refused(
+    image: str,
+) -> None:
+    with pytest.raises(emulation.RefusedContainer, match="not an image reference"):
+        emulation.docker_run(DOCKER, "n", image, ["true"], {})
+
+
+@pytest.mark.parametrize(
+    "command", [["--privileged"], ["-v", "/:/host"], ["--entrypoint=/bin/sh", "-c", "id"]]
+)
+def test_given_a_command_that_looks_like_options_when_docker_run_is_built_then_it_follows_the_image(
+    command: list[str],
+) -> None:
+    built = emulation.docker_run(DOCKER, "n", "busybox:1.36", command, {})
+
+    separator = built.index("--")
+    assert built[separator + 1] == "busybox:1.36"
+    assert built[separator + 2 :] == command
+    assert all(not arg.startswith("-") or arg in ("--rm", "--name") for arg in built[1:4])
+
+
+@pytest.mark.parametrize(
+    ("environment", "why"),
+    [
+        ({"PATH": "/tmp/evil"}, "docker program itself reads"),
+        ({"DOCKER_HOST": "tcp://elsewhere:2375"}, "docker program itself reads"),
+        ({"LD_PRELOAD": "/tmp/evil.so"}, "docker program itself reads"),
+        ({"HOME": "/tmp"}, "docker program itself reads"),
+        ({"--privileged": "1"}, "not an environment variable's name"),
+        ({"A=B": "1"}, "not an environment variable's name"),
+    ],
+)
+def test_given_an_environment_docker_itself_would_read_when_docker_run_is_built_then_it_is_refused(
+    environment: dict[str, str], why: str
+) -> None:
+    with pytest.raises(emulation.RefusedContainer, match=why):
+        emulation.docker_run(DOCKER, "n", "busybox:1.36", ["true"], environment)
+
+
+def test_given_a_docker_program_by_relative_name_when_docker_run_is_built_then_it_is_refused() -> (
+    None
+):
+    with pytest.raises(emulation.RefusedContainer, match="absolute path"):
+        emulation.docker_run("docker", "n", "busybox:1.36", ["true"], {})
+
+
+def test_given_a_job_path_when_docker_is_looked_for_then_chronoqs_own_path_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    for folder in (ours, theirs):
+        folder.mkdir()
+        program = folder / "docker"
+        program.write_text("#!/bin/sh\nexit 0\n")
+        program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(ours))
+    monkeypatch.setattr(emulation, "DOCKER", [None])
+
+    assert emulation.find_docker() == str(ours / "docker")
+    assert emulation.docker_available()
+    assert emulation.DOCKER[0] == str(ours / "docker")
+    command = emulation.container_command(
+        emulation.IN_DOCKER, "n", "busybox:1.36", ["true"], {"JOB": "x"}
+    )
+    assert command is not None
+    assert command[0] == str(ours / "docker")
+
+
+def test_given_docker_mode_without_a_docker_program_when_a_task_is_run_then_it_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(emulation, "DOCKER", [None])
+
+    with pytest.raises(emulation.RefusedContainer, match="no docker program"):
+        emulation.container_command(emulation.IN_DOCKER, "n", "busybox:1.36", ["true"], {})
 
 
 def test_given_no_way_to_run_containers_when_a_task_is_run_then_there_is_no_command() -> None:

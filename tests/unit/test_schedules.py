@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from chronoq.domain.schedules import (
@@ -9,6 +10,7 @@ from chronoq.domain.schedules import (
     CronSchedule,
     RateSchedule,
     Schedule,
+    _change_within,
     anchored,
     fire_times,
     next_fire,
@@ -246,8 +248,14 @@ def test_given_a_cron_in_berlin_when_previewed_then_instants_are_given_in_utc_an
     ("written", "meant"),
     [
         ("5-5 * * * *", "5 * * * *"),
+        ("5-05 * * * *", "5 * * * *"),
+        ("0 3-03 * * *", "0 3 * * *"),
         ("0 9-9 * * 1-1", "0 9 * * 1"),
+        ("0 0 * * 1-MON", "0 0 * * 1"),
+        ("0 0 1 jan-1 *", "0 0 1 1 *"),
+        ("0 0 1 JAN-jan *", "0 0 1 1 *"),
         ("* * * 1-1,3-12 *", "* * * 1,3-12 *"),
+        ("7-7/5 * * * *", "7 * * * *"),
     ],
 )
 def test_given_a_range_with_equal_ends_when_validated_then_it_means_the_single_value(
@@ -255,7 +263,17 @@ def test_given_a_range_with_equal_ends_when_validated_then_it_means_the_single_v
 ) -> None:
     cron = schedule({"type": "cron", "expression": written})
     assert isinstance(cron, CronSchedule)
-    assert cron.expression == meant
-    assert next_fire(cron, utc(2026, 1, 1)) == next_fire(
-        schedule({"type": "cron", "expression": meant}), utc(2026, 1, 1)
-    )
+    assert cron.expression == written  # kept as written
+    single = schedule({"type": "cron", "expression": meant})
+    assert fire_times(cron, utc(2026, 1, 1), 5) == fire_times(single, utc(2026, 1, 1), 5)
+
+
+def test_given_spans_around_an_offset_change_when_its_instant_is_searched_then_it_is_found_even_when_the_widened_span_holds_another() -> (
+    None
+):
+    # The search widens its span (so that instants near one change share the cache); for a
+    # span of months the widened one reaches the next change too, and the span itself counts.
+    spring = int(utc(2026, 3, 29, 1).timestamp())
+    for days in range(1, 200, 7):
+        low, high = spring - 3600, spring + days * 86400
+        assert _change_within(ZoneInfo("Europe/Berlin"), low, high) == utc(2026, 3, 29, 1), days

@@ -101,21 +101,21 @@ def test_given_a_workload_when_priced_then_each_service_costs_what_its_list_pric
     assert document["lambda"]["worker"] == {"invocations": 1, "memory_mb": 128, "billed_ms": 100}
     assert document["stepfunctions"]["express"]["billed_ms"] == 200
     # Worked out by hand from AWS's us-east-1 list prices ($0.625 and $0.125 per million
-    # write and read units; Lambda $0.20 per million requests and $0.0000166667
-    # per GB-second; Standard $25 per million transitions; Express $1.00 per million
-    # requests and $0.00001667 per GB-second at 64 MB; SQS $0.40, SNS $0.50, EventBridge
-    # $1.00 per million; S3 $0.005 per thousand PUTs):
+    # write and read units; Lambda $0.20 per million requests and $0.0000133334 per
+    # GB-second on arm64, as the stack runs every function; Standard $25 per million
+    # transitions; Express $1.00 per million requests and $0.00001667 per GB-second at 64 MB;
+    # SQS $0.40, SNS $0.50, EventBridge $1.00 per million; S3 $0.005 per thousand PUTs):
     assert costs == {
         "dynamodb": Decimal("0.00000175"),  # 2 x 0.000000625 + 4 x 0.000000125
-        "lambda": Decimal("0.00000040833375"),  # 0.0000002 + 0.0125 GB-s
+        "lambda": Decimal("0.00000036666750"),  # 0.0000002 + 0.0125 GB-s
         "stepfunctions": Decimal("0.000201208375"),  # 8 transitions + 1 request + 0.0125 GB-s
         "sqs": Decimal("0.0000004"),
         "sns": Decimal("0.0000005"),
         "s3": Decimal("0.000005"),
         "eventbridge": Decimal("0.000001"),
-        "total": Decimal("0.00021026670875"),
+        "total": Decimal("0.00021022504250"),
     }
-    assert per_million_runs(document)["total"] == Decimal("105.133354375")
+    assert per_million_runs(document)["total"] == Decimal("105.11252125")
     assert document["aws_requests_by_caller"] == {"api": 1, "statemachine": 4}
 
 

@@ -108,6 +108,39 @@ def _header(event: Mapping[str, Any], name: str) -> str:
     return ""
 
 
+def as_json_body(event: dict[str, Any]) -> dict[str, Any]:
+    """``event`` with the body's content type read as JSON, once ``check_body`` took it
+    (``application/json`` in any case, with parameters, or ``application/*+json``): the
+    resolver parses only ``application/json``."""
+    if not event.get("body"):
+        return event
+    headers = {
+        str(k): v
+        for k, v in (event.get("headers") or {}).items()
+        if str(k).lower() != "content-type"
+    }
+    return {**event, "headers": {**headers, "content-type": "application/json"}}
+
+
+def is_http_api_event(event: Any) -> bool:
+    """Is ``event`` shaped as API Gateway's HTTP API events (payload 2.0) behind the JWT
+    authorizer: a method, a path, and the authorizer's claims (possibly none)?"""
+    if not isinstance(event, dict) or event.get("version") != "2.0":
+        return False
+    context = event.get("requestContext")
+    if not isinstance(context, dict):
+        return False
+    http = context.get("http")
+    authorizer = context.get("authorizer", {})
+    return (
+        isinstance(http, dict)
+        and isinstance(http.get("method"), str)
+        and isinstance(event.get("rawPath"), str)
+        and isinstance(authorizer, dict)
+        and isinstance(authorizer.get("jwt", {}), dict)
+    )
+
+
 def check_body(event: Mapping[str, Any]) -> ApiError | None:
     """What is wrong with the body of this API Gateway (payload 2.0) event, before it is
     parsed and validated: too large (413), not JSON by its content type (415), not JSON
@@ -137,8 +170,9 @@ def check_body(event: Mapping[str, Any]) -> ApiError | None:
         )
     try:
         text = data.decode("utf-8") if event.get("isBase64Encoded") else str(raw)
+        text.encode("utf-8")  # (a body passed on as text with its undecodable bytes kept)
         document = json.loads(text, parse_int=_integer)
-    except UnicodeDecodeError:
+    except (UnicodeDecodeError, UnicodeEncodeError):
         return ApiError(400, MALFORMED_JSON, "the body is not UTF-8 text")
     except RecursionError:
         return ApiError(422, INVALID_REQUEST, f"JSON nested deeper than {r.MAX_JSON_DEPTH}")

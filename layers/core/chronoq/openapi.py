@@ -10,6 +10,7 @@ route decorators their ``responses=`` and builds the final document. Pure: no I/
 from __future__ import annotations
 
 import copy
+import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +67,7 @@ class Job(jobs.Job):
     """A stored job as the API shows it."""
 
     generation: SkipJsonSchema[int] = Field(default=1, exclude=True)
+    runs_before: SkipJsonSchema[int] = Field(default=0, exclude=True)
 
 
 class Run(runs.Run):
@@ -107,6 +109,35 @@ class SigningSecret(BaseModel):
     owner: str
     header: str = Field(description="the header that carries the signature of each webhook")
     secret: str
+
+
+class HeartbeatRun(BaseModel):
+    id: str
+    status: str
+    scheduled_at: str
+    finished_at: str | None
+    lag_ms: int | None = Field(description="its start minus its scheduled time")
+
+
+class Heartbeat(BaseModel):
+    state: str = Field(
+        description="ok; late (its last success started more than max_lag_seconds late);"
+        " missing (no success for max_silence_seconds, or none yet)"
+    )
+    job_id: str
+    every_seconds: int
+    last_run: HeartbeatRun | None
+    last_success: HeartbeatRun | None
+    seconds_since_success: float | None
+    max_lag_seconds: int
+    max_silence_seconds: int
+
+
+class Status(BaseModel):
+    heartbeat: Heartbeat = Field(
+        description="the job the deployment runs on itself every minute, through the whole"
+        " path of a run (dispatcher, queue, worker, state machine, runner)"
+    )
 
 
 # --- the responses of a route -----------------------------------------------------------------
@@ -186,6 +217,11 @@ def _finished(data: dict[str, Any]) -> dict[str, Any]:
     for (path, method), examples in _EXAMPLES.items():
         body = data["paths"][path][method]["requestBody"]["content"]["application/json"]
         body["examples"] = copy.deepcopy(examples)
+    for path, item in data["paths"].items():
+        for method, operation in item.items():
+            operation["operationId"] = _operation_id(operation["operationId"], path, method)
+            operation["tags"] = [_tag(path)]
+    data["tags"] = copy.deepcopy(TAGS)
     for operation in _operations(data):
         if operation.pop(IDEMPOTENT, False):
             _idempotent(operation)
@@ -223,6 +259,7 @@ _EXAMPLE_JOB = {
     "schedule": {"type": "cron", "expression": "0 3 * * *", "timezone": "Europe/Paris"},
     "target": {"type": "http", "url": "https://example.com/reports", "method": "POST"},
     "retry": {"max_attempts": 3, "interval_seconds": 10},
+    "labels": {"team": "reports"},
 }
 #: Examples of request bodies, by operation: for readers, and sent as they are by fuzzers.
 _EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
@@ -254,6 +291,11 @@ _EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("/jobs/{job_id}", "patch"): {
         "rename": {"summary": "A new name", "value": {"name": "weekly report"}},
+        "limit": {
+            "summary": "Ten more scheduled runs, then deleted",
+            "value": {"max_runs": 10, "on_complete": "delete"},
+        },
+        "unlimited": {"summary": "No limit of runs", "value": {"max_runs": None}},
         "reschedule": {
             "summary": "A new schedule, if the job is still at version 1",
             "value": {
@@ -273,6 +315,34 @@ _EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         },
     },
 }
+
+
+#: The groups of operations (a generated client's modules, the tags of the document).
+TAGS = [
+    {"name": "jobs", "description": "Create, read, change, pause, resume, trigger and delete jobs"},
+    {"name": "runs", "description": "A job's runs: list, read, cancel, output and logs"},
+    {"name": "schedules", "description": "When a schedule fires"},
+    {"name": "notifications", "description": "Webhook signatures"},
+    {"name": "status", "description": "The deployment's health: its heartbeat"},
+    {"name": "document", "description": "This OpenAPI document"},
+]
+
+
+def _operation_id(generated: str, path: str, method: str) -> str:
+    """The operation's id as a generated client names its method: the route's function
+    (``create_job``, ``list_runs``), not Powertools' ``create_job_jobs_post``."""
+    suffix = re.sub(r"\W", "_", path) + "_" + method.lower()
+    return generated.removesuffix(suffix) or generated
+
+
+def _tag(path: str) -> str:
+    """The group of a path: what it lists or acts on (a job's runs are runs)."""
+    parts = [p for p in path.split("/") if p]
+    if parts[0] == "runs" or parts[-1] == "runs":
+        return "runs"
+    if parts[0] == "openapi.json":
+        return "document"
+    return parts[0]
 
 
 def _operations(data: dict[str, Any]) -> list[dict[str, Any]]:

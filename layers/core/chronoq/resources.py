@@ -165,9 +165,24 @@ DEFAULT_API_RATE_LIMIT = 100
 #: Headers an http target may not set: chronoq sets them (or HTTP framing depends on them).
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 RESERVED_HEADER_PREFIX = "x-chronoq-"
+#: Shortest password of a user of the deployment's user pool (upper and lower case letters,
+#: digits and symbols required too).
+MIN_PASSWORD_LENGTH = 12
 #: Issuer and audience of tokens minted by the local runtime.
 LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
 TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
+#: Limited runs: the largest ``max_runs`` (the instant of a job's last run is computed when
+#: it is set, fire time by fire time: a bounded amount of work on the API's side).
+MAX_RUNS = 1000
+#: Labels: at most this many per job (keys and values as Kubernetes takes them).
+MAX_LABELS = 20
+#: The label ``chronoq apply`` puts on every job it applies, naming the set of files (what
+#: ``--prune`` deletes the jobs of).
+MANAGED_BY_LABEL = "managed-by"
+#: A job name's item (names are unique per owner) held this long by a job that does not
+#: have the name (a create or a delete that died halfway) may be taken by another.
+NAME_STALE_SECONDS = 60
+DEFAULT_MANAGED_BY = "chronoq-apply"
 
 # --- Environment variables read by the handlers (through chronoq.settings) ---------------
 
@@ -205,6 +220,12 @@ ENV_CONTAINER_TASK_ROLE_ARN = "CHRONOQ_CONTAINER_TASK_ROLE_ARN"
 ENV_BLOCK_PRIVATE_TARGETS = "CHRONOQ_BLOCK_PRIVATE_TARGETS"
 #: Networks (comma-separated CIDRs) the guard lets targets and webhooks call all the same.
 ENV_ALLOWED_TARGET_NETWORKS = "CHRONOQ_ALLOWED_TARGET_NETWORKS"
+#: Variables only chronoq local gives the functions that call out (no stack sets them): the
+#: ports of its own API and embedded AWS on this machine (comma-separated) and the machine's
+#: addresses they answer on besides loopback, which no target or webhook may call.
+LOCAL_OWN_PORTS = "CHRONOQ_LOCAL_OWN_PORTS"
+LOCAL_OWN_ADDRESSES = "CHRONOQ_LOCAL_OWN_ADDRESSES"
+LOCAL_ONLY_ENV = (LOCAL_OWN_PORTS, LOCAL_OWN_ADDRESSES)
 #: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
 ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
 #: What service targets may reach and which images containers may run: comma-separated ARN
@@ -506,3 +527,27 @@ TOPIC_ID = "RunNotifications"
 SIGNING_SECRET_ID = "WebhookSigningSecret"  # noqa: S105 - a construct id, not a secret
 CONTAINER_CLUSTER_ID = "Containers"
 CONTAINER_LOG_GROUP_ID = "ContainerLogs"
+
+# --- Operations: metrics, alarms, the heartbeat, concurrency --------------------------------
+
+#: The CloudWatch namespace of chronoq's own metrics (chronoq.metrics; EMF log lines).
+METRICS_NAMESPACE = "chronoq"
+#: Most batches the worker runs at once per priority queue (the event source mappings'
+#: maximum concurrency; deployment setting ``worker_max_concurrency``): a batch of up to 40
+#: runs takes about 100 ms, so 30 at once start some 10,000 runs a second of one priority
+#: (the Scale section's target), and the three queues together hold at most 90 of the
+#: account's concurrent executions.
+DEFAULT_WORKER_MAX_CONCURRENCY = 30
+#: Concurrent executions reserved for the runner (deployment setting
+#: ``runner_reserved_concurrency``; 0: none): it may use up to these and no more, so a burst
+#: of runs never takes the API's, the dispatcher's or the worker's. With the default account
+#: quota of 1,000 that leaves 200 for the other functions (the worker takes at most 90).
+DEFAULT_RUNNER_RESERVED_CONCURRENCY = 800
+#: The heartbeat: a job the deployment runs on itself every minute (chronoq.heartbeat), owned
+#: by SYSTEM_OWNER, an owner no token can have (the API refuses it as a caller).
+SYSTEM_OWNER = "chronoq:system"
+HEARTBEAT_JOB_ID = "job_chronoq_heartbeat"
+#: The heartbeat is late when its start lag passes this, and missing when none succeeded for
+#: this long (its alarms, chronoq status and the console say so).
+HEARTBEAT_MAX_LAG_SECONDS = 10
+HEARTBEAT_MAX_SILENCE_SECONDS = 300

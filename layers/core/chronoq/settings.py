@@ -10,14 +10,15 @@ import contextlib
 import contextvars
 import os
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chronoq import resources as r
 from chronoq.domain import notifications
-from chronoq.domain.access import TargetPolicy, patterns
-from chronoq.domain.network import NetworkPolicy
+from chronoq.domain.access import OwnResources, TargetPolicy, own_prefix, patterns
+from chronoq.domain.network import NetworkPolicy, OwnEndpoints
 from chronoq.domain.runs import RunStatus
 
 _environment: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
@@ -72,7 +73,8 @@ class FunctionSettings(BaseModel):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Any:
         env = environ if environ is not None else (_environment.get() or os.environ)
-        values = {name: env[name] for name in cls.FUNCTION.env if name in env}
+        names = (*cls.FUNCTION.env, *r.LOCAL_ONLY_ENV)
+        values = {name: env[name] for name in names if name in env and name in cls.aliases()}
         try:
             return cls.model_validate(values)
         except ValidationError as error:
@@ -81,6 +83,11 @@ class FunctionSettings(BaseModel):
                 for e in error.errors()
             )
             raise SettingsError(f"function {cls.FUNCTION.name}: {problems}") from None
+
+    @classmethod
+    def aliases(cls) -> frozenset[str]:
+        """The variables this class reads."""
+        return frozenset(f.alias or name for name, f in cls.model_fields.items())
 
 
 S = TypeVar("S", bound=FunctionSettings)
@@ -107,7 +114,13 @@ class _Network(BaseModel):
         default=(), alias=r.ENV_ALLOWED_TARGET_NETWORKS
     )
 
-    _allowed = field_validator("allowed_target_networks", mode="before")(_networks)
+    #: chronoq local's own endpoints (see resources.LOCAL_ONLY_ENV).
+    own_ports: tuple[int, ...] = Field(default=(), alias=r.LOCAL_OWN_PORTS)
+    own_addresses: tuple[str, ...] = Field(default=(), alias=r.LOCAL_OWN_ADDRESSES)
+
+    _allowed = field_validator(
+        "allowed_target_networks", "own_ports", "own_addresses", mode="before"
+    )(_networks)
 
     @field_validator("allowed_target_networks")
     @classmethod
@@ -117,7 +130,8 @@ class _Network(BaseModel):
 
     @property
     def network(self) -> NetworkPolicy:
-        return NetworkPolicy.of(self.block_private_targets, self.allowed_target_networks)
+        own = OwnEndpoints.of(self.own_ports, self.own_addresses)
+        return NetworkPolicy.of(self.block_private_targets, self.allowed_target_networks, own)
 
 
 def _patterns(value: Any) -> Any:
@@ -199,6 +213,18 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
+
+    @property
+    def own_resources(self) -> OwnResources | None:
+        """chronoq's own resources, known by the prefix its tables and queues share."""
+        names = [self.jobs_table, self.schedule_table, self.runs_table]
+        names += [url.rstrip("/").rsplit("/", 1)[-1] for url in self.queue_urls.values()]
+        prefix = own_prefix(names)
+        return OwnResources(prefix) if prefix else None
+
+    @property
+    def targets(self) -> TargetPolicy:
+        return replace(super().targets, own=self.own_resources)
 
 
 class DispatcherSettings(FunctionSettings, _Queues):

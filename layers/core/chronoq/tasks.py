@@ -58,6 +58,12 @@ def lookup(name: str, modules: Iterable[str] = ()) -> Task | None:
 
 
 @task
+def heartbeat(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
+    """chronoq's own heartbeat (chronoq.heartbeat): a run that went the whole way."""
+    return {"scheduled_at": context.scheduled_at}
+
+
+@task
 def echo(args: dict[str, Any], context: RunContext) -> dict[str, Any]:
     """Return the arguments and the run context."""
     context.logger.info("echo %s", args)

@@ -180,7 +180,11 @@ def test_given_a_run_that_ends_when_notified_then_the_topic_gets_it_with_filtera
     }
     assert {v["DataType"] for v in published["MessageAttributes"].values()} == {"String"}
     document = json.loads(published["Message"])
-    assert (document["run_id"], document["status"], document["job_name"]) == (run.id, "FAILED", "t")
+    assert (document["run_id"], document["status"], document["job_name"]) == (
+        run.id,
+        "FAILED",
+        job.name,
+    )
     assert document["error"] == "TargetError: answered HTTP 503"
     assert outcomes == {"sns": "published sns-1"}
     assert stored(fakes, run).notifications == outcomes
@@ -363,7 +367,7 @@ def test_given_a_status_the_job_did_not_ask_for_when_the_run_ends_then_no_webhoo
 def test_given_an_email_when_a_run_times_out_then_ses_sends_it(
     fakes: Fakes, channels: Channels
 ) -> None:
-    _, run = ended_run(
+    job, run = ended_run(
         fakes, RunStatus.TIMED_OUT, notify={"on": ["TIMED_OUT"], "email": "oncall@example.com"}
     )
 
@@ -372,7 +376,7 @@ def test_given_an_email_when_a_run_times_out_then_ses_sends_it(
     (sent,) = channels.ses.sent
     assert sent["Source"] == SENDER
     assert sent["Destination"] == {"ToAddresses": ["oncall@example.com"]}
-    assert sent["Message"]["Subject"]["Data"] == "[chronoq] t: run TIMED_OUT"
+    assert sent["Message"]["Subject"]["Data"] == f"[chronoq] {job.name}: run TIMED_OUT"
     assert f"run_id: {run.id}" in sent["Message"]["Body"]["Text"]["Data"]
     assert outcomes == {"sns": "published sns-1", "email": "sent ses-1"}
 

@@ -12,8 +12,9 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chronoq import resources as r
 from chronoq.domain import ids
-from chronoq.domain.jobs import Job, JobSpec
+from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.runs import Attempt, Occurrence, Run
+from chronoq.domain.targets import STORED
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
 
@@ -54,15 +55,34 @@ def job_item(job: Job) -> dict[str, Any]:
         "version": job.version,
         "created_at": format_instant(job.created_at),
         "updated_at": format_instant(job.updated_at),
-        "spec": job.spec().model_dump_json(),
+        "spec": spec_json(job),
         "generation": job.generation,
         "active_runs": set(job.active_runs) or None,
+        # limited runs (written only for jobs with max_runs)
+        "runs_before": job.runs_before or None,
+        "final_run_at": instant(job.final_run_at),
     }
+
+
+#: A job's attributes of limited runs (absent for jobs without max_runs).
+LIMIT_ATTRIBUTES = ("runs_before", "final_run_at")
+
+
+#: Fields of a job's spec not stored while they hold their default: the item of a job that
+#: uses none of them is what it was before they existed (not a byte more to read per run).
+UNSTORED_DEFAULTS: dict[str, Any] = {"max_runs": None, "on_complete": OnComplete.KEEP, "labels": {}}
+
+
+def spec_json(job: Job) -> str:
+    """The job's spec as stored: JSON, without the fields that hold their default."""
+    spec = job.spec()
+    unset = {k for k, default in UNSTORED_DEFAULTS.items() if getattr(spec, k) == default}
+    return spec.model_dump_json(exclude=unset)
 
 
 def job_from_item(item: Mapping[str, Any]) -> Job:
     data = load(item)
-    spec = JobSpec.model_validate_json(data.pop("spec"))
+    spec = JobSpec.model_validate_json(data.pop("spec"), context=STORED)
     return Job.model_validate(
         {
             **spec.model_dump(),
@@ -70,8 +90,10 @@ def job_from_item(item: Mapping[str, Any]) -> Job:
             "id": data["job_id"],
             "version": int(data["version"]),
             "generation": int(data.get("generation", 1)),
+            "runs_before": int(data.get("runs_before", 0)),
             "active_runs": frozenset(data.get("active_runs", ())),
-        }
+        },
+        context=STORED,
     )
 
 

@@ -28,6 +28,14 @@ _CHECKPOINT_BUCKET = "checkpoint"
 _KEY_PREFIX = "idem#"
 #: The key of an owner's job count in the jobs table (job ids start with "job_").
 _COUNT_PREFIX = "count#"
+#: Prefix of the jobs table's job name items: one per owner and name, naming its job.
+_NAME_PREFIX = "name#"
+
+
+def name_key(owner: str, name: str) -> str:
+    """The key of the item that holds ``name`` among ``owner``'s jobs (the owner's length
+    first: no owner and name run into another's)."""
+    return f"{_NAME_PREFIX}{len(owner)}#{owner}#{name}"
 
 
 def _packs(
@@ -41,6 +49,10 @@ def _packs(
     for group in buckets.values():
         for n, chunk in enumerate(_chunks(group, codecs.PACK_SIZE)):
             yield f"{pack}#{n}", chunk
+
+
+def _remove(attributes: list[str]) -> str:
+    return f" REMOVE {', '.join(attributes)}" if attributes else ""
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -189,6 +201,8 @@ class DynamoStore:
         """Write a changed job (spec, state, schedule position, version) unless its version
         is no longer ``expected_version``. Run bookkeeping (``active_runs``) is untouched."""
         item = codecs.job_item(job)
+        limits = [a for a in codecs.LIMIT_ATTRIBUTES if item[a] is not None]
+        unset = [a for a in codecs.LIMIT_ATTRIBUTES if item[a] is None]
         try:
             self._db.update_item(
                 TableName=self._jobs,
@@ -196,7 +210,9 @@ class DynamoStore:
                 UpdateExpression=(
                     "SET #state = :state, spec = :spec, version = :version, "
                     "generation = :generation, updated_at = :updated"
-                    + (", next_run_at = :next" if job.next_run_at else " REMOVE next_run_at")
+                    + (", next_run_at = :next" if job.next_run_at else "")
+                    + "".join(f", {a} = :{a}" for a in limits)
+                    + _remove(([] if job.next_run_at else ["next_run_at"]) + unset)
                 ),
                 ConditionExpression="version = :expected",
                 ExpressionAttributeNames={"#state": "state"},
@@ -209,6 +225,7 @@ class DynamoStore:
                         ":updated": item["updated_at"],
                         ":next": item["next_run_at"],
                         ":expected": expected_version,
+                        **{f":{a}": item[a] for a in limits},
                     }
                 ),
             )
@@ -226,6 +243,69 @@ class DynamoStore:
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    # --- job names: unique per owner ---------------------------------------------------------
+
+    def claim_name(self, owner: str, name: str, job_id: str, now: datetime) -> str | None:
+        """Take ``name`` among ``owner``'s jobs for ``job_id``: None when taken (it was free,
+        already this job's, or held by a job that no longer has it, for longer than
+        NAME_STALE_SECONDS: a create or delete that died halfway); else the id of the job
+        holding it. One conditional write; refused, one read of the holder."""
+        key = name_key(owner, name)
+        item = {"job_id": key, "job": job_id, "claimed_at": codecs.millis(now)}
+        try:
+            self._db.put_item(
+                TableName=self._jobs,
+                Item=_dump(item),
+                ConditionExpression="attribute_not_exists(job_id) OR job = :job",
+                ExpressionAttributeValues=_dump({":job": job_id}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+            return None
+        except self._db.exceptions.ConditionalCheckFailedException as refused:
+            given = cast("dict[str, Any]", refused.response).get("Item")
+            held = _load(
+                given
+                or self._db.get_item(
+                    TableName=self._jobs, Key=_dump({"job_id": key}), ConsistentRead=True
+                ).get("Item", {})
+            )
+        holder = str(held.get("job", ""))
+        claimed = int(held.get("claimed_at", 0))
+        if claimed > codecs.millis(now) - r.NAME_STALE_SECONDS * 1000:
+            return holder  # (a create under way may not have written its job yet)
+        job = self.get_job(holder)
+        if job is not None and job.owner == owner and job.name == name:
+            return holder
+        try:  # stale: its job is gone, or has another name now
+            self._db.put_item(
+                TableName=self._jobs,
+                Item=_dump(item),
+                ConditionExpression="job = :holder AND claimed_at = :claimed",
+                ExpressionAttributeValues=_dump({":holder": holder, ":claimed": claimed}),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return holder  # (taken over meanwhile by another)
+        return None
+
+    def release_name(self, owner: str, name: str, job_id: str) -> None:
+        """Give ``name`` up, if ``job_id`` holds it."""
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.delete_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": name_key(owner, name)}),
+                ConditionExpression="job = :job",
+                ExpressionAttributeValues=_dump({":job": job_id}),
+            )
+
+    def all_jobs(self) -> Iterator[Job]:
+        """Every job of every owner (a scan of the jobs table: for migrations only)."""
+        pages = self._db.get_paginator("scan").paginate(
+            TableName=self._jobs, FilterExpression="attribute_exists(spec)"
+        )
+        for page in pages:
+            for item in page["Items"]:
+                yield codecs.job_from_item(item)
 
     # --- schedule -------------------------------------------------------------------------
 

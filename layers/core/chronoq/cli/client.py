@@ -42,7 +42,9 @@ class Api:
         if not self.url.startswith(("http://", "https://")):
             raise Failure(f"the API URL must be http(s), not {self.url!r}", USAGE)
         params = {k: v for k, v in (query or {}).items() if v is not None}
-        target = self.url + path + (f"?{urllib.parse.urlencode(params)}" if params else "")
+        # (a list: the parameter repeated, once per value)
+        encoded = urllib.parse.urlencode(params, doseq=True)
+        target = self.url + path + (f"?{encoded}" if params else "")
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         data = None
         if body is not None:
@@ -60,12 +62,19 @@ class Api:
         return text if raw else _decode(text)
 
     def pages(
-        self, path: str, key: str, limit: int | None, next_token: str | None, every: bool
+        self,
+        path: str,
+        key: str,
+        limit: int | None,
+        next_token: str | None,
+        every: bool,
+        filters: dict[str, Any] | None = None,
     ) -> Iterator[tuple[list[dict[str, Any]], str | None]]:
         """The items under ``key`` page by page, with the ``next_token`` each page ends on;
-        all pages with ``every``, else the first."""
+        all pages with ``every``, else the first (``filters``: more query parameters)."""
         while True:
-            answer = self.call("GET", path, query={"limit": limit, "next_token": next_token})
+            query = {**(filters or {}), "limit": limit, "next_token": next_token}
+            answer = self.call("GET", path, query=query)
             next_token = answer.get("next_token") if isinstance(answer, dict) else None
             yield list(answer.get(key, [])), next_token
             if not every or not next_token:

@@ -98,15 +98,16 @@ def emit_pages(
     listing: tuple[str, str],
     paging: tuple[int | None, str | None, bool],
     table: Callable[[list[dict[str, Any]]], Any],
+    filters: dict[str, Any] | None = None,
 ) -> None:
     """A list (``listing``: the API's path, and the key of its items), one page or, with
     ``every``, all of them (``paging``: limit, next_token, every), as ``output`` asks; in a
-    table, a hint of how to see more when more are left."""
+    table, a hint of how to see more when more are left (``filters``: query parameters)."""
     path, key = listing
     limit, next_token, every = paging
     items: list[dict[str, Any]] = []
     last: str | None = None
-    for page, token in api.pages(path, key, limit, next_token, every):
+    for page, token in api.pages(path, key, limit, next_token, every, filters):
         items += page
         last = token
     emit(output, {key: items, "next_token": last}, lambda: table(items))

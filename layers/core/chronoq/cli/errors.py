@@ -5,6 +5,7 @@
 2  usage: bad flags or input found wrong before anything was sent, no token
 3  not found: the job or run does not exist (or belongs to someone else)
 4  ``--exit-status``: the run followed ended other than SUCCEEDED
+5  ``diff``: applying the files would change something
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ API_ERROR = 1
 USAGE = 2
 NOT_FOUND = 3
 RUN_NOT_SUCCEEDED = 4
+DIFFERENT = 5
 
 
 class Failure(click.ClickException):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import sys
+from collections.abc import Iterator
 from typing import IO
 
 import click
@@ -24,7 +28,8 @@ def invoke(function: str, event: IO[str], task_modules: str) -> None:
     """Invoke FUNCTION's handler with EVENT, a JSON file (say one from events/; - reads
     stdin), in this process on the embedded AWS: the code CDK deploys, with the environment
     CDK gives it, against chronoq's resources created afresh (no Docker, no AWS account).
-    Prints the handler's answer; exits 1 if the handler raised (its error printed)."""
+    Prints the handler's answer, alone, on stdout (what the function logs goes to stderr);
+    exits 1 if the handler raised (its error printed on stderr)."""
     from chronoq.local.aws import LocalAWS, function_name
     from chronoq.local.lambdas import FunctionError
 
@@ -32,15 +37,42 @@ def invoke(function: str, event: IO[str], task_modules: str) -> None:
         document = json.load(event)
     except ValueError as error:
         raise click.BadParameter(f"not JSON: {error}", param_hint="EVENT") from None
-    aws = LocalAWS(task_modules=task_modules).start()
-    try:
-        assert aws.runtime is not None
-        answer = aws.runtime.invoke(
-            function_name(next(f for f in r.FUNCTIONS if f.name == function)), document
-        )
-    except FunctionError as error:
-        click.echo(render.dump_json(error.payload), err=True)
-        raise click.exceptions.Exit(API_ERROR) from None
-    finally:
-        aws.stop()
+    failed: FunctionError | None = None
+    with _stdout_to_stderr():  # (a Lambda function logs on its stdout)
+        aws = LocalAWS(task_modules=task_modules).start()
+        try:
+            assert aws.runtime is not None
+            answer = aws.runtime.invoke(
+                function_name(next(f for f in r.FUNCTIONS if f.name == function)), document
+            )
+        except FunctionError as error:
+            failed = error
+        finally:
+            aws.stop()
+    if failed is not None:
+        click.echo(render.dump_json(failed.payload), err=True)
+        raise click.exceptions.Exit(API_ERROR)
     click.echo(render.dump_json(answer))
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Whatever is written to stdout meanwhile goes to stderr: through ``sys.stdout``, and
+    (when stdout is a file descriptor) through the descriptor itself, which handlers that
+    kept the stream they were given still write to."""
+    sys.stdout.flush()
+    try:
+        out, err = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # (not a file: a test's capture)
+        out = err = -1
+    saved = os.dup(out) if out >= 0 else -1
+    if saved >= 0:
+        os.dup2(err, out)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        if saved >= 0:
+            os.dup2(saved, out)
+            os.close(saved)

@@ -59,7 +59,12 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--priority",), {"type": click.Choice(["high", "normal", "low"], case_sensitive=False)}),
     (
         ("--timeout",),
-        {"metavar": "DURATION", "help": "execution timeout, e.g. 30s, 5m [default: 5m]"},
+        {
+            "metavar": "DURATION",
+            "help": "execution timeout, e.g. 30s, 5m [default:"
+            f" {r.DEFAULT_TIMEOUT_SECONDS} s; {r.DEFAULT_CONTAINER_TIMEOUT_SECONDS} s for"
+            " container targets]",
+        },
     ),
     (
         ("--start-deadline",),
@@ -90,6 +95,29 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--output-location",),
         {"metavar": "S3_URL", "help": "s3://bucket/prefix for large outputs and logs"},
+    ),
+    # --- limited runs and labels
+    (
+        ("--max-runs",),
+        {
+            "type": click.IntRange(1, r.MAX_RUNS),
+            "help": "end the job COMPLETED after this many scheduled runs",
+        },
+    ),
+    (
+        ("--on-complete",),
+        {
+            "type": click.Choice(["keep", "delete"], case_sensitive=False),
+            "help": "once COMPLETED, keep the job, or delete it after its last run [default: keep]",
+        },
+    ),
+    (
+        ("--label", "labels"),
+        {
+            "multiple": True,
+            "metavar": "KEY=VALUE",
+            "help": "a label (repeatable; on update, the labels given replace the job's)",
+        },
     ),
 ]
 
@@ -157,18 +185,32 @@ def create(api: Api, output: str, file: str | None, **flags: Any) -> None:
 )
 @click.option("--all", "every", is_flag=True, help="follow next_token to the last page")
 @click.option("--next-token", help="the page after the one that gave this token")
+@click.option(
+    "-l",
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="only the jobs with this label (repeatable: with every one of them)",
+)
 @output_option
 @api_options
 def list_jobs(
-    api: Api, output: str, limit: int | None, every: bool, next_token: str | None
+    api: Api,
+    output: str,
+    limit: int | None,
+    every: bool,
+    next_token: str | None,
+    labels: tuple[str, ...],
 ) -> None:
-    """List your jobs: state, schedule in words and next run."""
+    """List your jobs: state, schedule in words, next run (and labels, if they have any)."""
     emit_pages(
         api,
         output,
         ("/jobs", "jobs"),
         (limit, next_token, every),
         lambda items: render.jobs_table(items, _now()),
+        {"label": list(labels)} if labels else None,
     )
 
 
@@ -211,7 +253,9 @@ def update(
 @output_option
 @api_options
 def delete(api: Api, output: str, job_ids: tuple[str, ...]) -> None:
-    """Delete jobs (their history goes with them)."""
+    """Delete jobs: no further run of theirs starts (one already running finishes). Their
+    runs stay readable until they expire (90 days): chronoq runs get RUN, or
+    GET /runs?job_id=JOB_ID."""
     for job_id in job_ids:
         api.call("DELETE", f"/jobs/{quote(job_id)}")
         if output == "json":

@@ -113,6 +113,9 @@ class JobFlags:
     notify_email: str | None = None
     notify_on: tuple[str, ...] = field(default_factory=tuple)
     output_location: str | None = None
+    max_runs: int | None = None
+    on_complete: str | None = None
+    labels: tuple[str, ...] = field(default_factory=tuple)
 
 
 def build(
@@ -159,7 +162,20 @@ def build(
         job["notify"] = notify
     if flags.output_location is not None:
         job["output_location"] = flags.output_location
+    if flags.max_runs is not None:
+        job["max_runs"] = flags.max_runs
+    if flags.on_complete is not None:
+        job["on_complete"] = flags.on_complete.lower()
+    if flags.labels:
+        job["labels"] = dict(_label(text) for text in flags.labels)
     return job
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, equals, value = text.partition("=")
+    if not equals or not key.strip():
+        raise BadInput("--label", f"must be KEY=VALUE, not {text!r}")
+    return key.strip(), value.strip()
 
 
 def _seconds(option: str, text: str) -> int:

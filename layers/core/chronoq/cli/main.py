@@ -21,12 +21,14 @@ import click
 
 from chronoq import resources as r
 from chronoq.cli import render
+from chronoq.cli.apply import apply, diff
 from chronoq.cli.client import Api
 from chronoq.cli.common import api_options
 from chronoq.cli.errors import USAGE
 from chronoq.cli.invoke import invoke
 from chronoq.cli.jobs import jobs
 from chronoq.cli.login import login, logout
+from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
 
 _DATA_DIR = click.Path(path_type=Path, file_okay=False)
@@ -48,7 +50,8 @@ def cli() -> None:
 
     Talks to the API at --url / $CHRONOQ_URL / the profile chronoq login saved (default:
     chronoq local at http://127.0.0.1:8080). Exit codes: 0 ok, 1 API error, 2 usage error,
-    3 not found, 4 a followed run did not succeed (--exit-status).
+    3 not found, 4 a followed run did not succeed (--exit-status), 5 diff: apply would change
+    something.
     """
 
 
@@ -57,6 +60,9 @@ cli.add_command(runs)
 cli.add_command(login)
 cli.add_command(logout)
 cli.add_command(invoke)
+cli.add_command(apply)
+cli.add_command(diff)
+cli.add_command(migrate)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------
@@ -161,6 +167,12 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     " a free one, printed at start-up)",
 )
 @click.option(
+    "--no-heartbeat",
+    is_flag=True,
+    help="do not create the heartbeat job (a job chronoq runs on itself every minute, as the"
+    " stack does; see chronoq status)",
+)
+@click.option(
     "--in-memory",
     is_flag=True,
     help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
@@ -182,6 +194,7 @@ def local(
     max_jobs_per_owner: int,
     allow_host_commands: bool,
     aws_port: int,
+    no_heartbeat: bool,
     in_memory: bool,
 ) -> None:
     """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
@@ -207,6 +220,7 @@ def local(
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
         aws_port=aws_port,
+        heartbeat=not no_heartbeat,
     ).start()
     if allow_host_commands:
         click.echo(
@@ -223,11 +237,20 @@ def local(
     if system.aws.restored:
         kept += " (restored from the last start)"
     print(f"data: {kept}", flush=True)
-    print(
-        f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; e.g."
-        f" aws --endpoint-url {system.aws_url} sqs list-queues)",
-        flush=True,
-    )
+    if system.aws_url is not None:
+        credentials = tokens.aws_credentials(data_dir)
+        kept_in = (data_dir / tokens.AWS_CREDENTIALS_FILE).resolve()
+        print(
+            f"aws: {system.aws_url} (region {REGION}, account {ACCOUNT}; signed requests only,"
+            f" e.g. aws --endpoint-url {system.aws_url} sqs list-queues)",
+            flush=True,
+        )
+        print(
+            f"aws credentials: AWS_ACCESS_KEY_ID={credentials.access_key}"
+            f" AWS_SECRET_ACCESS_KEY={credentials.secret_key} (or"
+            f" AWS_SHARED_CREDENTIALS_FILE={kept_in} AWS_PROFILE={tokens.AWS_PROFILE})",
+            flush=True,
+        )
     print("stop: Ctrl-C (or SIGTERM)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
@@ -291,7 +314,13 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
         "dynamodb": f"{ddb['write_units']:g} write, {ddb['read_units']:g} read units",
         "stepfunctions": f"standard {sfn['standard']['executions']} executions, "
         f"{sfn['standard']['transitions']} transitions; express {sfn['express']['executions']}",
-        "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items()),
+        "lambda": ", ".join(f"{n} {u['invocations']}" for n, u in usage["lambda"].items())
+        + (
+            f" (the dispatcher as the stack runs it: once a minute per group of shards, not"
+            f" {usage['dispatcher_ticks']['local']} local ticks)"
+            if usage.get("dispatcher_ticks", {}).get("local")
+            else ""
+        ),
         "sqs": f"{usage['sqs']['requests']} requests",
     }
     click.echo(f"{'':16}{'per million runs':>18}")
@@ -306,6 +335,25 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
         f"EventBridge Scheduler: ${EVENTBRIDGE_SCHEDULER_PER_MILLION:.2f} per million invocations"
         " (no history kept)"
     )
+
+
+@cli.command()
+@click.option(
+    "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--exit-status", is_flag=True, help="exit 4 unless the heartbeat is ok")
+@api_options
+def status(api: Api, output: str, exit_status: bool) -> None:
+    """How the deployment goes: its heartbeat (a job it runs on itself every minute, through
+    the whole path of a run), its last run, last success and start lag."""
+    answer = api.call("GET", "/status")
+    beat = answer["heartbeat"]
+    if output == "json":
+        click.echo(render.dump_json(answer))
+    else:
+        click.echo(render.heartbeat(beat))
+    if exit_status and beat["state"] != "ok":
+        raise click.exceptions.Exit(4)
 
 
 # --- schedules ---------------------------------------------------------------------------------

@@ -205,7 +205,10 @@ def _table(*columns: str) -> Table:
 
 
 def jobs_table(jobs: Iterable[dict[str, Any]], now: datetime) -> Table:
-    table = _table("id", "name", "state", "schedule", "next run")
+    """The jobs, a row each; a column of labels when one of them has any."""
+    jobs = list(jobs)
+    labelled = any(job.get("labels") for job in jobs)
+    table = _table("id", "name", "state", "schedule", "next run", *(["labels"] if labelled else []))
     for job in jobs:
         table.add_row(
             str(job.get("id", "")),
@@ -213,8 +216,22 @@ def jobs_table(jobs: Iterable[dict[str, Any]], now: datetime) -> Table:
             str(job.get("state", "")),
             schedule_words(job.get("schedule")),
             when(job.get("next_run_at"), now) or "-",
+            *([label_words(job.get("labels"))] if labelled else []),
         )
     return table
+
+
+def label_words(labels: dict[str, str] | None) -> str:
+    """``team=data,env=prod`` (as ``-l`` takes them)."""
+    return ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items()))
+
+
+def runs_words(job: dict[str, Any]) -> str | None:
+    """What ends a limited job: ``3 (the last at 2026-11-25 21:51:00Z)``."""
+    if job.get("max_runs") is None:
+        return None
+    last = job.get("final_run_at")
+    return f"{job['max_runs']}" + (f" (the last at {short_time(last)})" if last else "")
 
 
 def runs_table(runs: Iterable[dict[str, Any]]) -> Table:
@@ -263,6 +280,9 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
                 if notify
                 else None,
             ),
+            ("max runs", runs_words(job)),
+            ("on complete", job.get("on_complete") if job.get("on_complete") == "delete" else None),
+            ("labels", label_words(job.get("labels"))),
             ("active runs", ", ".join(job.get("active_runs") or [])),
             ("version", job.get("version")),
             ("created", short_time(job.get("created_at"))),
@@ -321,3 +341,26 @@ def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
     for fire in fire_times:
         table.add_row(fire["utc"], fire["local"])
     return table
+
+
+def heartbeat(beat: dict[str, Any]) -> str:
+    """``chronoq status``: the heartbeat's state, last run and last success, in words."""
+
+    def seen(run: dict[str, Any] | None) -> str:
+        if run is None:
+            return "none yet"
+        lag = "-" if run["lag_ms"] is None else f"{run['lag_ms']:,} ms"
+        return f"{run['status']}, scheduled {run['scheduled_at']}, lag {lag}"
+
+    since = beat["seconds_since_success"]
+    ago = "" if since is None else f" ({since:.0f} s ago)"
+    return "\n".join(
+        [
+            f"heartbeat     {beat['state']}"
+            f" (every {beat['every_seconds']} s: job {beat['job_id']})",
+            f"last run      {seen(beat['last_run'])}",
+            f"last success  {seen(beat['last_success'])}{ago}",
+            f"alarms        late over {beat['max_lag_seconds']} s of lag,"
+            f" missing after {beat['max_silence_seconds']} s without a success",
+        ]
+    )

@@ -61,6 +61,10 @@ SECURITY_HEADERS = {
 }
 
 
+#: The longest path a console file may have (its files have short names).
+MAX_ASSET_PATH = 200
+
+
 def serves(path: str) -> bool:
     """Is ``path`` (a request target) one of the console's (``/``, ``/index.html``,
     ``/console/...``)?"""
@@ -73,8 +77,14 @@ def asset(path: str) -> tuple[int, dict[str, str], bytes]:
     404 for a name that is not one of the console's files (nothing outside ASSETS_DIR)."""
     route = unquote(urlsplit(path).path)
     name = "index.html" if route in ("/", "/index.html") else route.lstrip("/")
-    file = (ASSETS_DIR / name).resolve()
-    if not file.is_relative_to(ASSETS_DIR) or not file.is_file():
+    if len(name) > MAX_ASSET_PATH or not name.isprintable():
+        return _not_found()  # (no file of the console's is named so: nothing to look up)
+    try:
+        file = (ASSETS_DIR / name).resolve()
+        found = file.is_relative_to(ASSETS_DIR) and file.is_file()
+    except (OSError, ValueError):  # a name the file system cannot take
+        found = False
+    if not found:
         return _not_found()
     headers = {
         "Content-Type": CONTENT_TYPES.get(file.suffix, "application/octet-stream"),

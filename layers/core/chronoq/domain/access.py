@@ -61,6 +61,55 @@ def _bus_allowed(bus: str, allowed: Sequence[str]) -> bool:
     return _matches(bus, names)
 
 
+def own_prefix(names: Sequence[str]) -> str | None:
+    """The prefix every name of a deployment's resources starts with, from some of them (its
+    tables' and queues' names): their common prefix up to its last ``-``. In AWS that is the
+    stack's name (CloudFormation names a resource ``<stack>-<logical id>-<suffix>``), locally
+    ``chronoq-local-``. None when the names share none."""
+    if not names:
+        return None
+    common = names[0]
+    for name in names[1:]:
+        while not name.startswith(common):
+            common = common[:-1]
+    cut = common.rfind("-")
+    return common[: cut + 1] if cut > 0 else None
+
+
+@dataclass(frozen=True)
+class OwnResources:
+    """chronoq's own functions, queues, topics and buses: those whose names start with its
+    prefix (see ``own_prefix``), in whatever account or region an ARN names (an emulator may
+    not look at the account; refusing another account's look-alike costs nothing). Never a
+    target, whatever the allow-lists say."""
+
+    prefix: str
+
+    def refusal(self, target: AnyTarget) -> tuple[str, str] | None:
+        """(field, message) if ``target`` names one of chronoq's own resources."""
+        if isinstance(target, LambdaTarget):
+            field, value = "target.function_arn", target.function_arn
+            name = value.split(":")[6]
+        elif isinstance(target, SqsTarget):
+            field, value = "target.queue_url", target.queue_url
+            name = queue_arn(value).split(":")[5]
+        elif isinstance(target, SnsTarget):
+            field, value = "target.topic_arn", target.topic_arn
+            name = value.split(":")[5]
+        elif isinstance(target, EventBridgeTarget):
+            field, value = "target.event_bus", target.event_bus
+            name = value.split(":", 5)[-1].removeprefix("event-bus/")
+        else:
+            return None
+        if not name.startswith(self.prefix):
+            return None
+        return (
+            field,
+            f"{value} is one of chronoq's own resources (named {self.prefix}*): targets never"
+            " reach chronoq itself",
+        )
+
+
 @dataclass(frozen=True)
 class TargetPolicy:
     """The deployment's allow-lists (None: anything) and container caps."""
@@ -73,10 +122,15 @@ class TargetPolicy:
     max_container_cpu: int = r.MAX_CONTAINER_CPU
     max_container_memory: int = r.MAX_CONTAINER_MEMORY
     max_container_seconds: int = r.MAX_CONTAINER_TIMEOUT_SECONDS
+    #: chronoq's own resources: refused whatever the lists allow (None: not known here).
+    own: OwnResources | None = None
 
     def refusal(self, target: AnyTarget, timeout_seconds: int) -> tuple[str, str] | None:
         """(field, message) if this deployment does not let a job run ``target`` for up to
         ``timeout_seconds``; None if it does."""
+        own = self.own.refusal(target) if self.own is not None else None
+        if own is not None:
+            return own
         if isinstance(target, LambdaTarget):
             return _listed(
                 self.lambda_functions,

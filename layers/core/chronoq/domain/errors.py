@@ -12,7 +12,16 @@ class NotFound(ChronoqError):
 
 
 class Conflict(ChronoqError):
-    """The request clashes with the job's current state or version."""
+    """The request clashes with the job's current state or version (``field``: the field at
+    fault, if one is)."""
+
+    field: str | None = None
+
+
+class NameTaken(Conflict):
+    """Another job of the owner has the name (names are unique per owner)."""
+
+    field: str | None = "name"
 
 
 class InvalidRequest(ChronoqError):

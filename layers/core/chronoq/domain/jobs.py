@@ -20,9 +20,17 @@ from pydantic.fields import FieldInfo
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
+from chronoq.domain.labels import Labels
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import Schedule, next_fire
-from chronoq.domain.targets import OUTPUT_LOCATION_PATTERN, ContainerTarget, Target, http_url
+from chronoq.domain.targets import (
+    OUTPUT_LOCATION_PATTERN,
+    STORED,
+    ContainerTarget,
+    Target,
+    http_url,
+    shown_text,
+)
 from chronoq.domain.time import Instant
 from chronoq.resources import Priority
 
@@ -33,6 +41,7 @@ __all__ = [
     "JobSpec",
     "JobState",
     "Notify",
+    "OnComplete",
     "Priority",
     "RetryPolicy",
 ]
@@ -50,6 +59,14 @@ class Concurrency(StrEnum):
     ALLOW = "allow"  # both run
     FORBID = "forbid"  # the new run is SKIPPED
     REPLACE = "replace"  # the active run is CANCELLED, then the new one starts
+
+
+class OnComplete(StrEnum):
+    """What becomes of a job once it is COMPLETED (its schedule, or max_runs, has no run
+    left)."""
+
+    KEEP = "keep"  # it stays, COMPLETED, until deleted
+    DELETE = "delete"  # it is deleted once its last run has ended (the runs stay readable)
 
 
 def _terminal(status: RunStatus) -> RunStatus:
@@ -87,6 +104,7 @@ class Notify(Model):
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
     _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
+    _email = field_validator("email")(lambda v, info: v if v is None else shown_text(v, info))
 
 
 # --- Jobs ---------------------------------------------------------------------------------
@@ -111,6 +129,18 @@ class JobSpec(Model):
     #: Where outputs and logs too large for the run record go: ``s3://bucket/prefix``
     #: (default: the deployment's bucket).
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
+
+    _name = field_validator("name")(shown_text)
+
+    # --- limited runs and labels (README: "Limited runs", "Labels") ------------------------
+    #: The job ends COMPLETED after this many scheduled runs (fire times of its schedule it
+    #: reached while active, however each ended; manual runs do not count), counted from
+    #: when it was set; None: as many as its schedule has.
+    max_runs: int | None = Field(default=None, ge=1, le=r.MAX_RUNS, strict=True)
+    #: What becomes of the job once it is COMPLETED.
+    on_complete: OnComplete = OnComplete.KEEP
+    #: Key/value strings to find the job by (GET /jobs?label=key=value).
+    labels: Labels = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -155,9 +185,16 @@ class Job(JobSpec):
     #: Bumped whenever the sequence of scheduled occurrences is replaced (a schedule change,
     #: pause, resume): occurrences planned under an older generation never start.
     generation: int = 1
+    #: Limited runs: the scheduled runs counted towards ``max_runs`` before the current
+    #: generation's first occurrence (the stored ``next_run_at``).
+    runs_before: int = 0
+    #: The fire time of the job's last run when ``max_runs`` is what ends it (None: no
+    #: limit, the job is paused, or its schedule ends first).
+    final_run_at: Instant | None = None
 
     def spec(self) -> JobSpec:
-        return JobSpec.model_validate(self.model_dump(include=set(JobSpec.model_fields)))
+        fields = self.model_dump(include=set(JobSpec.model_fields))
+        return JobSpec.model_validate(fields, context=STORED)
 
     def is_late(self, scheduled_at: datetime, now: datetime) -> bool:
         """Past the job's start deadline: a run due at ``scheduled_at`` must not start."""
@@ -178,7 +215,15 @@ class Job(JobSpec):
         """Is ``at`` one of the fire times of the job's schedule? (An occurrence written for
         a change that lost to a concurrent one carries the same generation as the winner's,
         but not its fire times.)"""
-        return next_fire(self.schedule, at - timedelta(seconds=1)) == at
+        return self.following(at - timedelta(seconds=1)) == at
+
+    def following(self, after: datetime) -> datetime | None:
+        """The job's first fire time after ``after``: its schedule's, up to its last run
+        (``final_run_at``, when ``max_runs`` ends it)."""
+        found = next_fire(self.schedule, after)
+        if found is not None and self.final_run_at is not None and found > self.final_run_at:
+            return None
+        return found
 
     def as_of(self, now: datetime) -> Job:
         """The job as it stands at ``now``: ``next_run_at`` brought up to it, and COMPLETED
@@ -190,13 +235,56 @@ class Job(JobSpec):
         if self.next_run_at >= now:
             return self
         # the last due second is still "next" until its run has had a second to start
-        following = next_fire(self.schedule, now - timedelta(seconds=1))
+        following = self.following(now - timedelta(seconds=1))
         if following is None:
             return self.model_copy(update={"state": JobState.COMPLETED, "next_run_at": None})
         return self.model_copy(update={"next_run_at": following})
 
     def missed_reason(self) -> str:
         return f"could not start within start_deadline_seconds ({self.start_deadline_seconds} s)"
+
+    # --- limited runs and deletion on completion ---------------------------------------------
+
+    def runs_reached(self, now: datetime) -> int:
+        """The scheduled runs counted towards ``max_runs`` by ``now``: those before the
+        current generation, and each fire time of it (from the stored ``next_run_at``) that has
+        come. (Computed, fire time by fire time, only when a job with ``max_runs`` changes.)"""
+        if self.max_runs is None:
+            return 0
+        count = self.runs_before
+        at = self.next_run_at if self.state is JobState.ACTIVE else None
+        while at is not None and at <= now and count < self.max_runs:
+            count += 1
+            at = self.following(at)
+        return count
+
+    def with_final_run(self) -> Job:
+        """The job with ``final_run_at`` set: the fire time of its last run under ``max_runs``,
+        counted from its stored ``next_run_at`` (the current generation's first occurrence)."""
+        final: datetime | None = None
+        if self.max_runs is not None and self.next_run_at is not None:
+            final = self.next_run_at
+            for _ in range(self.max_runs - self.runs_before - 1):
+                final = next_fire(self.schedule, final)
+                if final is None:  # (its schedule ends first)
+                    break
+        return self.model_copy(update={"final_run_at": final})
+
+    def is_last(self, at: datetime) -> bool:
+        """Is the fire time ``at`` the job's last one?"""
+        return self.following(at) is None
+
+    def tells_end(self, at: datetime, trigger: Trigger) -> bool:
+        """Must the notifier hear of the end of the job's run at ``at``, whatever its
+        status? When the job has a ``notify`` block; and for the last scheduled run of a job
+        deleted on completion (the notifier deletes it once that run has ended)."""
+        if self.notify is not None:
+            return True
+        return (
+            self.on_complete is OnComplete.DELETE
+            and trigger is Trigger.SCHEDULE
+            and self.is_last(at)
+        )
 
 
 class PatchBase(Model):
@@ -209,11 +297,18 @@ class PatchBase(Model):
         return self.model_dump(exclude_unset=True, exclude={"version"})
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A field that is left out when not given has no default to show."""
+    schema.pop("default", None)
+
+
 def _optional(field: FieldInfo) -> tuple[Any, FieldInfo]:
-    """The same field, optional: its constraints kept, its default None."""
-    optional = FieldInfo.merge_field_infos(field, default=None)
+    """The same field, optional: its constraints kept, left unchanged when not given; null
+    only where the job's field takes null (notify, output_location, max_runs: null removes
+    it). Elsewhere null is refused (422), and the document does not offer it."""
+    optional = FieldInfo.merge_field_infos(field, default=None, json_schema_extra=_no_default)
     optional.default_factory = None
-    return field.annotation | None, optional  # type: ignore[operator]
+    return field.annotation, optional
 
 
 if TYPE_CHECKING:

@@ -11,18 +11,16 @@ to instants the way users expect across daylight-saving changes:
 
 from __future__ import annotations
 
-import copy
 import functools
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterError, croniter
 from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
+from chronoq.domain import cron
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import format_instant, utc_second
@@ -31,14 +29,16 @@ _EARLIEST = datetime(r.EARLIEST_YEAR, 1, 1, tzinfo=UTC)
 _LATEST = datetime(r.LATEST_YEAR, 1, 1, tzinfo=UTC)
 
 
-def bounded_instant(value: datetime) -> datetime:
-    """``value`` in UTC, rounded up to the whole second, if it lies in the years a schedule
-    may name (instants near the calendar's ends cannot be computed with)."""
+def bounded_instant(value: datetime, *, up: bool = True) -> datetime:
+    """``value`` in UTC to the whole second (rounded up, or down when ``up`` is false), if
+    that lies in the years a schedule may name (instants near the calendar's ends cannot be
+    computed with)."""
     try:
         utc = value.astimezone(UTC)
-        if not _EARLIEST <= utc < _LATEST:
+        second = utc_second(utc) if up else utc.replace(microsecond=0)
+        if not _EARLIEST <= second < _LATEST:
             raise OverflowError
-        return utc_second(utc)
+        return second
     except OverflowError:
         raise ValueError(
             f"must be from {r.EARLIEST_YEAR}-01-01 to before {r.LATEST_YEAR}-01-01 (UTC)"
@@ -63,7 +63,8 @@ class AtSchedule(Model):
 
 class _Recurring(Model):
     """Optional bounds of a recurring schedule: it fires at or after ``start_at`` and at or
-    before ``end_at``."""
+    before ``end_at``. Fire times are whole seconds: ``start_at`` is rounded up to one,
+    ``end_at`` down, which keeps exactly the fire times inside the bounds as given."""
 
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
@@ -78,22 +79,30 @@ class _Recurring(Model):
     def _end_after_start(cls, value: datetime | None, info: ValidationInfo) -> datetime | None:
         if value is None:
             return None
-        value = bounded_instant(value)
+        value = bounded_instant(value, up=False)
         start = info.data.get("start_at")
         if start is not None and value <= start:
             raise ValueError("must be after start_at")
         return value
 
 
-_SINGLE_VALUE_RANGE = re.compile(r"^(\w+)-\1(?:/\d+)?$", re.IGNORECASE)
-#: The largest value of each cron field (and so the largest sensible step).
-_CRON_FIELD_MAX = (59, 23, 31, 12, 7)
-#: Where a cron expression is first tried, to refuse one that matches no date at all.
-_CRON_PROBE = datetime(2001, 1, 1)
+@functools.cache
+def zone_named(key: str) -> ZoneInfo:
+    """The time zone ``key``, loaded once per process (``ZoneInfo`` itself keeps only the
+    last few in use: a dispatcher going through jobs of many zones would read their files
+    again and again)."""
+    return ZoneInfo(key)
+
+
+#: Names ``ZoneInfo`` loads that are not IANA time zones: the host's own zone and files of
+#: the zoneinfo directory's build.
+_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
 
 
 class CronSchedule(_Recurring):
     """Recurring by a five-field cron expression evaluated in an IANA time zone."""
+
+    # (the dialect: chronoq.domain.cron; its description here is the API document's)
 
     type: Literal["cron"]
     expression: str = Field(max_length=r.MAX_CRON_EXPRESSION_LENGTH)
@@ -103,39 +112,28 @@ class CronSchedule(_Recurring):
     @classmethod
     def _valid_expression(cls, value: str) -> str:
         value = " ".join(value.split())
-        if len(value.split(" ")) != 5:
-            raise ValueError("must have five fields: minute hour day-of-month month day-of-week")
-        for field, largest in zip(value.split(" "), _CRON_FIELD_MAX, strict=True):
-            for term in field.split(","):
-                _, slash, step = term.partition("/")
-                if slash and not (step.isdigit() and 1 <= int(step) <= largest):
-                    raise ValueError(f"has a step out of range: {term!r} (1 to {largest})")
-        # croniter reads a range whose ends are equal ("5-5") as the whole field; cron
-        # means the single value.
-        value = " ".join(
-            ",".join(_SINGLE_VALUE_RANGE.sub(r"\1", term) for term in field.split(","))
-            for field in value.split(" ")
-        )
-        if not croniter.is_valid(value):
-            raise ValueError(f"is not a valid cron expression: {value!r}")
         try:
-            croniter(value, _CRON_PROBE).get_next(datetime)
-        except CroniterError:
-            raise ValueError(f"never fires: {value!r} matches no date") from None
+            parsed = cron.parse(value)
+        except cron.CronSyntaxError as error:
+            raise ValueError(str(error)) from None
+        if not parsed.matches_some_day:
+            raise ValueError(f"never fires: {value!r} matches no date")
         return value
 
     @field_validator("timezone")
     @classmethod
     def _valid_timezone(cls, value: str) -> str:
+        if value in _NOT_ZONES or value.startswith(("posix/", "right/")):
+            raise ValueError(f"is not an IANA time zone: {value!r}")
         try:
-            ZoneInfo(value)
+            zone_named(value)
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"is not a known IANA time zone: {value!r}") from None
         return value
 
     @property
     def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
+        return zone_named(self.timezone)
 
 
 _RATE = re.compile(r"^(\d+)\s+(minute|minutes|hour|hours|day|days)$")
@@ -189,8 +187,6 @@ def anchored(schedule: AnySchedule, now: datetime) -> AnySchedule:
 
 # --- Fire times ---------------------------------------------------------------------------
 
-# Longer than any UTC offset change, so that scanning local times from here never misses one.
-_LOOKBACK = timedelta(hours=3)
 _SECOND = timedelta(seconds=1)
 
 
@@ -221,17 +217,40 @@ def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
 
 
 def _next_cron(schedule: CronSchedule, after: datetime) -> datetime:
-    # Where the zone's offset did not change in the last hours, local time runs with UTC
-    # from ``after`` on: the scan starts there (one step), not hours back.
+    """Local wall times map to instants in order (a skipped one to the jump, a repeated one
+    to its first occurrence), so the answer is the first matching wall time from the first
+    one whose instant is later than ``after``: the next wall minute, or, when ``after`` lies
+    in the second pass of a repeated hour, the end of the repeat."""
     zone = schedule.zone
-    steady = (after - _LOOKBACK).astimezone(zone).utcoffset() == after.astimezone(zone).utcoffset()
     try:
-        for instant in _cron_instants(schedule, after if steady else after - _LOOKBACK):
-            if instant > after:
-                return instant
-    except (CroniterError, OverflowError):
+        local = after.astimezone(zone)
+        if local.fold:
+            start = _ceil_minute(_repeat_end(after, zone, local))
+        else:
+            start = local.replace(tzinfo=None, second=0, microsecond=0) + _MINUTE
+        found = cron.parse(schedule.expression).next_match(start)
+        if found is None:
+            raise OverflowError
+        return to_instant(found, zone)
+    except OverflowError:
         raise NeverFires(f"{schedule.expression!r} fires no more") from None
-    raise AssertionError("unreachable: croniter iterates without end")
+
+
+_MINUTE = timedelta(minutes=1)
+
+
+def _ceil_minute(wall: datetime) -> datetime:
+    whole = wall.replace(second=0, microsecond=0)
+    return whole if whole == wall else whole + _MINUTE
+
+
+def _repeat_end(after: datetime, zone: ZoneInfo, local: datetime) -> datetime:
+    """The naive wall time at which the repeated local time ``local`` (the instant ``after``,
+    in the second pass after clocks went back) stops repeating."""
+    back = after - local.replace(fold=0).astimezone(UTC)  # how far the clocks went back
+    # The change happened within ``back`` before ``after``: find its second.
+    change = _change_within(zone, int((after - back).timestamp()), int(after.timestamp()) + 1)
+    return (change + back).astimezone(zone).replace(tzinfo=None)
 
 
 def first_fire(schedule: AnySchedule, now: datetime) -> datetime | None:
@@ -263,23 +282,6 @@ def fire_times(schedule: AnySchedule, after: datetime, count: int) -> list[datet
     return result
 
 
-def _cron_instants(schedule: CronSchedule, start: datetime) -> Iterator[datetime]:
-    """Instants of the cron expression from ``start`` on, non-decreasing."""
-    zone = schedule.zone
-    local_start = start.astimezone(zone).replace(tzinfo=None)
-    walker = copy.copy(_parsed(schedule.expression))  # parsed once, walked from here
-    walker.set_current(local_start, force=True)
-    while True:
-        local: datetime = walker.get_next(datetime)
-        yield to_instant(local, zone)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parsed(expression: str) -> croniter:
-    """A walker of ``expression``, parsed (each use walks a copy of it)."""
-    return croniter(expression, datetime(2000, 1, 1))
-
-
 def to_instant(local: datetime, zone: ZoneInfo) -> datetime:
     """The UTC instant of naive wall-clock time ``local`` in ``zone``.
 
@@ -289,13 +291,33 @@ def to_instant(local: datetime, zone: ZoneInfo) -> datetime:
     if first.astimezone(zone).replace(tzinfo=None) == local:
         return first
     # ``local`` falls in a gap: the clocks jumped between the instant that fold=1 maps to
-    # (before the jump) and the one that fold=0 maps to (after it). Find the jump.
-    low = int(local.replace(tzinfo=zone, fold=1).astimezone(UTC).timestamp())
-    high = int(first.timestamp())
-    offset_after = first.astimezone(zone).utcoffset()
+    # (before the jump) and the one that fold=0 maps to (after it).
+    before = int(local.replace(tzinfo=zone, fold=1).astimezone(UTC).timestamp())
+    return _change_within(zone, before, int(first.timestamp()))
+
+
+def _change_within(zone: ZoneInfo, low: int, high: int) -> datetime:
+    """The instant (a whole second) in (``low``, ``high``] at which ``zone``'s UTC offset
+    changes, given that it changes once there. The span is widened to whole multiples of its
+    length (changes are days apart: still one change in it, else the answer falls outside the
+    span and the span itself is searched), so that the instants around one change ask the
+    cache the same question."""
+    span = high - low
+    found = _change(zone.key, low // span * span, -(-high // span) * span)
+    if not low < found.timestamp() <= high:  # another change close by: search the span itself
+        found = _change(zone.key, low, high)
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _change(zone_key: str, low: int, high: int) -> datetime:
+    """The instant (a whole second) in (``low``, ``high``] at which ``zone`` takes the UTC
+    offset it has at ``high``, when its offset changes once in that span."""
+    zone = zone_named(zone_key)
+    offset = datetime.fromtimestamp(high, zone).utcoffset()
     while high - low > 1:
         middle = (low + high) // 2
-        if datetime.fromtimestamp(middle, zone).utcoffset() == offset_after:
+        if datetime.fromtimestamp(middle, zone).utcoffset() == offset:
             high = middle
         else:
             low = middle

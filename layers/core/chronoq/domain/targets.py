@@ -7,10 +7,37 @@ import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
+
+#: Bidirectional formatting characters: they reorder what a terminal or page shows around them.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+#: The validation context of what chronoq reads back from its store: the rules added since a
+#: job was stored do not make it unreadable (a user changing it is told, naming the field).
+STORED: dict[str, bool] = {"stored": True}
+
+
+def _stored(info: ValidationInfo | None) -> bool:
+    return bool(info is not None and isinstance(info.context, dict) and info.context.get("stored"))
+
+
+def shown_text(value: str, info: ValidationInfo) -> str:
+    """``value`` if it can be shown as it is in a table or a terminal (a pydantic validator):
+    no NUL or other control characters (ANSI escapes start with one), no bidirectional
+    overrides, no other invisible formatting characters."""
+    if _stored(info):
+        return value
+    if any(c in _BIDI for c in value):
+        raise ValueError("must not contain bidirectional formatting characters (e.g. U+202E)")
+    if "\x1b" in value:
+        raise ValueError("must not contain escape sequences (ESC, U+001B)")
+    if not value.isprintable():
+        raise ValueError("must not contain NUL, control or other non-printing characters")
+    return value
 
 
 def http_url(value: str) -> str:
@@ -49,9 +76,22 @@ def _header_name(name: str) -> str:
     return name
 
 
-def _header_value(value: str) -> str:
+def _header_value(value: str, info: ValidationInfo) -> str:
     if any(c in value for c in "\r\n\x00"):
         raise ValueError("must not contain CR, LF or NUL")
+    if len(value) > r.MAX_HEADER_VALUE_LENGTH:
+        raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
+    if _stored(info):
+        return value
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "must be Latin-1 text (HTTP sends header values as ISO-8859-1 bytes): encode other"
+            " characters yourself, e.g. percent-encoded"
+        ) from None
+    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+        raise ValueError("must not contain control characters (other than tab)")
     if len(value) > r.MAX_HEADER_VALUE_LENGTH:
         raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
     return value
@@ -59,6 +99,31 @@ def _header_value(value: str) -> str:
 
 HeaderName = Annotated[str, AfterValidator(_header_name)]
 HeaderValue = Annotated[str, AfterValidator(_header_value)]
+
+
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+#: A container image reference, by the grammar of Docker's and ECS's references:
+#: ``[registry[:port]/]name[/name...][:tag][@digest]``.
+IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?"
+    rf"{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+#: An environment variable's name (as POSIX shells and ECS take it).
+ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def image_reference(value: str) -> str:
+    """``value`` if it is an image reference (a pydantic validator): never anything a
+    command line could take for an option."""
+    if not IMAGE_REFERENCE.match(value):
+        raise ValueError(
+            "is not an image reference ([registry[:port]/]name[:tag][@digest], the name in"
+            " lower case)"
+        )
+    return value
 
 
 #: ``s3://bucket`` or ``s3://bucket/prefix``: where a job's large outputs and logs go.
@@ -147,6 +212,7 @@ class SqsTarget(Model):
     message: Any = None
 
     _message = field_validator("message")(_bounded_json)
+    _queue_url = field_validator("queue_url")(shown_text)
 
 
 class SnsTarget(Model):
@@ -169,6 +235,7 @@ class EventBridgeTarget(Model):
     detail: dict[str, Any] = Field(default_factory=dict)
 
     _detail = field_validator("detail")(_bounded_json)
+    _shown = field_validator("event_bus", "detail_type")(shown_text)
 
     @field_validator("source")
     @classmethod
@@ -184,7 +251,7 @@ class ContainerTarget(Model):
     SendTaskHeartbeat with the token in ``CHRONOQ_TASK_TOKEN`` at least that often."""
 
     type: Literal["container"]
-    image: str = Field(min_length=1, max_length=1024, pattern=r"^\S+$")
+    image: str = Field(min_length=1, max_length=1024)
     command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=100)
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory: int = Field(default=512, ge=512, le=30720, strict=True)
@@ -197,9 +264,16 @@ class ContainerTarget(Model):
         default=None, ge=60, le=r.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
     )
 
+    _image = field_validator("image")(image_reference)
+
     @field_validator("environment")
     @classmethod
     def _no_reserved_names(cls, value: dict[str, str]) -> dict[str, str]:
+        invalid = sorted(k for k in value if not ENVIRONMENT_NAME.match(k))
+        if invalid:
+            raise ValueError(
+                f"names must be letters, digits and _, not starting with a digit: {invalid[0]!r}"
+            )
         reserved = sorted(k for k in value if k.startswith("CHRONOQ_"))
         if reserved:
             raise ValueError(f"names starting with CHRONOQ_ are reserved: {', '.join(reserved)}")

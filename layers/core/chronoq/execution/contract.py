@@ -94,7 +94,7 @@ class ExecutionInput(_Contract):
             queued_at=format_instant(queued_at or scheduled_at),
             expires_at=int(scheduled_at.timestamp()) + r.RUN_RETENTION_SECONDS,
             exclusive=job.concurrency is not Concurrency.ALLOW,
-            notify=job.notify is not None,
+            notify=job.tells_end(scheduled_at, trigger),
         )
 
     def document(self) -> dict[str, Any]:
@@ -129,9 +129,10 @@ def delivery(target: Target) -> dict[str, str]:
 
 
 class AttemptRequest(BaseModel):
-    """One attempt of a target the runner runs itself (http, python, lambda): state RunTarget."""
+    """One attempt of a target the runner runs itself (http, python, lambda): state RunTarget.
+    The requests are exactly what the ASL sends: anything else is refused."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     job_id: str
     run_id: str
@@ -149,7 +150,7 @@ class AttemptRequest(BaseModel):
 class CollectRequest(BaseModel):
     """After a container task stopped: state CollectContainer (``collect_container``)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
     job_id: str
     run_id: str
@@ -163,11 +164,15 @@ class PrepareRequest(BaseModel):
     """Which task definition runs a container target: state PrepareContainer
     (``prepare_container``)."""
 
+    model_config = ConfigDict(extra="forbid")
+
     target: ContainerTarget
 
 
 class DecideRequest(BaseModel):
     """After a failed attempt, what next: state Decide (``decide``)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     retry: RetryPolicy
     attempt: int
@@ -222,6 +227,20 @@ class DecideResult(_Contract):
 PREPARE_CONTAINER = "prepare_container"
 COLLECT_CONTAINER = "collect_container"
 DECIDE = "decide"
+
+
+class NotARunnerRequest(ValueError):
+    """The runner was sent something the state machine never sends."""
+
+
+def check_request(event: Any) -> None:
+    """Raise NotARunnerRequest unless ``event`` is a JSON object that is one request of the
+    state machine's (an attempt, or exactly one of the keyed requests)."""
+    if not isinstance(event, dict):
+        raise NotARunnerRequest("the runner takes a JSON object from the run state machine")
+    keyed = [key for key in (PREPARE_CONTAINER, COLLECT_CONTAINER, DECIDE) if key in event]
+    if keyed and len(event) != 1:
+        raise NotARunnerRequest(f"a {keyed[0]} request has no other keys")
 
 
 # --- What Step Functions says of a failure --------------------------------------------------

@@ -1,6 +1,7 @@
 """Outgoing HTTP calls of http targets and webhooks, under the deployment's SSRF guard.
 
-With the guard on, the host is resolved when the call is made (a name's addresses can change
+With the guard on (or where chronoq has endpoints of its own to keep targets from, chronoq
+local), the host is resolved when the call is made (a name's addresses can change
 between the job's creation and its runs), every address it resolves to is checked against
 the network policy, and the connection goes to the address that was checked (so that a
 second resolution cannot answer differently); TLS still verifies the certificate against
@@ -62,15 +63,15 @@ class Egress:
             if not addresses:
                 raise BlockedTarget(f"{host} does not resolve")
         for address in addresses:
-            refusal = self.policy.refusal(address)
+            refusal = self.policy.call_refusal(address, port)
             if refusal:
                 raise BlockedTarget(
                     f"{host} is refused by the deployment's network policy: {refusal}"
                 )
-        mapped = addresses[0]
-        if isinstance(mapped, ipaddress.IPv6Address) and mapped.ipv4_mapped is not None:
-            return mapped.ipv4_mapped
-        return mapped
+        checked = addresses[0]
+        if isinstance(checked, ipaddress.IPv6Address) and checked.ipv4_mapped is not None:
+            return checked.ipv4_mapped  # (the same socket address)
+        return checked
 
     def request(
         self,
@@ -84,7 +85,7 @@ class Egress:
     ) -> Any:
         """One request, no redirect followed, no retry. Raises BlockedTarget before any
         connection when the guard refuses the host, urllib3's errors otherwise."""
-        if not self.policy.block_private:
+        if not self.policy.checks_addresses:
             return self._http.request(
                 method,
                 url,

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import urllib3
+from botocore.exceptions import ClientError
 
 from chronoq import resources as r
 from chronoq import tasks
@@ -25,6 +26,7 @@ from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.runs import log_line
 from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
 from chronoq.execution.egress import BlockedTarget, Egress
+from chronoq.origin import target_client_context
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -210,8 +212,17 @@ def run_lambda(
             InvocationType="RequestResponse",
             LogType="Tail",
             Payload=json.dumps(payload).encode(),
+            # marks the invocation as a target's: chronoq's own functions refuse it
+            ClientContext=target_client_context(
+                str(default_payload.get("job_id", "")), str(default_payload.get("run_id", ""))
+            ),
         )
     except client.exceptions.ResourceNotFoundException as error:
+        raise PermanentError(f"{target.function_arn}: {error}") from None
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "AccessDeniedException":
+            raise
+        log(f"refused: {error}")  # (chronoq's own functions, say: trying again cannot help)
         raise PermanentError(f"{target.function_arn}: {error}") from None
     for line in base64.b64decode(answer.get("LogResult", "")).decode(errors="replace").splitlines():
         log(f"| {line}")

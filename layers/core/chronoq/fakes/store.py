@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TypeVar
@@ -52,6 +52,8 @@ class FakeStore:
     keys: dict[str, tuple[KeyRecord, datetime]] = field(default_factory=dict)
     #: owner -> how many jobs they have
     job_counts: dict[str, int] = field(default_factory=dict)
+    #: (owner, job name) -> (the job holding it, when it was claimed)
+    names: dict[tuple[str, str], tuple[str, datetime]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # --- jobs -------------------------------------------------------------------------------
@@ -148,6 +150,30 @@ class FakeStore:
                 self.jobs[job_id] = stored.model_copy(
                     update={"active_runs": stored.active_runs - {run_id}}
                 )
+
+    # --- job names: unique per owner (see DynamoStore.claim_name) ---------------------------
+
+    def claim_name(self, owner: str, name: str, job_id: str, now: datetime) -> str | None:
+        with self._lock:
+            held = self.names.get((owner, name))
+            if held is not None and held[0] != job_id:
+                holder, claimed = held
+                if now - claimed < timedelta(seconds=r.NAME_STALE_SECONDS):
+                    return holder
+                job = self.jobs.get(holder)
+                if job is not None and job.name == name:
+                    return holder
+            self.names[(owner, name)] = (job_id, now)
+            return None
+
+    def release_name(self, owner: str, name: str, job_id: str) -> None:
+        with self._lock:
+            held = self.names.get((owner, name))
+            if held is not None and held[0] == job_id:
+                del self.names[(owner, name)]
+
+    def all_jobs(self) -> Iterator[Job]:
+        yield from list(self.jobs.values())
 
     # --- runs -------------------------------------------------------------------------------
 

@@ -114,6 +114,10 @@ class LocalAWS:
     #: on in AWS; and the networks it lets through (comma-separated CIDRs).
     block_private_targets: bool = False
     allowed_target_networks: str = ""
+    #: The ports chronoq local serves on (its API, its embedded AWS) and the machine's
+    #: addresses they answer on besides loopback: no http target or webhook calls them.
+    own_ports: tuple[int, ...] = ()
+    own_addresses: tuple[str, ...] = ()
     #: Jobs one owner may have, as ``-c max_jobs_per_owner=`` in CDK.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
     #: Container targets run their commands as host processes (anyone who may create a job
@@ -153,6 +157,9 @@ class LocalAWS:
         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
             os.environ[key] = "local"
         os.environ.pop("AWS_PROFILE", None)
+        # chronoq's metrics are EMF log lines for CloudWatch: none locally (set false to see
+        # them on stdout)
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.pop("AWS_ENDPOINT_URL", None)
         serve_sdk_calls_only()
         self._mock = mock_aws(
@@ -183,6 +190,7 @@ class LocalAWS:
         parse_each_definition_once()
         serialize_service_calls()
         emulation.CONTAINERS[0] = emulation.container_mode(self.allow_host_commands)
+        emulation.OWN_PREFIX[0] = f"{PREFIX}-"  # targets never reach chronoq itself
         run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -252,8 +260,10 @@ class LocalAWS:
         self.runtime.retire_containers()
 
     def environment(self, function: r.Function) -> dict[str, str]:
-        """Exactly the variables ``function``'s definition gives it (as CDK does)."""
-        return {name: self.env[name] for name in function.env if name in self.env}
+        """Exactly the variables ``function``'s definition gives it (as CDK does), and those
+        only chronoq local gives (resources.LOCAL_ONLY_ENV)."""
+        names = (*function.env, *r.LOCAL_ONLY_ENV)
+        return {name: self.env[name] for name in names if name in self.env}
 
     def settings(self, settings: type[S]) -> S:
         """A function's settings, as that function reads them here."""
@@ -268,6 +278,7 @@ class LocalAWS:
         if emulation.CLOCK[0] is self.clock:
             emulation.CLOCK[0] = WALL
             compose.TIME = compose.Time()
+        emulation.OWN_PREFIX[0] = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -290,6 +301,8 @@ class LocalAWS:
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
+            r.LOCAL_OWN_PORTS: ",".join(str(p) for p in self.own_ports),
+            r.LOCAL_OWN_ADDRESSES: ",".join(self.own_addresses),
             # Locally everything in the embedded AWS stays allowed, up to Fargate's own sizes.
             **dict.fromkeys(
                 (

@@ -25,6 +25,7 @@ WRITTEN_FOR_MOTO = "5.2.5"
 #: Every private moto internal chronoq local replaces or calls: (module, attribute path).
 PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.awslambda.models", "LambdaFunction._invoke_lambda"),
+    ("moto.awslambda.models", "LambdaFunction.invoke"),
     ("moto.core.botocore_stubber", "BotocoreStubber.process_request"),
     ("moto.core.models", "MockAWS._enable_patching"),
     ("moto.core.models", "MockAWS._disable_patching"),
@@ -173,6 +174,23 @@ def serve_sdk_calls_only() -> None:
 
 #: The usage meter requests go through (chronoq local sets it when it starts).
 METER: list[Meter | None] = [None]
+#: The prefix of chronoq's own resources, which its roles may not reach as targets (see
+#: chronoq.local.denials; chronoq local sets it when it starts).
+OWN_PREFIX: list[str | None] = [None]
+
+
+def _denied(request: Any) -> Any:
+    """AWS's answer if IAM would deny this request to its caller (chronoq.local.denials)."""
+    prefix = OWN_PREFIX[0]
+    if prefix is None:
+        return None
+    from chronoq.local.denials import denial, denied_answer
+    from chronoq.local.usage import _body, current_caller, operation_of
+
+    body = _body(request.body)
+    operation = operation_of(request.method, request.url, request.headers, body)
+    why = denial(prefix, current_caller(), operation, request.url, body)
+    return None if why is None else denied_answer(operation, why)
 
 
 def serialize_service_calls() -> None:
@@ -189,6 +207,9 @@ def serialize_service_calls() -> None:
     lock = threading.RLock()  # a service call may make nested ones in the same thread
 
     def process_request(self: Any, request: Any) -> Any:
+        denied = _denied(request)
+        if denied is not None:
+            return denied
         call = functools.partial(original, self, request)
         meter = METER[0]
         if request.url.endswith("/invocations"):
@@ -412,17 +433,29 @@ NOT_ENABLED = (
 NOT_RUN_EXIT_CODE = 126
 
 
-def docker_available(timeout: float = 5.0) -> bool:
-    """Does a Docker daemon answer here?"""
+#: The docker program, resolved once from chronoq's own PATH when chronoq local starts (an
+#: absolute path: a job's environment never decides which program runs).
+DOCKER: list[str | None] = [None]
+
+
+def find_docker() -> str | None:
+    """The absolute path of ``docker`` on chronoq local's own PATH, if there is one."""
     import shutil
+
+    found = shutil.which("docker", path=os.environ.get("PATH", os.defpath))
+    return os.path.abspath(found) if found else None
+
+
+def docker_available(timeout: float = 5.0) -> bool:
+    """Does a Docker daemon answer here? (``DOCKER`` is set to the program that answered.)"""
     import subprocess
 
-    docker = shutil.which("docker")
+    docker = find_docker()
     if docker is None:
         return False
     try:
-        return (
-            subprocess.run(  # noqa: S603 - docker found on PATH, fixed arguments
+        answered = (
+            subprocess.run(  # noqa: S603 - docker by absolute path, fixed arguments
                 [docker, "info", "--format", "{{.ServerVersion}}"],
                 capture_output=True,
                 timeout=timeout,
@@ -432,6 +465,9 @@ def docker_available(timeout: float = 5.0) -> bool:
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
+    if answered:
+        DOCKER[0] = docker
+    return answered
 
 
 def container_mode(allow_host_commands: bool) -> str:
@@ -442,17 +478,67 @@ def container_mode(allow_host_commands: bool) -> str:
     return IN_DOCKER if docker_available() else NOWHERE
 
 
+class RefusedContainer(ValueError):
+    """A container task whose parts ``docker run`` cannot take safely."""
+
+
+#: Variables the docker program itself (or the loader, or the helpers it runs) reads: a
+#: job's environment may not set them for the docker client, which passes the job's values
+#: on from its own environment (``-e NAME``).
+DOCKER_CLIENT_VARIABLES = frozenset(
+    {"PATH", "HOME", "TMPDIR", "SHELL", "IFS", "ENV", "BASH_ENV", "GODEBUG", "GOTRACEBACK"}
+)
+DOCKER_CLIENT_PREFIXES = ("DOCKER_", "LD_", "DYLD_", "GCONV_", "MALLOC_", "SSL_", "CURL_")
+_PROXIES = frozenset({"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY"})
+
+
+def _docker_client_variable(name: str) -> bool:
+    return (
+        name in DOCKER_CLIENT_VARIABLES
+        or name.upper() in _PROXIES
+        or name.startswith(DOCKER_CLIENT_PREFIXES)
+    )
+
+
+def docker_run(
+    docker: str, name: str, image: str, command: list[str], environment: dict[str, str]
+) -> list[str]:
+    """``docker run`` for one task, from validated parts only: ``docker`` an absolute path,
+    ``image`` a reference by its grammar, the environment by name only (``-e NAME``: the
+    values reach the container from docker's own environment, never a command line another
+    user could read), ``--`` before the image, the command after it. Raises
+    RefusedContainer for parts it cannot take."""
+    from chronoq.domain.targets import ENVIRONMENT_NAME, IMAGE_REFERENCE
+
+    if not os.path.isabs(docker):
+        raise RefusedContainer(f"the docker program must be an absolute path, not {docker!r}")
+    if image.startswith("-") or not IMAGE_REFERENCE.match(image):
+        raise RefusedContainer(f"{image!r} is not an image reference")
+    invalid = sorted(k for k in environment if not ENVIRONMENT_NAME.match(k))
+    if invalid:
+        raise RefusedContainer(f"{invalid[0]!r} is not an environment variable's name")
+    clashing = sorted(k for k in environment if _docker_client_variable(k))
+    if clashing:
+        raise RefusedContainer(
+            f"the environment names {', '.join(clashing)}, which the docker program itself"
+            " reads: locally in Docker a job's environment may not set them"
+        )
+    names = [arg for key in sorted(environment) for arg in ("-e", key)]
+    return [docker, "run", "--rm", "--name", name, *names, "--", image, *command]
+
+
 def container_command(
     mode: str, name: str, image: str, command: list[str], environment: dict[str, str]
 ) -> list[str] | None:
-    """The host command running a task's container in ``mode`` (None: it may not run). In
-    Docker the environment's values reach the container from docker's own environment
-    (``-e NAME``), never on a command line another user could read."""
+    """The host command running a task's container in ``mode`` (None: it may not run; in
+    Docker, see ``docker_run``)."""
     if mode == HOST_PROCESSES:
         return command
     if mode == IN_DOCKER:
-        names = [arg for key in sorted(environment) for arg in ("-e", key)]
-        return ["docker", "run", "--rm", "--name", name, *names, image, *command]
+        docker = DOCKER[0]
+        if docker is None:
+            raise RefusedContainer("no docker program was found when chronoq local started")
+        return docker_run(docker, name, image, command, environment)
     return None
 
 
@@ -480,9 +566,10 @@ def run_containers_as_subprocesses(region: str) -> None:
     processes: dict[str, tuple[subprocess.Popen[bytes], str | None]] = {}
 
     def remove(container: str | None) -> None:
-        if container:  # killing the docker client leaves its container running
+        docker = DOCKER[0]
+        if container and docker:  # killing the docker client leaves its container running
             subprocess.run(  # noqa: S603 - fixed arguments, the name chronoq gave it
-                ["docker", "rm", "-f", container],  # noqa: S607 - docker on PATH, as it ran
+                [docker, "rm", "-f", "--", container],
                 capture_output=True,
                 timeout=30,
                 check=False,
@@ -539,13 +626,22 @@ def run_containers_as_subprocesses(region: str) -> None:
         )
         mode = CONTAINERS[0]
         name = f"chronoq-{task.task_arn.rsplit('/', 1)[-1]}"
-        command = container_command(
-            mode,
-            name,
-            str(container.get("image", "")),
-            list(override.get("command") or container.get("command") or []),
-            job_env,
-        )
+        try:
+            command = container_command(
+                mode,
+                name,
+                str(container.get("image", "")),
+                [str(a) for a in override.get("command") or container.get("command") or []],
+                job_env,
+            )
+        except RefusedContainer as refused:
+            message = f"the container was not run: {refused}"
+            threading.Thread(
+                target=finish,
+                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
+                daemon=True,
+            ).start()
+            return
         if command is None:
             threading.Thread(
                 target=finish,
@@ -554,9 +650,9 @@ def run_containers_as_subprocesses(region: str) -> None:
             ).start()
             return
         env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
-        if mode == IN_DOCKER:
-            env.update({k: v for k, v in os.environ.items() if k.startswith("DOCKER_")})
         env.update(job_env)
+        if mode == IN_DOCKER:  # (the job's names were checked not to clash with these)
+            env.update({k: v for k, v in os.environ.items() if k.startswith("DOCKER_")})
         try:
             process = subprocess.Popen(  # noqa: S603 - the job's own command, as Fargate runs it
                 command,

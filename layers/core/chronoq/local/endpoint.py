@@ -3,14 +3,16 @@ it gets to the moto in this process, so that ``aws --endpoint-url`` or boto3 see
 the very resources chronoq local uses (its tables and queues; the queues, topics, buses and
 functions that targets name).
 
-A request is routed by the service and region it is signed for (every SDK and the AWS CLI
-sign requests): it is given the address it would have on AWS, then passed through moto's
-request handling, as the in-process SDK calls are (one at a time: see
-emulation.serialize_service_calls). Calls made here are not counted as the workload's
-(``chronoq cost``)."""
+Only requests signed with the local deployment's credentials are served (see
+chronoq.local.sigv4: kept in the data directory, printed at start-up); anything else is
+refused as AWS refuses it. A request is routed by the service and region it is signed for:
+it is given the address it would have on AWS, then passed through moto's request handling,
+as the in-process SDK calls are (one at a time: see emulation.serialize_service_calls).
+Calls made here are not counted as the workload's (``chronoq cost``)."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 import re
 import threading
@@ -18,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from chronoq.local import sigv4
+from chronoq.local.sigv4 import Credentials
 from chronoq.local.usage import uncounted
 
 logger = logging.getLogger(__name__)
@@ -37,19 +41,27 @@ def aws_host(service: str, region: str) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: The local deployment's credentials: the only ones served.
+    credentials: Credentials
 
     def _any(self) -> None:
         from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
         from moto.core.models import botocore_stubber
 
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        scope = _SCOPE.search(self.headers.get("Authorization", ""))
-        if scope is None:
-            self._answer(
-                400, {}, b"chronoq local's AWS endpoint takes signed requests (an SDK, the AWS CLI)"
-            )
+        text = (self.headers.get("Content-Length") or "0").strip()
+        if not text.isdigit():
+            self.close_connection = True
+            self._answer(400, {}, b"Content-Length must be a non-negative integer")
             return
+        length = int(text)
+        body = self.rfile.read(length) if length else b""
+        now = datetime.datetime.now(datetime.UTC)
+        refusal = sigv4.check(self.command, self.path, self.headers, body, self.credentials, now)
+        if refusal is not None:
+            self._answer(*refusal.answer(self.headers))
+            return
+        scope = _SCOPE.search(self.headers.get("Authorization", ""))
+        assert scope is not None  # (checked)
         region, service = scope.groups()
         host = aws_host(service, region)
         path = urlsplit(self.path)
@@ -92,21 +104,34 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve(host: str, port: int) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """The endpoint on ``host:port`` (0: a free port), served from a daemon thread. Raises
-    OSError if the port is taken."""
-    server = _Server((host, port), _Handler)
+def bind(host: str, port: int, credentials: Credentials) -> ThreadingHTTPServer:
+    """The endpoint on ``host:port`` (0: a free port), for requests signed with
+    ``credentials``; it serves once ``start``ed. Raises OSError if the port is taken."""
+    handler = type("Handler", (_Handler,), {"credentials": credentials})
+    return _Server((host, port), handler)
+
+
+def start(server: ThreadingHTTPServer) -> threading.Thread:
+    """Serve ``server``'s requests from a daemon thread."""
     thread = threading.Thread(target=server.serve_forever, name="aws-endpoint", daemon=True)
     thread.start()
-    return server, thread
+    return thread
 
 
-def serve_near(host: str, port: int) -> tuple[ThreadingHTTPServer, threading.Thread]:
-    """``serve`` on ``port``, or on a free port if it is taken (another chronoq local)."""
+def serve(
+    host: str, port: int, credentials: Credentials
+) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    """``bind``, then ``start``."""
+    server = bind(host, port, credentials)
+    return server, start(server)
+
+
+def bind_near(host: str, port: int, credentials: Credentials) -> ThreadingHTTPServer:
+    """``bind`` on ``port``, or on a free port if it is taken (another chronoq local)."""
     try:
-        return serve(host, port)
+        return bind(host, port, credentials)
     except OSError as error:
         if port == 0:
             raise
         logger.warning("port %d is taken (%s): the embedded AWS takes a free one", port, error)
-        return serve(host, 0)
+        return bind(host, 0, credentials)

@@ -37,9 +37,18 @@ def http_event(
 ) -> dict[str, Any]:
     """The event API Gateway sends for this request (payload format version 2.0)."""
     parts = urlsplit(target)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query: dict[str, str] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        # a parameter repeated: its values joined by commas, as API Gateway does
+        query[key] = f"{query[key]},{value}" if key in query else value
     now = time.time()
-    text = body.decode("utf-8", errors="surrogateescape") if body else None
+    text: str | None = None
+    encoded = False
+    if body:  # (API Gateway passes a body that is not UTF-8 text in base64)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            text, encoded = base64.b64encode(body).decode(), True
     return {
         "version": "2.0",
         "routeKey": ROUTE_KEY,
@@ -70,7 +79,7 @@ def http_event(
             "timeEpoch": int(now * 1000),
         },
         "body": text,
-        "isBase64Encoded": False,
+        "isBase64Encoded": encoded,
     }
 
 
@@ -79,6 +88,8 @@ Controls = dict[str, Callable[[], dict[str, Any]]]
 CONTROL_PREFIX = "/_local/"
 
 
+#: The listen backlog: a burst of this many concurrent connections is answered, not reset.
+LISTEN_BACKLOG = 256
 #: Seconds a request may take to send its body (no connection is tied up longer).
 BODY_TIMEOUT_SECONDS = 30.0
 
@@ -116,6 +127,33 @@ def serve(
         timeout = BODY_TIMEOUT_SECONDS  # a client that stops sending is dropped
 
         def _handle(self) -> None:
+            try:
+                self._answer_request()
+            except Exception:  # an answer, never a connection closed on the client
+                logger.exception("the gateway failed on %s %s", self.command, self.path[:200])
+                self.close_connection = True
+                self._reply(
+                    500,
+                    {"content-type": "application/json"},
+                    b'{"message":"Internal Server Error"}',
+                )
+
+        def _answer_request(self) -> None:
+            if not self.path.startswith("/"):  # (CONNECT's host:port, OPTIONS' *)
+                self.close_connection = True
+                message = "the request target must be a path"
+                self._reply(
+                    400, {"content-type": "application/json"}, _error("bad_request", message)
+                )
+                return
+            if console.serves(self.path) and self.command != "GET":
+                message = f"{self.command} is not allowed on {urlsplit(self.path).path}"
+                self._refuse(
+                    405,
+                    {"content-type": "application/json", "Allow": "GET"},
+                    _error("method_not_allowed", message),
+                )
+                return
             if self.command == "GET" and console.serves(self.path):  # the web console
                 if self.headers.get("Content-Length") not in (None, "0"):
                     self.close_connection = True  # (a GET's body is never read)
@@ -189,21 +227,35 @@ def serve(
             self._reply(status, {**headers, "Connection": "close"}, data)
 
         def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
-            self.send_response(status)
-            for key, value in headers.items():
-                if key.lower() != "content-length" and (
-                    key.lower() != "connection" or self.close_connection
-                ):
-                    self.send_header(key, value)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                for key, value in headers.items():
+                    if key.lower() != "content-length" and (
+                        key.lower() != "connection" or self.close_connection
+                    ):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":  # (HEAD: the headers of the answer only)
+                    self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the client went away before its answer: nothing to tell it, nor the log
+                self.close_connection = True
 
+        # Every method reaches the API (which answers 405 with Allow for those a route does
+        # not take), none is left to the server's default 501 page.
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+        do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _handle
 
         def log_message(self, format: str, *args: Any) -> None:
             logger.info("%s %s", self.address_string(), format % args)
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    server = _Server((host, port), Handler)
     server.daemon_threads = True
     return server
+
+
+class _Server(ThreadingHTTPServer):
+    #: Connections the kernel holds while the server accepts (the default, 5, resets bursts
+    #: of concurrent clients).
+    request_queue_size = LISTEN_BACKLOG

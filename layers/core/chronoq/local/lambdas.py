@@ -11,7 +11,9 @@ deployment package the same way, and what they print or log is their log (``LogT
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import contextvars
 import functools
 import hashlib
 import importlib.util
@@ -33,11 +35,45 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from chronoq.local.usage import Usage, calling_as
-from chronoq.resources import Function
+from chronoq.resources import API_FUNCTION, DISPATCHER_FUNCTION, Function
 from chronoq.settings import environment
 
 logger = logging.getLogger(__name__)
 _ids = itertools.count(1)
+
+#: Functions invoked one at a time in this process. Powertools' event handler keeps the event
+#: it is resolving on its BaseRouter class (``BaseRouter.current_event``): in Lambda a process
+#: serves one invocation at a time, here concurrent invocations share the class, and two
+#: requests resolved at once would read each other's event (its body, its caller's claims).
+ONE_AT_A_TIME = frozenset({API_FUNCTION.name})
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """The client context of an invocation, as Lambda's Python runtime gives it."""
+
+    custom: dict[str, Any] | None = None
+    env: dict[str, Any] | None = None
+    client: dict[str, Any] | None = None
+
+    @classmethod
+    def read(cls, header: str | None) -> ClientContext | None:
+        """The ``X-Amz-Client-Context`` header (base64 JSON) read; None if there is none."""
+        if not header:
+            return None
+        try:
+            document = json.loads(base64.b64decode(header))
+        except ValueError:
+            document = {}
+        if not isinstance(document, dict):
+            document = {}
+        return cls(document.get("custom"), document.get("env"), document.get("client"))
+
+
+#: The client context of the invocation being handled in this thread (set by moto's Invoke).
+_client_context: contextvars.ContextVar[ClientContext | None] = contextvars.ContextVar(
+    "chronoq_client_context", default=None
+)
 
 
 @dataclass
@@ -52,6 +88,8 @@ class LambdaContext:
     function_version: str = "$LATEST"
     log_group_name: str = ""
     log_stream_name: str = "local"
+    #: What the invoker passed as ``ClientContext`` (None: nothing, as AWS's event sources).
+    client_context: ClientContext | None = None
     _deadline: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -71,8 +109,16 @@ class FunctionError(Exception):
 
 
 class LambdaRuntime:
-    def __init__(self, functions: dict[str, Function], region: str, account: str) -> None:
+    def __init__(
+        self,
+        functions: dict[str, Function],
+        region: str,
+        account: str,
+        one_at_a_time: frozenset[str] = ONE_AT_A_TIME,
+    ) -> None:
         self._functions = functions  # deployed name -> definition
+        #: (definition names) invoked one at a time, each: see ONE_AT_A_TIME
+        self._alone = {name: threading.Lock() for name in one_at_a_time}
         #: Each function's environment variables (deployed name -> variables).
         self.environments: dict[str, dict[str, str]] = {name: {} for name in functions}
         #: Where invocations are counted (chronoq local's usage), if anywhere.
@@ -129,22 +175,35 @@ class LambdaRuntime:
             memory_limit_in_mb=memory_mb,
             timeout_seconds=timeout_seconds,
             invoked_function_arn=f"arn:aws:lambda:{self._region}:{self._account}:function:{name}",
+            client_context=_client_context.get(),
         )
 
     def invoke(self, name: str, event: Any) -> Any:
         """Invoke function ``name`` with ``event``; raises FunctionError if the handler did."""
         function = self._functions[name]
-        with self._lock:
-            idle = self._idle[name]
-            container = idle.pop() if idle else None
-        if container is None:
-            container = self._load(name)
+        with self._alone.get(function.name) or contextlib.nullcontext():
+            with self._lock:
+                idle = self._idle[name]
+                container = idle.pop() if idle else None
+            if container is None:
+                container = self._load(name)
+            return self._call(name, function, container, event)
+
+    def _call(self, name: str, function: Function, container: ModuleType, event: Any) -> Any:
+        """One invocation in ``container`` (given back to the idle ones after it)."""
         context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
         started = time.perf_counter()
+        # a dispatcher tick is priced as the stack invokes it: once a minute per group
+        tick = self.usage is not None and function.name == DISPATCHER_FUNCTION.name
+        counting: contextlib.AbstractContextManager[None] = (
+            self.usage.dispatcher_tick(str(event.get("shards")), function.memory_mb)
+            if self.usage is not None and tick
+            else contextlib.nullcontext()
+        )
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            with environment(self.environments[name]), calling_as(function.name):
+            with environment(self.environments[name]), calling_as(function.name), counting:
                 answer = getattr(container, attr)(json.loads(json.dumps(event)), context)
             return json.loads(json.dumps(answer))
         except Exception as error:
@@ -157,7 +216,7 @@ class LambdaRuntime:
                 }
             ) from error
         finally:
-            if self.usage is not None:
+            if self.usage is not None and not tick:
                 elapsed = (time.perf_counter() - started) * 1000
                 self.usage.invocation(function.name, function.memory_mb, elapsed)
             with self._lock:
@@ -238,6 +297,22 @@ def install_into_moto(runtime: LambdaRuntime) -> None:
     from moto.awslambda.models import LambdaFunction
 
     _active = runtime
+    invoke = LambdaFunction.invoke
+    if not getattr(invoke, "with_client_context", False):
+
+        def invoke_with_client_context(
+            self: Any, body: str, request_headers: Any, response_headers: Any
+        ) -> Any:
+            """moto's Invoke, with the caller's ClientContext handed to the function."""
+            header = request_headers.get("X-Amz-Client-Context")
+            token = _client_context.set(ClientContext.read(header))
+            try:
+                return invoke(self, body, request_headers, response_headers)
+            finally:
+                _client_context.reset(token)
+
+        invoke_with_client_context.with_client_context = True  # type: ignore[attr-defined]
+        LambdaFunction.invoke = invoke_with_client_context  # type: ignore[method-assign]
 
     def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         assert _active is not None

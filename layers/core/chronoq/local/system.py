@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -10,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from chronoq import heartbeat
 from chronoq import resources as r
 from chronoq.aws import clients
 from chronoq.aws.queues import SqsQueues
@@ -22,8 +25,32 @@ from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
+from chronoq.usecases.names import claim_existing_names
+from chronoq.usecases.timeindex import TimeIndex
 
 logger = logging.getLogger(__name__)
+
+
+def machine_addresses(host: str) -> tuple[str, ...]:
+    """The addresses besides loopback that a server bound to ``host`` answers on: ``host``
+    itself, or for a wildcard (``0.0.0.0``, ``::``) those of this machine's name."""
+    try:
+        bound = ipaddress.ip_address(host)
+    except ValueError:
+        bound = None
+    if bound is not None and bound.is_loopback:
+        return ()
+    if bound is not None and not bound.is_unspecified:
+        return (str(bound),)
+    names = [host] if bound is None else [socket.gethostname(), socket.getfqdn()]
+    found: set[str] = set()
+    for name in names:
+        try:
+            infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        except OSError:
+            continue
+        found.update(str(info[4][0]).split("%", 1)[0] for info in infos)
+    return tuple(sorted(a for a in found if not ipaddress.ip_address(a).is_loopback))
 
 
 @dataclass
@@ -56,6 +83,9 @@ class LocalSystem:
     #: The port the embedded AWS is served on (0: a free one; None: not served; taken: a
     #: free one instead). See chronoq.local.endpoint.
     aws_port: int | None = endpoint.DEFAULT_PORT
+    #: Run the heartbeat job, as a deployment does (chronoq.heartbeat): created at start if
+    #: missing; ``--no-heartbeat`` leaves it out (or, kept from an earlier start, as it is).
+    heartbeat: bool = True
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
     #: What time it is for the whole system (the wall clock unless a test gives its own:
@@ -114,6 +144,18 @@ class LocalSystem:
                 self.clock.now(),
             )
         logger.info("state restored from %s: %s", self.data_dir, counts)
+        with uncounted():  # (kept state from before names were unique per owner)
+            names = claim_existing_names(self._store(), self.clock.now())
+        for duplicate in names.duplicates:
+            logger.warning(
+                "owner %r has %d jobs named %r (%s): names are unique now; rename or delete"
+                " all but %s",
+                duplicate.owner,
+                len(duplicate.job_ids),
+                duplicate.name,
+                ", ".join(duplicate.job_ids),
+                duplicate.job_ids[0],
+            )
 
     def _compact(self) -> None:
         """Now and then, fold the journal of the kept tables into a new snapshot."""
@@ -137,11 +179,47 @@ class LocalSystem:
                 store.open_minute(shard, before)
                 store.close_minute(shard, before)
 
+    def _ensure_heartbeat(self) -> None:
+        """The heartbeat job, as the stack's deployment creates it (the same code the
+        dispatcher runs for ``{"heartbeat": "ensure"}``); the system's own, not counted."""
+        store = self._store()
+        queues = SqsQueues(clients.sqs(), self.aws.queue_urls)
+        index = TimeIndex(store, queues, self.shards, self.clock.now)
+        with uncounted():
+            heartbeat.ensure(store, index, self.clock.now())
+
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
         return self.aws.runtime.invoke(function_name(function), event)
 
     def start(self) -> LocalSystem:
+        # The ports first: targets are kept from them (see LocalAWS.own_ports).
+        self._server = serve(
+            self.host,
+            self.port,
+            tokens.secret(self.data_dir),
+            lambda e: self.invoke(r.API_FUNCTION, e),
+            controls={
+                "POST /_local/ticker/stop": self._stop_ticker,
+                "POST /_local/ticker/start": self._start_ticker,
+                "GET /_local/usage": lambda: self.aws.usage_document(),
+                "POST /_local/usage/reset": self._reset_usage,
+            },
+        )
+        self.port = self._server.server_address[1]
+        ports = [self.port]
+        if self.aws_port is not None:
+            credentials = tokens.aws_credentials(self.data_dir)
+            self._aws_server = endpoint.bind_near(self.host, self.aws_port, credentials)
+            ports.append(self._aws_server.server_address[1])
+        try:
+            self._start_aws(tuple(ports))
+        except BaseException:
+            self._close_servers()
+            raise
+        return self
+
+    def _start_aws(self, own_ports: tuple[int, ...]) -> None:
         self.aws = LocalAWS(
             shards=self.shards,
             task_modules=self.task_modules,
@@ -153,6 +231,8 @@ class LocalSystem:
             state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
             signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
             clock=self.clock,
+            own_ports=own_ports,
+            own_addresses=machine_addresses(self.host),
         ).start()
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
@@ -165,6 +245,8 @@ class LocalSystem:
             self._recover()
         else:
             self._nothing_to_catch_up()
+        if self.heartbeat:
+            self._ensure_heartbeat()
         self._warm(first=True)
         self._threads = [
             self.ticker,
@@ -197,27 +279,18 @@ class LocalSystem:
                 r.NOTIFIER_MAX_RETRIES,
             )
         )
-        self._server = serve(
-            self.host,
-            self.port,
-            tokens.secret(self.data_dir),
-            lambda e: self.invoke(r.API_FUNCTION, e),
-            controls={
-                "POST /_local/ticker/stop": self._stop_ticker,
-                "POST /_local/ticker/start": self._start_ticker,
-                "GET /_local/usage": self.aws.usage_document,
-                "POST /_local/usage/reset": self._reset_usage,
-            },
-        )
-        self.port = self._server.server_address[1]
-        if self.aws_port is not None:
-            self._aws_server, _ = endpoint.serve_near(self.host, self.aws_port)
+        if self._aws_server is not None:
+            endpoint.start(self._aws_server)
         self._threads.append(
             threading.Thread(target=self._server.serve_forever, name="gateway", daemon=True)
         )
         for thread in self._threads:
             thread.start()
-        return self
+
+    def _close_servers(self) -> None:
+        for server in (self._aws_server, self._server):
+            if server is not None:
+                server.server_close()
 
     def _stop_ticker(self) -> dict[str, Any]:
         """Simulate a dispatcher outage: no ticks until started again."""
@@ -245,6 +318,8 @@ class LocalSystem:
 
     def stop(self) -> None:
         self._halt.set()
+        if not hasattr(self, "aws"):  # (never started)
+            return
         try:
             if self._aws_server is not None:
                 self._aws_server.shutdown()

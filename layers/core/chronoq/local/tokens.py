@@ -3,30 +3,39 @@ way API Gateway's JWT authorizer checks Cognito's (signature, issuer, audience, 
 
 A token minted with ``admin`` may also use chronoq local's own controls (``/_local/*``: the
 ticker, the usage counts); an ordinary one only the API, as its user. The data directory
-also keeps the master secret webhook signatures derive from, so that they survive a restart."""
+also keeps the master secret webhook signatures derive from, so that they survive a restart,
+and the credentials of the embedded AWS's port."""
 
 from __future__ import annotations
 
+import configparser
 import os
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jwt
 
+from chronoq.local.sigv4 import Credentials
 from chronoq.resources import LOCAL_TOKEN_ISSUER, TOKEN_AUDIENCE
 
 SECRET_FILE = "jwt-secret"  # noqa: S105 - a file name
 SIGNING_SECRET_FILE = "signing-secret"  # noqa: S105 - a file name
+AWS_CREDENTIALS_FILE = "aws-credentials"
+#: The profile of the credentials file that holds them.
+AWS_PROFILE = "chronoq-local"
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 #: The claim of a token that may use chronoq local's controls.
 ADMIN_CLAIM = "chronoq:admin"
 
 
-def _kept(data_dir: Path, name: str) -> str:
-    """A random secret kept in ``data_dir/name``, created on first use (mode 0600, in a
-    directory of mode 0700 when chronoq creates it)."""
+def _kept(
+    data_dir: Path, name: str, make: Callable[[], str] = lambda: secrets.token_hex(32)
+) -> str:
+    """A random secret kept in ``data_dir/name``, created on first use by ``make`` (mode
+    0600, in a directory of mode 0700 when chronoq creates it)."""
     path = data_dir / name
     if not path.exists():
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -36,8 +45,26 @@ def _kept(data_dir: Path, name: str) -> str:
             pass
         else:
             with os.fdopen(descriptor, "w") as file:
-                file.write(secrets.token_hex(32))
+                file.write(make())
     return path.read_text().strip()
+
+
+def _new_aws_credentials() -> str:
+    """A credentials file (the AWS CLI's and SDKs' format) with a new key pair."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    key = "AKIA" + "".join(secrets.choice(alphabet) for _ in range(16))
+    secret_key = secrets.token_urlsafe(30)
+    return f"[{AWS_PROFILE}]\naws_access_key_id = {key}\naws_secret_access_key = {secret_key}\n"
+
+
+def aws_credentials(data_dir: Path) -> Credentials:
+    """The credentials requests to the embedded AWS's port must be signed with: kept in
+    ``data_dir/aws-credentials`` as a credentials file whose profile is ``chronoq-local``
+    (``AWS_SHARED_CREDENTIALS_FILE=... AWS_PROFILE=chronoq-local``)."""
+    parser = configparser.ConfigParser()
+    parser.read_string(_kept(data_dir, AWS_CREDENTIALS_FILE, _new_aws_credentials))
+    profile = parser[AWS_PROFILE]
+    return Credentials(profile["aws_access_key_id"], profile["aws_secret_access_key"])
 
 
 def secret(data_dir: Path) -> str:

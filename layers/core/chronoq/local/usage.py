@@ -13,8 +13,9 @@ import contextvars
 import json
 import math
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -145,6 +146,28 @@ class FunctionUse:
     billed_ms: float = 0.0
 
 
+#: Operations that change something: a dispatcher tick that made one did work.
+_CHANGES = ("Put", "Update", "Delete", "Write", "Send", "Start", "Publish")
+
+
+@dataclass
+class Tick:
+    """What one local dispatcher invocation did, held until it is known whether AWS would
+    have made it (see Usage.dispatcher_tick)."""
+
+    requests: Counter[tuple[str, str]] = field(default_factory=Counter)
+    write_units: float = 0.0
+    read_units: float = 0.0
+
+    @property
+    def worked(self) -> bool:
+        return any(op.partition(":")[2].startswith(_CHANGES) for op, _ in self.requests)
+
+
+#: The dispatcher tick being counted in this thread (and the shard threads it starts).
+_tick: contextvars.ContextVar[Tick | None] = contextvars.ContextVar("chronoq_tick", default=None)
+
+
 @dataclass
 class Usage:
     """Counts since the last reset. Thread-safe."""
@@ -159,6 +182,13 @@ class Usage:
     #: execution ARN -> (transitions, billed ms) once it has ended
     ended_executions: dict[str, tuple[int, float]] = field(default_factory=dict)
     express_memory_mb: int = r.EXPRESS_MEMORY_MB
+    #: Dispatcher invocations made locally, and those priced: one per group of shards and
+    #: minute, as the stack's rules invoke it (see dispatcher_tick).
+    local_ticks: int = 0
+    #: (group, minute) of every priced tick.
+    priced_ticks: set[tuple[str, int]] = field(default_factory=set)
+    #: The wall clock (seconds), for the minute of a tick.
+    clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def reset(self) -> None:
@@ -170,16 +200,62 @@ class Usage:
                 use.invocations, use.billed_ms = 0, 0.0
             self.executions.clear()
             self.ended_executions.clear()
+            self.local_ticks = 0
+            self.priced_ticks.clear()
 
     def request(self, operation: str, caller: str) -> None:
         with self._lock:
+            tick = _tick.get()
+            if tick is not None:
+                tick.requests[(operation, caller)] += 1
+                return
             self.requests[operation] += 1
             self.by_caller[caller] += 1
 
     def units(self, write: float = 0.0, read: float = 0.0) -> None:
         with self._lock:
+            tick = _tick.get()
+            if tick is not None:
+                tick.write_units += write
+                tick.read_units += read
+                return
             self.write_units += write
             self.read_units += read
+
+    @contextlib.contextmanager
+    def dispatcher_tick(self, group: str, memory_mb: int) -> Iterator[None]:
+        """Count one local dispatcher invocation (for the shards ``group`` names) as the
+        stack would run it. The stack invokes the dispatcher once a minute per group of
+        shards; chronoq local ticks every ``--tick-seconds`` (1 s by default), which only
+        shortens the wait. So the first tick of a group in a wall-clock minute is priced as
+        that minute's invocation (its requests, units and milliseconds); a later one in the
+        same minute is priced only if it did work (sent or wrote something: the minute it
+        dispatched is the same work the stack's one invocation does), as part of that
+        invocation, and otherwise not at all (it only read the checkpoints again)."""
+        tick = Tick()
+        token = _tick.set(tick)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            _tick.reset(token)
+            elapsed = math.ceil((time.perf_counter() - started) * 1000)
+            key = (group, int(self.clock() // 60))
+            with self._lock:
+                self.local_ticks += 1
+                first = key not in self.priced_ticks
+                if first or tick.worked:
+                    self.priced_ticks.add(key)
+                    for (operation, caller), n in tick.requests.items():
+                        self.requests[operation] += n
+                        self.by_caller[caller] += n
+                    self.write_units += tick.write_units
+                    self.read_units += tick.read_units
+                    use = self.functions.setdefault(
+                        r.DISPATCHER_FUNCTION.name, FunctionUse(memory_mb)
+                    )
+                    use.invocations += 1 if first else 0
+                    use.billed_ms += elapsed
 
     def invocation(self, function: str, memory_mb: int, milliseconds: float) -> None:
         """One invocation of a function, billed by the millisecond (rounded up)."""
@@ -213,6 +289,8 @@ class Usage:
             requests = dict(sorted(self.requests.items()))
             return {
                 "runs_finished": runs_finished,
+                # the dispatcher as the stack runs it: one invocation per group and minute
+                "dispatcher_ticks": {"local": self.local_ticks, "priced": len(self.priced_ticks)},
                 "aws_requests": requests,
                 "aws_requests_by_caller": dict(sorted(self.by_caller.items())),
                 "dynamodb": {
@@ -254,13 +332,14 @@ def _count(requests: Mapping[str, int], operation: str) -> int:
 
 # --- prices -----------------------------------------------------------------------------------
 
-#: AWS list prices, us-east-1, in dollars.
+#: AWS list prices, us-east-1, in dollars. Lambda at arm64's (Graviton) price per GB-second,
+#: the architecture every function of the stack runs on (x86_64: $0.0000166667).
 PRICES: dict[str, Decimal] = {
     "dynamodb_write_unit": Decimal("0.625") / 1_000_000,
     "dynamodb_read_unit": Decimal("0.125") / 1_000_000,
     "sqs_request": Decimal("0.40") / 1_000_000,
     "lambda_request": Decimal("0.20") / 1_000_000,
-    "lambda_gb_second": Decimal("0.0000166667"),
+    "lambda_gb_second": Decimal("0.0000133334"),
     "stepfunctions_transition": Decimal("25") / 1_000_000,
     "express_request": Decimal("1.00") / 1_000_000,
     "express_gb_second": Decimal("0.00001667"),
@@ -390,6 +469,9 @@ class Meter:
         before = self._items_written(name, document) if service == "dynamodb" else {}
         response = call()
         caller = current_caller()
+        from chronoq.local.calls import RECORDER, calls_of
+
+        RECORDER.add(calls_of(caller, operation, request.url, body, self.region, self.account))
         if operation == "sqs:ReceiveMessage" and b"ReceiptHandle" not in _content(response):
             return response  # an empty poll: AWS's long polling makes these rare
         self.usage.request(operation, caller)

@@ -24,6 +24,9 @@ class DispatchReport:
     per_shard: dict[int, int] = field(default_factory=dict)
     #: Shards left partway (the invocation's time ran out): the next one resumes them.
     unfinished: list[int] = field(default_factory=list)
+    #: Minutes the most late of its shards is still behind the minute dispatched up to (0:
+    #: every shard caught up); a metric, alarmed on.
+    behind: int = 0
 
 
 #: Time left to an invocation (seconds): under DISPATCH_STOP_SECONDS it takes no new page.
@@ -62,8 +65,10 @@ class Dispatcher:
         def one_shard(shard: int) -> DispatchReport:
             done = checkpoints[shard]
             first = done + timedelta(minutes=1) if done else never
-            todo = ids.minutes(first, last)[: r.MAX_CATCH_UP_MINUTES]
-            part = DispatchReport()
+            every = ids.minutes(first, last)
+            todo = every[: r.MAX_CATCH_UP_MINUTES]
+            # until the minutes it closes say otherwise, the shard is behind by all of them
+            part = DispatchReport(behind=len(every))
             for minute in todo:
                 if out_of_time():
                     part.unfinished.append(shard)
@@ -85,6 +90,7 @@ class Dispatcher:
                         part.unfinished.append(shard)
                         return part
                 self.store.close_minute(shard, minute)
+                part.behind -= 1
             return part
 
         # (each shard's thread runs in a copy of this context: whoever is calling, as the
@@ -99,6 +105,7 @@ class Dispatcher:
                 report.scheduled += part.scheduled
                 report.per_shard[shard] = part.dispatched
                 report.unfinished += part.unfinished
+                report.behind = max(report.behind, part.behind)
         return report
 
     def _dispatch_minute(

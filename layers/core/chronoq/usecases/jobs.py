@@ -10,15 +10,16 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
-from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
-from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState
+from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
+from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
+from chronoq.domain.labels import Selector, matches
 from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
-from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
+from chronoq.domain.targets import STORED, HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.ports import Clock, JobStore, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
@@ -62,17 +63,22 @@ class JobOperations:
                 "created_at": now,
                 "updated_at": now,
             }
-        )
+        ).with_final_run()
+        try:
+            self._claim_name(job, job.name, now)
+        except Exception:
+            self.store.count_job(owner, -1)
+            raise
         try:
             self.store.put_new_job(job)
         except Exception:
+            self.store.release_name(owner, job.name, job.id)
             self.store.count_job(owner, -1)
             raise
         try:
             self.index.schedule([(job, first)], now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
-            self.store.delete_job(job.id)  # (its schedule item, if written, is dropped unsent)
-            self.store.count_job(owner, -1)
+            remove_job(self.store, job)  # (its schedule item, if written, is dropped unsent)
             raise
         return job
 
@@ -100,13 +106,24 @@ class JobOperations:
         limit: int = r.DEFAULT_PAGE_LIMIT,
         next_token: str | None = None,
         state: JobState | None = None,
+        labels: tuple[Selector, ...] = (),
     ) -> Listing[Job]:
         """A page of the owner's jobs, in order of creation, as of now; ``state``: only the
-        jobs in that state now (a one-time job whose run has fired is COMPLETED)."""
+        jobs in that state now (a one-time job whose run has fired is COMPLETED);
+        ``labels``: only the jobs carrying every one of these labels."""
         listing = f"jobs?state={state.value if state else ''}"
+        if labels:
+            listing += "".join(f"&label={key}={value}" for key, value in labels)
         after = self.pages.open(owner, listing, next_token)
         now = self.clock()
-        keep = None if state is None else (lambda job: job.as_of(now).state is state)
+        keep = None
+        if state is not None or labels:
+
+            def keep(job: Job) -> bool:
+                return matches(job.labels, labels) and (
+                    state is None or job.as_of(now).state is state
+                )
+
         page = self.store.page_jobs(owner, limit, after, keep)
         page = replace(page, items=[job.as_of(now) for job in page.items])
         return self.pages.listing(owner, listing, page)
@@ -122,7 +139,24 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
-        if "schedule" not in changes and spec.priority is job.priority:
+        renamed = spec.name != job.name
+        if renamed:
+            self._claim_name(job, spec.name, now)
+        try:
+            changed = self._change(job, spec, changes, now)
+        except Exception:
+            if renamed:
+                self.store.release_name(owner, spec.name, job.id)
+            raise
+        if renamed:
+            self.store.release_name(owner, job.name, job.id)
+        return self._settle(changed, now)
+
+    def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
+        if "schedule" not in changes and (spec.priority, spec.max_runs) == (
+            job.priority,
+            job.max_runs,
+        ):
             updated = Job.model_validate(
                 {
                     **job.model_dump(),
@@ -135,7 +169,17 @@ class JobOperations:
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         state = JobState.PAUSED if job.state is JobState.PAUSED else JobState.ACTIVE
         first = _first_fire(spec, now) if state is JobState.ACTIVE else None
-        updated = _next_generation(job, now, **spec.model_dump(), state=state, next_run_at=first)
+        # limited runs: those counted so far stay counted (from when max_runs was first set)
+        counted = job.runs_reached(now) if spec.max_runs is not None else 0
+        if spec.max_runs is not None and counted >= spec.max_runs:
+            raise InvalidRequest(
+                "max_runs",
+                f"the job has had {counted} scheduled runs since max_runs was set: give more"
+                " (or pause or delete the job)",
+            )
+        updated = _next_generation(
+            job, now, **spec.model_dump(), state=state, next_run_at=first, runs_before=counted
+        )
         return self._replace_occurrences(job, updated, now)
 
     def pause_job(self, owner: str, job_id: str) -> Job:
@@ -146,7 +190,10 @@ class JobOperations:
         now = self.clock()
         if job.as_of(now).state is JobState.COMPLETED:
             raise Conflict(f"job {job_id} is COMPLETED: it has no runs left to pause")
-        paused = _next_generation(job, now, state=JobState.PAUSED, next_run_at=None)
+        counted = job.runs_reached(now)  # (limited runs: fire times while paused do not count)
+        paused = _next_generation(
+            job, now, state=JobState.PAUSED, next_run_at=None, runs_before=counted
+        )
         return self._replace_occurrences(job, paused, now)
 
     def resume_job(self, owner: str, job_id: str) -> Job:
@@ -158,15 +205,31 @@ class JobOperations:
         following = next_fire(job.schedule, now)
         state = JobState.ACTIVE if following else JobState.COMPLETED
         resumed = _next_generation(job, now, state=state, next_run_at=following)
-        return self._replace_occurrences(job, resumed, now)
+        return self._settle(self._replace_occurrences(job, resumed, now), now)
 
     def delete_job(self, owner: str, job_id: str) -> None:
         """No further run starts; a run already executing finishes."""
         job = self._stored(owner, job_id)
-        if not self.store.delete_job(job.id):
+        if not remove_job(self.store, job):
             raise NotFound(f"job {job_id} not found")
-        self.store.count_job(owner, -1)
         # (its planned occurrence has no run record: the worker drops it, the job being gone)
+
+    def _claim_name(self, job: Job, name: str, now: datetime) -> None:
+        """Names are unique per owner: take ``name`` for ``job``, or refuse (409)."""
+        holder = self.store.claim_name(job.owner, name, job.id, now)
+        if holder is not None:
+            raise NameTaken(
+                f"a job named {name!r} exists ({holder}): job names are unique per owner;"
+                " change that job, or give another name"
+            )
+
+    def _settle(self, job: Job, now: datetime) -> Job:
+        """A change that leaves a job to delete on completion COMPLETED (resumed after its
+        last fire time, say) deletes it at once: no run of it is left to end (the job as it
+        was last is answered)."""
+        if job.on_complete is OnComplete.DELETE and job.as_of(now).state is JobState.COMPLETED:
+            remove_job(self.store, job)
+        return job
 
     def trigger_job(self, owner: str, job_id: str) -> Run:
         """One run now, outside the schedule (also for a paused or completed job)."""
@@ -247,7 +310,8 @@ def _first_fire(spec: JobSpec, now: datetime) -> datetime:
 
 
 def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
-    """``job`` changed so that its planned occurrences no longer hold."""
+    """``job`` changed so that its planned occurrences no longer hold (with ``max_runs``, its
+    last run is counted afresh from its new first occurrence)."""
     return Job.model_validate(
         {
             **job.model_dump(),
@@ -255,5 +319,16 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
             "version": job.version + 1,
             "generation": job.generation + 1,
             "updated_at": now,
-        }
-    )
+        },
+        context=STORED,  # (what it was stored with stays readable)
+    ).with_final_run()
+
+
+def remove_job(store: JobStore, job: Job) -> bool:
+    """Delete a job, and give back what it held: its place in its owner's quota and its name
+    (False: it was gone already). Its runs stay, until they expire."""
+    if not store.delete_job(job.id):
+        return False
+    store.count_job(job.owner, -1)
+    store.release_name(job.owner, job.name, job.id)
+    return True

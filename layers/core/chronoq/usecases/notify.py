@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,11 +16,14 @@ import urllib3
 
 from chronoq import resources as r
 from chronoq.domain import notifications as notify
-from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.jobs import Job, JobState, OnComplete
+from chronoq.domain.runs import Run, RunStatus, Trigger
 from chronoq.execution.egress import BlockedTarget, Egress
+from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import JobRunStore
 
 logger = logging.getLogger(__name__)
+_SECOND = timedelta(seconds=1)
 
 
 @dataclass
@@ -50,6 +54,23 @@ class Notifier:
         if not to_topic and not run.notify:
             return {}
         job = self.store.get_job(run.job_id)
+        outcomes = self._deliver(run, job, to_topic)
+        if job is not None and self._ended_job(job, run):
+            remove_job(self.store, job)  # (on_complete delete: its last run has ended)
+        return outcomes
+
+    def _ended_job(self, job: Job, run: Run) -> bool:
+        """Is ``run`` the last of a job to delete on completion? (Its record was marked
+        ``notify`` for that: Job.tells_end.) Asked as of the run's second at the earliest:
+        a run skipped ahead of its time ends before it."""
+        if job.on_complete is not OnComplete.DELETE or run.trigger is not Trigger.SCHEDULE:
+            return False
+        if not job.is_last(run.scheduled_at):  # (an earlier run that ended late)
+            return False
+        now = datetime.fromtimestamp(self.clock(), UTC)
+        return job.as_of(max(now, run.scheduled_at + _SECOND)).state is JobState.COMPLETED
+
+    def _deliver(self, run: Run, job: Job | None, to_topic: bool) -> dict[str, str]:
         document = notify.message(run, job)
         channels: dict[str, Callable[[], str]] = {}
         if to_topic:

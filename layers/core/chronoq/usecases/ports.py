@@ -4,7 +4,7 @@ tests/contract."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
@@ -103,6 +103,20 @@ class JobStore(Protocol):
     def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
         """Add ``delta`` to the owner's job count, unless that takes it above ``limit``
         (False: refused, nothing changed). One conditional write, no count of the jobs."""
+        ...
+
+    def claim_name(self, owner: str, name: str, job_id: str, now: datetime) -> str | None:
+        """Take ``name`` among ``owner``'s jobs for ``job_id`` (names are unique per owner):
+        None when taken; else the id of the job that holds it. One conditional write, so
+        that of two jobs created (or renamed) at once under one name only one gets it."""
+        ...
+
+    def release_name(self, owner: str, name: str, job_id: str) -> None:
+        """Give ``name`` up, if ``job_id`` holds it."""
+        ...
+
+    def all_jobs(self) -> Iterator[Job]:
+        """Every job of every owner (for migrations: a scan of the whole table)."""
         ...
 
     def claim_run(

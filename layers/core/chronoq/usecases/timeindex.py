@@ -10,7 +10,6 @@ from datetime import datetime
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus, Trigger
-from chronoq.domain.schedules import next_fire
 from chronoq.usecases.ports import Clock, Queues, RunStore, Store
 
 #: Per shard, the last minute whose dispatch has begun (None: never).
@@ -28,8 +27,8 @@ def end_unstarted(
 
 
 def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
-    """A new run of ``job`` at ``at``, not yet claimed (marked ``notify`` if the job asks to
-    be told how its runs end)."""
+    """A new run of ``job`` at ``at``, not yet claimed (marked ``notify`` if the notifier is
+    to hear of its end: see Job.tells_end)."""
     return Run(
         id=run_id,
         job_id=job.id,
@@ -39,7 +38,7 @@ def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
         trigger=trigger,
         scheduled_at=at,
         generation=job.generation,
-        notify=job.notify is not None,
+        notify=job.tells_end(at, trigger),
     )
 
 
@@ -142,7 +141,7 @@ class TimeIndex:
                 continue  # deleted, paused or finished
             if not current and not job.is_current(o):
                 continue  # rescheduled
-            following = next_fire(job.schedule, o.scheduled_at)
+            following = job.following(o.scheduled_at)  # (none after its last run: max_runs)
             if following is not None:
                 # (chaining the same occurrence twice writes the same item twice: harmless)
                 pairs.append((job, following))

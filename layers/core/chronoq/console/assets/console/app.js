@@ -1,6 +1,9 @@
 // chronoq's web console: one module, no build step, no dependencies. It calls the API with the
 // signed-in user's bearer token and renders with DOM calls (never HTML from data).
 
+import { authorizeUrl, redeem } from "./pkce.js";
+import { showHeartbeat } from "./status.js";
+
 const TOKEN_KEY = "chronoq.token";
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]);
 const REFRESH_MS = { jobs: 5000, job: 3000, run: 2000 };
@@ -120,6 +123,25 @@ function targetWords(target) {
   return `${target.type} ${detail || ""}`.trim();
 }
 
+// --- labels -----------------------------------------------------------------------------------
+
+/** "team=data env=prod" (or commas) as the API's selectors, ["team=data", "env=prod"]. */
+export function selectors(text) {
+  return String(text || "").split(/[\s,]+/).map((s) => s.trim()).filter(Boolean);
+}
+
+/** A job's labels as chips; each filters the jobs by itself. */
+function labelChips(labels) {
+  return Object.entries(labels || {}).sort(([a], [b]) => a.localeCompare(b)).map(([key, value]) =>
+    link(`#/?label=${encodeURIComponent(`${key}=${value}`)}`, `${key}=${value}`,
+      { class: "label", title: `the jobs labelled ${key}=${value}` }));
+}
+
+function runsLimit(job) {
+  if (job.max_runs === null || job.max_runs === undefined) return "";
+  return `${job.max_runs}${job.final_run_at ? ` (the last at ${shortTime(job.final_run_at)})` : ""}`;
+}
+
 const lag = (run) => (typeof run.lag_ms === "number" ? span(run.lag_ms / 1000) : "");
 
 function seconds(run) {
@@ -208,7 +230,7 @@ function signInView(message) {
       "Locally: ", h("code", {}, "chronoq token alice"),
       " (or ", h("code", {}, "chronoq login"), "). On AWS: a Cognito ID token of the stack's user pool."),
     h("button", { type: "submit", id: "sign-in" }, "Sign in"),
-    config.cognito ? h("p", {}, "or ", link(hostedUiUrl(), "sign in with Cognito", { id: "cognito" })) : null);
+    config.cognito ? h("p", {}, "or ", h("a", { href: "#", id: "cognito", onclick: signInWithCognito }, "sign in with Cognito")) : null);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const value = input.value.trim().replace(/^Bearer\s+/i, "");
@@ -223,31 +245,42 @@ function signInView(message) {
   main.replaceChildren(form);
 }
 
-function hostedUiUrl() {
-  const redirect = location.origin + location.pathname;
-  const query = new URLSearchParams({
-    client_id: config.cognito.client_id, response_type: "token", scope: "openid email",
-    redirect_uri: redirect,
-  });
-  return `https://${config.cognito.domain}/login?${query}`;
+const redirectUri = () => location.origin + location.pathname;
+
+async function signInWithCognito(event) { // the hosted UI, authorization code with PKCE
+  event.preventDefault();
+  location.assign(await authorizeUrl(config.cognito, redirectUri(), sessionStorage));
 }
 
-async function jobsView(current) {
+async function jobsView(current, params) {
   const status = h("div");
   const body = h("tbody");
+  const wanted = params.getAll("label");
+  const filter = h("input", { id: "label-filter", placeholder: "team=data env=prod",
+    value: wanted.join(" "), "aria-label": "Labels the jobs must have", autocomplete: "off" });
+  const form = h("form", { id: "filter", class: "filter" }, h("label", { for: "label-filter" }, "Labels"),
+    filter, h("button", { type: "submit", class: "secondary" }, "Filter"),
+    wanted.length ? link("#/", "Clear", { id: "clear-filter" }) : null);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const query = new URLSearchParams(selectors(filter.value).map((s) => ["label", s]));
+    location.hash = query.toString() ? `#/?${query}` : "#/";
+  });
   main.replaceChildren(
     h("div", { class: "bar" }, h("h1", {}, "Jobs"),
       link("#/new", "New job", { class: "button", id: "new-job" })),
+    form,
     status,
     h("table", { id: "jobs" },
-      h("thead", {}, h("tr", {}, ["Name", "State", "Schedule", "Next run", "Last run"]
+      h("thead", {}, h("tr", {}, ["Name", "State", "Schedule", "Next run", "Last run", "Labels"]
         .map((c) => h("th", {}, c)))),
       body));
+  const labels = wanted.map((s) => `&label=${encodeURIComponent(s)}`).join("");
   const load = () => guarded(current, status, async () => {
     const jobs = [];
     let next = null;
     do { // every page: an owner has at most a few thousand jobs
-      const page = await api("GET", `/jobs?limit=100${next ? `&next_token=${encodeURIComponent(next)}` : ""}`);
+      const page = await api("GET", `/jobs?limit=100${labels}${next ? `&next_token=${encodeURIComponent(next)}` : ""}`);
       jobs.push(...page.jobs);
       next = page.next_token;
     } while (next && jobs.length < 1000);
@@ -261,8 +294,12 @@ async function jobsView(current) {
       h("td", {}, when(job.next_run_at)),
       h("td", { class: "last-run" }, last[i]
         ? [link(`#/runs/${encodeURIComponent(last[i].id)}`, badge(last[i].status)), " ", relative(last[i].finished_at || last[i].scheduled_at)]
-        : ""))));
-    if (!jobs.length) body.append(h("tr", {}, h("td", { colspan: 5, class: "empty" }, "No jobs yet.")));
+        : ""),
+      h("td", { class: "labels" }, labelChips(job.labels)))));
+    if (!jobs.length) {
+      body.append(h("tr", {}, h("td", { colspan: 6, class: "empty" },
+        wanted.length ? `No job has ${wanted.join(" and ")}.` : "No jobs yet.")));
+    }
   });
   await load();
   every(REFRESH_MS.jobs, load);
@@ -325,7 +362,10 @@ async function jobView(current, id) {
       fields([["id", job.id], ["schedule", scheduleWords(job.schedule)],
         ["next run", when(job.next_run_at)], ["target", targetWords(job.target)],
         ["priority", job.priority], ["timeout", `${job.timeout_seconds} s`],
-        ["retries", `${job.retry.max_attempts} attempts`], ["created", shortTime(job.created_at)]]));
+        ["retries", `${job.retry.max_attempts} attempts`], ["max runs", runsLimit(job)],
+        ["when completed", job.on_complete === "delete" ? "deleted after its last run" : ""],
+        ["labels", job.labels && Object.keys(job.labels).length ? h("span", { id: "job-labels" }, labelChips(job.labels)) : ""],
+        ["created", shortTime(job.created_at)]]));
     main.querySelector("#pause").hidden = job.state !== "ACTIVE";
     main.querySelector("#resume").hidden = job.state !== "PAUSED";
     runs.replaceChildren(page.runs.length ? timeline(page.runs) : h("p", { class: "empty" }, "No runs yet."));
@@ -427,7 +467,7 @@ async function formView(current, id) {
       input("target.task", "Task", { placeholder: "chronoq.tasks:echo" }),
       input("target.args", "Arguments (JSON)", { rows: 2, placeholder: "{}" })),
     input("extra", "Other fields (JSON)", { rows: 6, placeholder: '{"priority": "high", "retry": {"max_attempts": 5}}',
-      hint: "Merged into the job: priority, timeout_seconds, retry, concurrency, notify, a target of another kind…" }),
+      hint: "Merged into the job: priority, timeout_seconds, retry, concurrency, notify, labels, max_runs, on_complete, a target of another kind…" }),
     h("div", { class: "actions" },
       h("button", { type: "submit", id: "save" }, job ? "Save" : "Create"),
       link(job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/", "Cancel", { class: "button secondary" })));
@@ -452,7 +492,7 @@ async function formView(current, id) {
     if (t.args) set("target.args", JSON.stringify(t.args));
     const extra = {};
     for (const key of ["priority", "timeout_seconds", "concurrency", "start_deadline_seconds",
-      "retry", "notify", "output_location"]) if (job[key] !== null) extra[key] = job[key];
+      "retry", "notify", "output_location", "max_runs", "on_complete", "labels"]) if (job[key] !== null) extra[key] = job[key];
     if (!simple) extra.target = t;
     set("extra", JSON.stringify(extra, null, 2));
   } else {
@@ -565,10 +605,11 @@ async function render(message) {
     signInView(message);
     return;
   }
-  const route = location.hash.replace(/^#/, "") || "/";
+  showHeartbeat(api, document.getElementById("heartbeat"));
+  const [route, query] = (location.hash.replace(/^#/, "") || "/").split("?");
   const parts = route.split("/").filter(Boolean).map(decodeURIComponent);
   try {
-    if (parts.length === 0) await jobsView(current);
+    if (parts.length === 0) await jobsView(current, new URLSearchParams(query || ""));
     else if (parts[0] === "new") await formView(current, null);
     else if (parts[0] === "jobs" && parts.length === 2) await jobView(current, parts[1]);
     else if (parts[0] === "jobs" && parts[2] === "edit") await formView(current, parts[1]);
@@ -581,12 +622,16 @@ async function render(message) {
   }
 }
 
-function tokenFromRedirect() { // Cognito's hosted UI comes back with #id_token=…&access_token=…
-  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
-  const jwt = params.get("id_token");
-  if (jwt) {
-    localStorage.setItem(TOKEN_KEY, jwt);
-    history.replaceState(null, "", location.pathname);
+async function tokenFromRedirect() { // the hosted UI comes back with ?code=…&state=…
+  if (!config.cognito || !location.search) return null;
+  try {
+    const jwt = await redeem(config.cognito, redirectUri(), location.search, sessionStorage);
+    if (jwt) localStorage.setItem(TOKEN_KEY, jwt);
+    return null;
+  } catch (error) {
+    return error.message;
+  } finally {
+    history.replaceState(null, "", location.pathname + location.hash);
   }
 }
 
@@ -598,10 +643,10 @@ async function start() {
     // the defaults: the API on the console's own origin, tokens pasted
   }
   config.api = (config.api || "").replace(/\/$/, "");
-  tokenFromRedirect();
+  const refused = await tokenFromRedirect();
   document.getElementById("sign-out").addEventListener("click", () => signOut());
   window.addEventListener("hashchange", () => render());
-  await render();
+  await render(refused || undefined);
 }
 
 start();

@@ -1,0 +1,60 @@
+"""``chronoq migrate``: one-off changes a deployment's stored data needs after an upgrade,
+run with AWS credentials against its tables (not through the API)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import click
+
+from chronoq.cli import render
+from chronoq.cli.errors import API_ERROR
+
+
+@click.group()
+def migrate() -> None:
+    """One-off changes of a deployment's stored data (AWS credentials needed)."""
+
+
+@migrate.command()
+@click.option(
+    "--jobs-table",
+    required=True,
+    metavar="NAME",
+    help="the deployment's jobs table (stack output, or aws dynamodb list-tables)",
+)
+@click.option("--region", help="its region [default: the AWS configuration's]")
+@click.option("--endpoint-url", metavar="URL", help="another DynamoDB endpoint (chronoq local's)")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def names(jobs_table: str, region: str | None, endpoint_url: str | None, output: str) -> None:
+    """Claim the name of every job stored before names were unique per owner (the oldest
+    job of a name gets it), and list the names several jobs of an owner still share: rename
+    or delete all but one of each. Safe to run again, and while the API serves. Exits 1
+    while duplicates remain."""
+    import boto3
+
+    from chronoq.aws.store import DynamoStore
+    from chronoq.usecases.names import claim_existing_names
+
+    client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+    report = claim_existing_names(DynamoStore(client, jobs_table, ""), datetime.now(UTC))
+    if output == "json":
+        document = {
+            "names": report.names,
+            "duplicates": [
+                {"owner": d.owner, "name": d.name, "job_ids": list(d.job_ids)}
+                for d in report.duplicates
+            ],
+        }
+        click.echo(render.dump_json(document))
+    else:
+        click.echo(f"{report.names} job names held, one job each")
+        for d in report.duplicates:
+            click.echo(
+                f"duplicate: owner {d.owner!r}, name {d.name!r}: {', '.join(d.job_ids)}"
+                f" ({d.job_ids[0]} holds it)"
+            )
+    if report.duplicates:
+        raise click.exceptions.Exit(API_ERROR)

@@ -1,0 +1,193 @@
+"""Every AWS call chronoq makes on the embedded AWS, as IAM sees it: who made it (a function, the
+state machine, an event source mapping), the IAM action, the resource's ARN and the condition
+keys chronoq's policies use. The usage meter (chronoq.local.usage) records each request here.
+
+tests/infra/test_least_privilege.py checks every recorded call against the policies the
+synthesized template gives the caller's role. Calls are kept in this process (``recorded``)
+and, when the environment names a file (CALLS_FILE_ENV), appended to it once each, so that
+the calls of chronoq local in a subprocess (the end-to-end tests) are kept too."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+#: Where calls are appended (one JSON object a line), if set.
+CALLS_FILE_ENV = "CHRONOQ_CALLS_FILE"
+
+
+@dataclass(frozen=True)
+class Call:
+    caller: str
+    action: str
+    resource: str
+    #: Condition keys and their values, as IAM would have them for this request.
+    context: tuple[tuple[str, str], ...] = ()
+
+    def line(self) -> str:
+        return json.dumps(
+            {
+                "caller": self.caller,
+                "action": self.action,
+                "resource": self.resource,
+                "context": dict(self.context),
+            },
+            sort_keys=True,
+        )
+
+    @classmethod
+    def of_line(cls, line: str) -> Call:
+        data = json.loads(line)
+        return cls(data["caller"], data["action"], data["resource"], tuple(data["context"].items()))
+
+
+@dataclass
+class Recorder:
+    recorded: set[Call] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, calls: Iterator[Call]) -> None:
+        path = os.environ.get(CALLS_FILE_ENV)
+        with self._lock:
+            new = [c for c in calls if c not in self.recorded]
+            self.recorded.update(new)
+            if path and new:
+                # one appending write: the processes of a test session share the file
+                data = "".join(c.line() + "\n" for c in new).encode()
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+
+
+#: The calls of this process.
+RECORDER = Recorder()
+
+#: SDK operations whose IAM action has another name.
+_ACTIONS = {
+    "lambda:Invoke": "lambda:InvokeFunction",
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+    "stepfunctions:StartExecution": "states:StartExecution",
+    "ses:SendRawEmail": "ses:SendRawEmail",
+}
+
+
+def calls_of(
+    caller: str,
+    operation: str,
+    url: str,
+    body: bytes,
+    region: str,
+    account: str,
+) -> Iterator[Call]:
+    """The IAM calls one request makes (a batch over several tables is a call on each)."""
+    service, _, name = operation.partition(":")
+    action = _ACTIONS.get(operation, operation.replace("stepfunctions:", "states:"))
+    action = action.replace("dynamodbstreams:", "dynamodb:")
+    own = f"{region}:{account}"
+    document = _json(body)
+    form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+
+    def call(resource: str, **context: str) -> Call:
+        return Call(caller, action, resource, tuple(sorted(context.items())))
+
+    if service == "dynamodb":
+        tables = (
+            [document["TableName"]]
+            if "TableName" in document
+            else list(document.get("RequestItems", {}))
+        )
+        for table in tables:
+            arn = f"arn:aws:dynamodb:{own}:table/{table}"
+            yield call(f"{arn}/index/{document['IndexName']}" if "IndexName" in document else arn)
+    elif service == "dynamodbstreams":
+        yield call(document.get("StreamArn") or _stream_of(document.get("ShardIterator")) or "*")
+    elif service == "sqs":
+        queue = document.get("QueueUrl", "").rstrip("/").rsplit("/", 1)[-1]
+        yield call(f"arn:aws:sqs:{own}:{queue}")
+    elif service == "stepfunctions":
+        yield call(document.get("stateMachineArn") or document.get("executionArn") or "*")
+    elif service == "lambda":
+        path = unquote(urlsplit(url).path)
+        function = path.split("/functions/", 1)[-1].split("/", 1)[0]
+        if not function.startswith("arn:"):
+            function = f"arn:aws:lambda:{own}:function:{function}"
+        yield call(function)
+    elif service == "s3":
+        parts = urlsplit(url)
+        host, path = parts.hostname or "", unquote(parts.path).lstrip("/")
+        # path style (s3.amazonaws.com/bucket/key) or virtual host (bucket.s3.amazonaws.com/key)
+        key = path if host.startswith("s3.") else f"{host.split('.s3.', 1)[0]}/{path}"
+        yield call(f"arn:aws:s3:::{key}")
+    elif service == "sns":
+        yield call(form.get("TopicArn", "*"))
+    elif service == "ses":
+        source = form.get("Source", "")
+        yield call(f"arn:aws:ses:{own}:identity/{source}", **{"ses:FromAddress": source})
+    elif service == "secretsmanager":
+        yield call(document.get("SecretId", "*"))
+    elif service == "events":
+        for entry in document.get("Entries", []):
+            bus = entry.get("EventBusName") or "default"
+            yield call(bus if bus.startswith("arn:") else f"arn:aws:events:{own}:event-bus/{bus}")
+    elif service == "logs":
+        yield call(
+            f"arn:aws:logs:{own}:log-group:{document.get('logGroupName', '')}"
+            f":log-stream:{document.get('logStreamName', '')}"
+        )
+    elif service == "ecs":
+        yield from _ecs(call, name, document, own)
+
+
+def _ecs(call: Any, name: str, document: Mapping[str, Any], own: str) -> Iterator[Call]:
+    if name == "RunTask":
+        definition = str(document.get("taskDefinition", ""))
+        if not definition.startswith("arn:"):
+            definition = f"arn:aws:ecs:{own}:task-definition/{definition}"
+        cluster = str(document.get("cluster", "default"))
+        if not cluster.startswith("arn:"):
+            cluster = f"arn:aws:ecs:{own}:cluster/{cluster}"
+        yield call(definition, **{"ecs:cluster": cluster})
+    elif name in ("StopTask", "DescribeTasks"):
+        tasks = document.get("tasks") or [document.get("task", "")]
+        for task in tasks:
+            yield call(str(task))
+    elif name == "RegisterTaskDefinition":
+        yield call("*")
+        for role in ("executionRoleArn", "taskRoleArn"):
+            if document.get(role):
+                yield Call(call("*").caller, "iam:PassRole", str(document[role]))
+    else:
+        yield call("*")
+
+
+def _stream_of(iterator: Any) -> str | None:
+    """The stream a shard iterator reads (moto's iterators name their stream's ARN)."""
+    if not isinstance(iterator, str):
+        return None
+    found = iterator.split("|", 1)[0] if "|" in iterator else None
+    return found if found and found.startswith("arn:") else None
+
+
+def _json(data: bytes) -> dict[str, Any]:
+    try:
+        loaded = json.loads(data or b"{}")
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def kept(path: str) -> set[Call]:
+    """The calls appended to ``path``."""
+    if not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8") as lines:
+        return {Call.of_line(line) for line in lines if line.strip()}
