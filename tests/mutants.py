@@ -223,8 +223,8 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/usecases/jobs.py",
         (
             (
-                "        self.store.count_job(owner, -1)\n        # (its planned",
-                "        # (its planned",
+                "    store.count_job(job.owner, -1)\n    store.release_name(",
+                "    store.release_name(",
             ),
         ),
         ("tests/unit/usecases/test_quota.py",),
@@ -235,10 +235,8 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/usecases/jobs.py",
         (
             (
-                "            self.store.delete_job(job.id)  # (its schedule item, if written, is"
-                " dropped unsent)\n            self.store.count_job(owner, -1)\n",
-                "            self.store.delete_job(job.id)  # (its schedule item, if written, is"
-                " dropped unsent)\n",
+                "            remove_job(self.store, job)  # (its schedule item",
+                "            self.store.delete_job(job.id)  # (its schedule item",
             ),
         ),
         ("tests/unit/usecases/test_quota.py",),
