@@ -33,10 +33,10 @@ install: $(STAMP) $(NODE_STAMP)
 run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs only what running needs)
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
-test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over two processes (see tests/conftest.py), then the least-privilege check over every AWS call the suite made
+test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes (see tests/conftest.py), then the least-privilege check over every AWS call the suite made
 	calls=$$(mktemp -t chronoq-calls.XXXXXX) && trap 'rm -f "$$calls"' EXIT \
 	&& export CHRONOQ_CALLS_FILE="$$calls" \
-	&& $(BIN)/pytest -n 2 --ignore=tests/infra/test_least_privilege.py \
+	&& $(BIN)/pytest -n 3 --ignore=tests/infra/test_least_privilege.py \
 	&& $(BIN)/pytest tests/infra/test_least_privilege.py
 
 test-fast: $(STAMP) ## the fast layer: unit and contract tests

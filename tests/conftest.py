@@ -3,8 +3,9 @@
 Every AWS call chronoq makes on the embedded AWS, in a test's process or in a chronoq local it
 starts, is kept in one file (chronoq.local.calls), and the least-privilege check
 (tests/infra/test_least_privilege.py) runs last, over all of them: in one process, after
-every other test; shared out over several processes (``make test``: pytest-xdist, ``-n 2``),
-in a pytest of its own after the others, given the same file (CHRONOQ_CALLS_FILE: see the
+every other test; shared out over several processes (``make test``: pytest-xdist, ``-n 3``,
+as most of the slow tests wait on a clock or a subprocess rather than use a core), in a
+pytest of its own after the others, given the same file (CHRONOQ_CALLS_FILE: see the
 Makefile). In the processes of a shared-out run it is skipped, as it would see only their
 share of the calls.
 
@@ -36,6 +37,8 @@ MODULES = (
     "contract",
     "api",
     "cli/test_against_local.py",
+    "cli/test_status_and_cost.py",
+    "e2e/test_hostile.py",
     "e2e/test_restart.py",
     "e2e/test_embedded_aws.py",
     "e2e/test_over_minutes.py",
