@@ -40,7 +40,7 @@ test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes
 	&& $(BIN)/pytest tests/infra/test_least_privilege.py
 
 test-fast: $(STAMP) ## the fast layer: unit and contract tests
-	$(BIN)/pytest tests/unit tests/contract
+	$(BIN)/pytest -n 2 tests/unit tests/contract
 
 lint: $(STAMP) ## ruff, mypy (strict), and cfn-lint on the synthesized template
 	$(BIN)/ruff check .
