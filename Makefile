@@ -11,7 +11,7 @@ TEMPLATE := cdk.out/Chronoq.template.json
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install run test test-fast lint format synth bench clean
+.PHONY: install run test test-fast lint format synth bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,11 +33,14 @@ install: $(STAMP) $(NODE_STAMP)
 run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs only what running needs)
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
-test: $(STAMP) $(NODE_STAMP) ## the whole suite: unit, integration, infra (cdk-nag, asl-validator), e2e
-	$(BIN)/pytest
+test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes (see tests/conftest.py), then the least-privilege check over every AWS call the suite made
+	calls=$$(mktemp -t chronoq-calls.XXXXXX) && trap 'rm -f "$$calls"' EXIT \
+	&& export CHRONOQ_CALLS_FILE="$$calls" \
+	&& $(BIN)/pytest -n 3 --ignore=tests/infra/test_least_privilege.py \
+	&& $(BIN)/pytest tests/infra/test_least_privilege.py
 
-test-fast: $(STAMP) ## unit, contract and integration tests (no CDK synthesis, no end-to-end)
-	$(BIN)/pytest tests/unit tests/contract tests/integration
+test-fast: $(STAMP) ## the fast layer: unit and contract tests
+	$(BIN)/pytest -n 2 tests/unit tests/contract
 
 lint: $(STAMP) ## ruff, mypy (strict), and cfn-lint on the synthesized template
 	$(BIN)/ruff check .
@@ -62,6 +65,9 @@ bench: $(STAMP) ## benchmarks: the dispatcher's AWS requests per run and through
 	$(BIN)/python -m bench.schedules
 	$(BIN)/python -m bench.window --jobs 1000 --window 60
 	$(BIN)/python -m bench.dispatch --jobs 1000
+
+mutants: $(STAMP) ## each mechanism a promise rests on, removed in a scratch copy: the fast tests that catch it
+	$(BIN)/python -m tests.mutants $(MUTANTS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache node_modules

@@ -47,8 +47,10 @@ def api_event(
     return event
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
+def wait_for(condition: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05) -> Any:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds
+    (generous: it bounds a wait for something that may never come, not how fast it comes,
+    which is make bench's to measure)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()

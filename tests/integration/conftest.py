@@ -3,19 +3,19 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients
+from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
-from chronoq.domain.time import utc_now
 from chronoq.execution import batches
 from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
@@ -43,6 +43,7 @@ class Harness:
             r.NOTIFIER_MAX_RETRIES,
         )
 
+        self._recording: list[tuple[str, str, Any]] = []
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
 
     def executions(self) -> list[dict[str, Any]]:
@@ -160,10 +161,16 @@ class Harness:
         def keep(params: dict[str, Any], **_: Any) -> None:
             calls.append(dict(params))
 
-        clients.client(service).meta.events.register(
-            f"provide-client-params.{service}.{operation}", keep
-        )
+        event = f"provide-client-params.{service}.{operation}"
+        clients.client(service).meta.events.register(event, keep)
+        self._recording.append((service, event, keep))
         return calls
+
+    def close(self) -> None:
+        """Stop recording calls (chronoq's clients outlive this deployment)."""
+        for service, event, keep in self._recording:
+            clients.client(service).meta.events.unregister(event, keep)
+        self._recording.clear()
 
     def bodies(self, priority: str = "normal") -> list[dict[str, Any]]:
         """Every message chronoq sent to a priority's queue, in order (delayed ones too)."""
@@ -175,9 +182,28 @@ class Harness:
             for entry in call["Entries"]
         ]
 
-    def wiring(self, clock: Clock = utc_now) -> Wiring:
+    @property
+    def clock(self) -> LocalClock:
+        """The deployment's clock: the functions' and the state machine's (its waits skip
+        ahead, unless a test asks for waits held: see ``held_clock``)."""
+        return self.aws.clock
+
+    def now(self) -> datetime:
+        return self.aws.clock.now()
+
+    def nothing_to_catch_up(self, now: datetime | None = None) -> None:
+        """As chronoq local starts a fresh system: each shard dispatched up to the minute
+        before ``now`` (default: the deployment's now), so that the first tick reads the
+        coming minute, not the last hour minute by minute (what a new shard does)."""
+        store = self.wiring().store
+        before = ids.minute_of(now or self.now()) - timedelta(minutes=1)
+        for shard in range(self.aws.shards):
+            store.open_minute(shard, before)
+            store.close_minute(shard, before)
+
+    def wiring(self, clock: Clock | None = None) -> Wiring:
         """Every use case over the AWS adapters of this deployment (as the api, dispatcher
-        and worker functions build them), with ``clock``."""
+        and worker functions build them), with ``clock`` (by default the deployment's)."""
         api = compose.api(self.aws.settings(ApiSettings))
         worker = compose.worker(self.aws.settings(WorkerSettings))
         return Wiring(
@@ -185,8 +211,8 @@ class Harness:
             queues=api.jobs.index.queues,
             executor=worker.executor,
             artifacts=api.runs.artifacts,
-            clock=clock,
-            sleep=time.sleep,
+            clock=clock or self.aws.clock.now,
+            sleep=self.aws.clock.sleep,
             shards=api.jobs.index.shards,
             output_buckets=api.jobs.output_buckets,
             tasks=_AnyRegisteredTask(),
@@ -212,7 +238,7 @@ class Harness:
     def create_job(self, target: dict[str, Any], **extra: Any) -> dict[str, Any]:
         """POST a one-time job for tomorrow (no retries unless ``extra`` says); ``run`` runs
         it now."""
-        at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+        at = (self.now() + timedelta(days=1)).replace(microsecond=0)
         body = {
             "name": unique_name(),
             "schedule": {"type": "at", "at": at.isoformat()},
@@ -285,13 +311,27 @@ def topic_statuses() -> str:
 
 
 @pytest.fixture
-def harness(topic_statuses: str) -> Iterator[Harness]:
+def waits() -> Waits:
+    """How the deployment's clock waits: it skips ahead (timing is not what most tests here
+    are about); a test module that acts while a run waits overrides this with HELD."""
+    return Waits.SKIP
+
+
+@pytest.fixture
+def harness(topic_statuses: str, waits: Waits) -> Iterator[Harness]:
     saved = dict(os.environ)
     # the tests' container commands are their own: they run as host processes
-    aws = LocalAWS(shards=4, topic_statuses=topic_statuses, allow_host_commands=True).start()
+    aws = LocalAWS(
+        shards=4,
+        topic_statuses=topic_statuses,
+        allow_host_commands=True,
+        clock=LocalClock(waits),
+    ).start()
+    harness = Harness(aws)
     try:
-        yield Harness(aws)
+        yield harness
     finally:
+        harness.close()
         aws.stop()
         os.environ.clear()
         os.environ.update(saved)

@@ -55,7 +55,7 @@ def test_given_a_cron_job_when_posted_then_its_next_run_is_the_next_fire_time(
 
     assert status == 201
     next_run = datetime.fromisoformat(job["next_run_at"])
-    now = datetime.now(UTC)
+    now = harness.now()
     assert now < next_run <= now + timedelta(minutes=5)
     assert next_run.minute % 5 == 0
     assert next_run.second == 0
@@ -181,7 +181,7 @@ def test_given_a_rate_job_when_posted_then_it_starts_one_interval_from_now(
     assert status == 201
     start = datetime.fromisoformat(job["schedule"]["start_at"])
     assert job["next_run_at"] == job["schedule"]["start_at"]
-    assert timedelta(minutes=14) < start - datetime.now(UTC) <= timedelta(minutes=15, seconds=1)
+    assert timedelta(minutes=14) < start - harness.now() <= timedelta(minutes=15, seconds=1)
 
 
 def test_given_a_schedule_that_has_ended_when_posted_then_422_names_end_at(

@@ -27,15 +27,17 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def service(harness: Harness, clock: FakeClock) -> Wiring:
+    harness.nothing_to_catch_up(clock.now)
     return harness.wiring(clock)
 
 
 def test_given_the_tick_event_when_the_handler_runs_then_the_coming_minute_is_enqueued(
     harness: Harness,
 ) -> None:
+    harness.nothing_to_catch_up()
     service = harness.wiring()
     job = service.jobs.create_job(
-        "alice", spec({"type": "at", "at": (datetime.now(UTC) + timedelta(seconds=30)).isoformat()})
+        "alice", spec({"type": "at", "at": (harness.now() + timedelta(seconds=30)).isoformat()})
     )
 
     stored = service.store.get_job(job.id)
@@ -108,6 +110,7 @@ def test_given_a_rules_event_naming_a_group_of_shards_when_the_handler_runs_then
 ) -> None:
     # (what a rule of the stack sends: its constant input, the group's shards)
     event = load_event("dispatcher/group")
+    harness.nothing_to_catch_up()
     store = harness.wiring().store
     before = store.checkpoints(r.DEFAULT_SHARDS)
 

@@ -13,6 +13,7 @@ from chronoq.domain import ids
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.fakes import FakeClock
+from chronoq.local.clock import Waits
 
 from tests.builders import Wiring, job_spec, worker_event
 from tests.integration.conftest import Harness
@@ -27,7 +28,7 @@ def deliver(harness: Harness, *runs: tuple[str, str, datetime]) -> dict[str, Any
     """Hand the worker one SQS batch with a message per (job id, run id, scheduled_at)."""
     event = worker_event(
         *(
-            RunMessage(job_id=j, run_id=run, scheduled_at=at, queued_at=datetime.now(UTC))
+            RunMessage(job_id=j, run_id=run, scheduled_at=at, queued_at=harness.now())
             for j, run, at in runs
         )
     )
@@ -101,7 +102,7 @@ def test_given_a_bad_field_when_patching_then_422_names_it(harness: Harness) -> 
 def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     service.jobs.update_job(
         "alice",
@@ -122,7 +123,7 @@ def test_given_a_new_target_when_patched_then_the_next_run_calls_it(
 def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_start(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
 
     paused = service.jobs.pause_job("alice", job.id)
@@ -137,7 +138,7 @@ def test_given_a_paused_job_when_its_dispatched_run_arrives_then_it_does_not_sta
 def test_given_a_completed_job_when_paused_then_409(harness: Harness, sink: Sink) -> None:
     # a one-time job created (on a clock an hour behind) for a time now past: its schedule has
     # no fire time left, so it is COMPLETED when read (its item is not written at its end)
-    an_hour_ago = FakeClock(datetime.now(UTC) - timedelta(hours=1))
+    an_hour_ago = FakeClock(harness.now() - timedelta(hours=1))
     at = an_hour_ago.now + timedelta(minutes=30)
     job = harness.wiring(an_hour_ago).jobs.create_job(
         "alice", spec(sink, {"type": "at", "at": at.isoformat()})
@@ -222,7 +223,7 @@ def running_job(
     """A job whose first run is executing (the sink holds it) and whose second run is due
     (triggered: ``harness.deliver`` hands its message to the worker)."""
     sink.delay = 30
-    now = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)  # room to create
+    now = harness.now().replace(microsecond=0) + timedelta(seconds=2)  # room to create
     job = service.jobs.create_job(
         "alice",
         spec(
@@ -299,7 +300,6 @@ def test_given_allow_when_runs_overlap_then_both_run_and_the_job_keeps_no_active
     sink.closed.set()  # let both finish
     wait_for(
         lambda: {status_of(service, first), status_of(service, second)} == {RunStatus.SUCCEEDED},
-        timeout=30,
     )
     assert service.store.get_job(job.id) == stored
     assert len(sink.hits) == 2
@@ -311,7 +311,7 @@ def test_given_allow_when_runs_overlap_then_both_run_and_the_job_keeps_no_active
 def test_given_a_run_past_its_start_deadline_when_it_arrives_then_it_is_missed_not_started(
     harness: Harness, sink: Sink
 ) -> None:
-    clock = FakeClock(datetime.now(UTC))
+    clock = FakeClock(harness.now())
     service = harness.wiring()
     service.clock = clock
     at = (clock.now + timedelta(seconds=5)).replace(microsecond=0)
@@ -400,18 +400,20 @@ def test_given_a_running_express_run_when_cancelled_then_it_is_cancelled_at_once
     assert set(after) == {("MODIFY", "CANCELLED")}
 
 
+@pytest.mark.parametrize("waits", [Waits.HELD], ids=["held"])  # the clock moves when told
 def test_given_an_express_run_waiting_to_retry_when_cancelled_then_no_further_attempt_starts(
-    harness: Harness, service: Wiring, sink: Sink
+    harness: Harness, service: Wiring, sink: Sink, waits: Waits
 ) -> None:
     sink.status = 500
     # 2 attempts of 60 s and a wait of 10 s: EXPRESS; the wait is the test's time to cancel
     retry = {"max_attempts": 2, "interval_seconds": 10, "jitter": False}
-    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job(
         "alice", spec(sink, {"type": "at", "at": at.isoformat()}, retry=retry)
     )
     run_id = ids.run_id(job.id, at)
     deliver(harness, (job.id, run_id, at))
+    harness.clock.advance_to(at)  # its second comes
 
     def waiting() -> bool:
         run = service.store.get_run(job.id, run_id)
@@ -424,8 +426,10 @@ def test_given_an_express_run_waiting_to_retry_when_cancelled_then_no_further_at
     assert run["attempts"][0]["outcome"] == "TargetError"
     (execution,) = harness.executions()
     assert execution["machine"] == "EXPRESS"
+    assert executions(harness)[run_id] == "RUNNING"  # still waiting
+    harness.clock.advance(10)  # its wait ends
     # after its wait, the execution reads the run (StillRunning) and starts no other attempt
-    wait_for(lambda: executions(harness)[run_id] != "RUNNING", timeout=30)
+    wait_for(lambda: executions(harness)[run_id] != "RUNNING")
     states = harness.states_entered(execution["arn"], run_id)
     assert "StillRunning" in states
     assert states.count("RunTarget") == 1
@@ -447,14 +451,13 @@ def test_given_a_running_run_when_cancelled_then_what_its_attempt_logged_is_kept
     # what the cancelled attempt logged is kept (the runner has it when the call returns)
     wait_for(
         lambda: any("POST" in line for line in service.runs.run_logs("alice", first)),
-        timeout=10,
     )
 
 
 def test_given_a_future_occurrence_when_cancelled_then_404_and_it_still_runs(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
 
@@ -485,7 +488,7 @@ def test_given_a_triggered_run_not_yet_started_when_cancelled_then_it_never_star
 def test_given_a_finished_run_or_someone_elses_when_cancelled_then_409_or_404(
     harness: Harness, service: Wiring, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=3)).replace(microsecond=0)
     job = service.jobs.create_job("alice", spec(sink, {"type": "at", "at": at.isoformat()}))
     run_id = ids.run_id(job.id, at)
     deliver(harness, (job.id, run_id, at))

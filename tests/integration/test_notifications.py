@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from chronoq import resources as r
@@ -118,7 +118,7 @@ def test_given_a_job_with_a_notify_block_when_a_scheduled_run_of_it_succeeds_the
 ) -> None:
     url = subscribe(harness)
     service = harness.wiring()
-    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=2)).replace(microsecond=0)
     job = service.jobs.create_job(
         "alice",
         job_spec(

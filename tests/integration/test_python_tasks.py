@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -16,7 +16,7 @@ from tests.support import api_event, load_event
 
 
 def python_job(harness: Harness, task: str, args: dict[str, Any], **extra: Any) -> tuple[int, Any]:
-    at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    at = (harness.now() + timedelta(days=1)).replace(microsecond=0)
     return harness.api(
         api_event(
             "create_at_job",

@@ -19,6 +19,7 @@ from chronoq.aws.codecs import (
 )
 from chronoq.domain.runs import RunStatus
 from chronoq.execution import batches, contract
+from chronoq.fakes.asl import gates
 from pydantic import BaseModel
 
 from tests.builders import job_spec
@@ -114,12 +115,42 @@ def test_given_a_state_writing_a_run_when_compared_with_the_codec_then_names_and
                 assert ATTEMPT_ATTRIBUTES.get(field) == _type_of(typed), (state, field)
 
 
-@pytest.mark.parametrize("state", sorted(RUN_WRITERS))
-def test_given_a_state_writing_a_status_when_read_then_it_is_a_run_status(state: str) -> None:
-    values = RUN_WRITERS[state]["Parameters"].get("ExpressionAttributeValues", {})
-    for value in values.values():
-        if "S" in value and value["S"].isupper() and "_" not in value["S"].strip("_"):
-            RunStatus(value["S"])
+def test_given_the_states_writing_a_status_when_read_then_each_writes_the_run_status_it_is_named_for() -> (
+    None
+):
+    written = {
+        name: _written(state)["status"]
+        for name, state in RUN_WRITERS.items()
+        if "status" in _written(state)
+    }
+
+    statuses = {name: RunStatus(value["S"]) for name, value in written.items()}
+
+    assert statuses == {
+        "MarkRunning": RunStatus.RUNNING,
+        "MarkSucceeded": RunStatus.SUCCEEDED,
+        "MarkFailed": RunStatus.FAILED,
+        "MarkTimedOut": RunStatus.TIMED_OUT,
+    }
+
+
+def test_given_the_asl_when_its_conditional_writes_are_read_then_the_fakes_read_every_one() -> None:
+    conditional = {
+        name
+        for name, state in STATES.items()
+        if "ConditionExpression" in state.get("Parameters", {})
+    }
+
+    assert set(gates()) == conditional
+    assert {
+        "MarkRunning",
+        "MarkSucceeded",
+        "MarkFailed",
+        "MarkTimedOut",
+        "ReleaseJob",
+    } <= conditional
+    for name in conditional:  # each as the file gives it
+        assert gates()[name].expression == STATES[name]["Parameters"]["ConditionExpression"]
 
 
 def test_given_a_new_run_when_encoded_then_every_attribute_is_one_the_codec_declares() -> None:

@@ -46,25 +46,26 @@ class FlowStepFunctions(StepFunctions):
 
     def __init__(self, store: RecordingStore, clock: Any) -> None:
         super().__init__(store, clock)
-        self.executing: set[str] = set()
+        #: the runs executing now (past MarkRunning, not ended)
+        self.running_now: set[str] = set()
         self.began: dict[str, datetime] = {}
 
-    def _begin(self, run_id: str, execution_input: ExecutionInput) -> None:
-        before = self.store.ledger.executed[run_id]
-        super()._begin(run_id, execution_input)
-        if self.store.ledger.executed[run_id] > before:  # past MarkRunning: it executes
-            self.executing.add(run_id)
+    def begin(self, run_id: str, execution_input: ExecutionInput) -> bool:
+        past = super().begin(run_id, execution_input)
+        if past:  # past MarkRunning: it executes
+            self.running_now.add(run_id)
             starts = datetime.fromisoformat(execution_input.starts_at)
             self.began[run_id] = max(self.clock(), starts).replace(microsecond=0)
+        return past
 
-    def finish_all(self) -> None:
-        super().finish_all()
-        self.executing -= self.finished
+    def finish_all(self, status: RunStatus = RunStatus.SUCCEEDED) -> None:
+        super().finish_all(status)
+        self.running_now -= self.finished
 
     def stop(self, run_id: str, reason: str) -> bool:
         stopped = super().stop(run_id, reason)
         if run_id in self.stopped:  # a STANDARD execution, stopped: its attempt with it
-            self.executing.discard(run_id)
+            self.running_now.discard(run_id)
         return stopped
 
 
@@ -114,12 +115,12 @@ class FlowReliability(Reliability):
         assert isinstance(executor, FlowStepFunctions)
         executing = Counter(
             self.flow_of[executor.started[run].job_id]
-            for run in executor.executing
+            for run in executor.running_now
             if executor.started[run].job_id in self.flow_of
         )
         for key, count in executing.items():
             running, _ = FLOWS[key]
-            assert running is None or count <= running, (key, count, executor.executing)
+            assert running is None or count <= running, (key, count, executor.running_now)
         per_second = Counter(
             (self.flow_of[executor.started[run].job_id], second)
             for run, second in executor.began.items()
@@ -144,7 +145,7 @@ class FlowReliability(Reliability):
                 self.deliver(100, duplicate=False, reverse=False, crash=None)
                 self.flow_limits_hold()
             executor.finish_all()
-            self.fakes.clock.advance(2 if self.queue or executor.executing else 20)
+            self.fakes.clock.advance(2 if self.queue or executor.running_now else 20)
         super().teardown()
         self.flow_limits_hold()
         # every run of a flow job that was made ended, none is left waiting

@@ -83,7 +83,7 @@ def test_given_an_index_projecting_all_when_its_item_changes_then_the_index_is_w
     assert index_write_units(job, None, everything, r.JOBS_TABLE) == 1  # deleted
 
 
-def test_given_a_workload_when_priced_then_each_service_is_at_list_price() -> None:
+def test_given_a_workload_when_priced_then_each_service_costs_what_its_list_price_says() -> None:
     usage = Usage()
     usage.request("dynamodb:PutItem", "api")
     usage.units(write=2, read=4)
@@ -100,21 +100,36 @@ def test_given_a_workload_when_priced_then_each_service_is_at_list_price() -> No
 
     assert document["lambda"]["worker"] == {"invocations": 1, "memory_mb": 128, "billed_ms": 100}
     assert document["stepfunctions"]["express"]["billed_ms"] == 200
-    assert (
-        costs["dynamodb"]
-        == Decimal("2") * Decimal("0.625") / 10**6 + Decimal("4") * Decimal("0.125") / 10**6
-    )
-    assert costs["stepfunctions"] == (
-        8 * Decimal(25) / 10**6
-        + Decimal(1) / 10**6
-        + Decimal(64) / 1024 * Decimal("0.2") * Decimal("0.00001667")
-    )
-    assert costs["lambda"] == Decimal("0.2") / 10**6 + Decimal(128) / 1024 * Decimal(
-        "0.1"
-    ) * Decimal("0.0000133334")  # arm64, as the stack runs every function
-    assert costs["total"] == sum(v for k, v in costs.items() if k != "total")
-    assert per_million_runs(document)["total"] == costs["total"] * 500_000
+    # Worked out by hand from AWS's us-east-1 list prices ($0.625 and $0.125 per million
+    # write and read units; Lambda $0.20 per million requests and $0.0000133334 per
+    # GB-second on arm64, as the stack runs every function; Standard $25 per million
+    # transitions; Express $1.00 per million requests and $0.00001667 per GB-second at 64 MB;
+    # SQS $0.40, SNS $0.50, EventBridge $1.00 per million; S3 $0.005 per thousand PUTs):
+    assert costs == {
+        "dynamodb": Decimal("0.00000175"),  # 2 x 0.000000625 + 4 x 0.000000125
+        "lambda": Decimal("0.00000036666750"),  # 0.0000002 + 0.0125 GB-s
+        "stepfunctions": Decimal("0.000201208375"),  # 8 transitions + 1 request + 0.0125 GB-s
+        "sqs": Decimal("0.0000004"),
+        "sns": Decimal("0.0000005"),
+        "s3": Decimal("0.000005"),
+        "eventbridge": Decimal("0.000001"),
+        "total": Decimal("0.00021022504250"),
+    }
+    assert per_million_runs(document)["total"] == Decimal("105.11252125")
     assert document["aws_requests_by_caller"] == {"api": 1, "statemachine": 4}
+
+
+def test_given_runs_on_each_state_machine_when_priced_per_million_then_as_the_readme_says() -> None:
+    standard, express = Usage(), Usage()
+    standard.execution("arn:s", "standard")
+    standard.ended("arn:s", transitions=8, milliseconds=900)  # a run that succeeds first time
+    express.execution("arn:e", "express")
+    express.ended("arn:e", transitions=8, milliseconds=1)  # a batch of one, billed 100 ms
+
+    assert per_million_runs(standard.document(runs_finished=1))["stepfunctions"] == 200
+    # $1.00 per million requests, and 0.1 s at 64 MB: $0.10 per million (rounded)
+    per_run = per_million_runs(express.document(runs_finished=1))["stepfunctions"]
+    assert per_run == Decimal("1.10418750")
 
 
 def test_given_a_reset_when_read_then_counts_start_again() -> None:

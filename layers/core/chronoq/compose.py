@@ -31,10 +31,23 @@ from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
 from chronoq.usecases.pages import PageTokens
+from chronoq.usecases.ports import Clock, Sleep
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
+
+
+@dataclass(frozen=True)
+class Time:
+    """What time it is for the use cases built here, and how they wait."""
+
+    clock: Clock = utc_now
+    sleep: Sleep = time.sleep
+
+
+#: The wall clock on AWS; chronoq local gives its functions its own (chronoq.local.clock).
+TIME = Time()
 
 
 @dataclass
@@ -60,7 +73,7 @@ def api(settings: ApiSettings) -> Api:
         clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
     )
     index = TimeIndex(
-        store, SqsQueues(clients.sqs(), settings.queue_urls), settings.shards, utc_now
+        store, SqsQueues(clients.sqs(), settings.queue_urls), settings.shards, TIME.clock
     )
     executor = StepFunctionsExecutor(clients.stepfunctions(), settings.state_machine_arn)
     artifacts = S3Artifacts(
@@ -77,7 +90,7 @@ def api(settings: ApiSettings) -> Api:
         jobs=JobOperations(
             store=store,
             index=index,
-            clock=utc_now,
+            clock=TIME.clock,
             output_buckets=output_buckets,
             is_task=lambda name: tasks.lookup(name, modules) is not None,
             pages=PageTokens(master_secret),
@@ -88,20 +101,20 @@ def api(settings: ApiSettings) -> Api:
         runs=RunOperations(
             store=store,
             artifacts=artifacts,
-            canceller=Canceller(store, executor, utc_now),
-            clock=utc_now,
+            canceller=Canceller(store, executor, TIME.clock),
+            clock=TIME.clock,
             pages=PageTokens(master_secret),
         ),
-        idempotency=Idempotency(store, utc_now),
+        idempotency=Idempotency(store, TIME.clock),
         master_secret=master_secret,
         backfills=BackfillOperations(
             store=store,
             index=index,
-            canceller=Canceller(store, executor, utc_now),
-            clock=utc_now,
+            canceller=Canceller(store, executor, TIME.clock),
+            clock=TIME.clock,
             pages=PageTokens(master_secret),
         ),
-        reruns=RerunOperations(store=store, index=index, clock=utc_now),
+        reruns=RerunOperations(store=store, index=index, clock=TIME.clock),
     )
 
 
@@ -111,7 +124,7 @@ def dispatcher(settings: DispatcherSettings) -> Dispatcher:
     )
     queues = SqsQueues(clients.sqs(), settings.queue_urls)
     return Dispatcher(
-        store, TimeIndex(store, queues, settings.shards, utc_now), settings.shards, utc_now
+        store, TimeIndex(store, queues, settings.shards, TIME.clock), settings.shards, TIME.clock
     )
 
 
@@ -123,9 +136,9 @@ def worker(settings: WorkerSettings) -> RunStarter:
     return RunStarter(
         store=store,
         executor=executor,
-        canceller=Canceller(store, executor, utc_now),
-        clock=utc_now,
-        sleep=time.sleep,
+        canceller=Canceller(store, executor, TIME.clock),
+        clock=TIME.clock,
+        sleep=TIME.sleep,
         queues=SqsQueues(clients.sqs(), settings.queue_urls),
     )
 
@@ -159,4 +172,5 @@ def notifier(settings: NotifierSettings) -> Notifier:
         email_sender=settings.email_sender,
         master_secret=cache(lambda: secret_value(arn)),
         egress=Egress(settings.network),
+        sleep=TIME.sleep,  # (its retries' waits; signatures keep the wall clock's time)
     )

@@ -4,9 +4,11 @@ machine's writes played by hand, and a store that counts its writes."""
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from chronoq.domain import ids
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Job, JobPatch
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus, Trigger
-from chronoq.fakes import FakeStore
+from chronoq.fakes import FakeQueues, FakeStore, statemachine
+from chronoq.fakes.statemachine import ExecutingFakeExecutor
 from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from chronoq.usecases.timeindex import new_run
@@ -81,6 +84,13 @@ def message(fakes: Fakes, run: Run) -> RunMessage:
     )
 
 
+def visibility_timeout(run: Run) -> int:
+    """How long after a worker took the run's message SQS delivers it again, unless the
+    worker deleted it (its queue's setting)."""
+    (queue,) = [q for q in r.QUEUES if q.priority == run.priority.value]
+    return queue.visibility_timeout_seconds
+
+
 def stored(fakes: Fakes, run: Run) -> Run:
     """The run as it is kept now."""
     kept = fakes.store.get_run(run.job_id, run.id)
@@ -96,45 +106,35 @@ def stored_job(fakes: Fakes, job: Job) -> Job:
 
 
 def mark_running(fakes: Fakes, run: Run | RunMessage) -> bool:
-    """What the state machine's first state (MarkRunning) writes, from the input its
-    execution was started with: the run's record created RUNNING when it has none yet, or
-    moved on from SCHEDULED or QUEUED. False (the execution ends NotStarted) when the record
-    is anything else: another execution of the run got there first, or it was cancelled."""
+    """The state machine's first state (MarkRunning), from the input its execution was
+    started with, decided by the condition the ASL file gives it (chronoq.fakes.asl): the
+    run's record created RUNNING, or moved on to it. False (the execution ends NotStarted)
+    when the condition refuses: another execution of the run got there first, or it was
+    cancelled."""
     run_id = run.id if isinstance(run, Run) else run.run_id
     started = fakes.executor.started.get(run_id)
     assert started is not None, f"no execution of run {run_id} was started"
-    now = fakes.clock()
-    record = Run(
-        id=started.run_id,
-        job_id=started.job_id,
-        owner=started.owner,
-        status=RunStatus.RUNNING,
-        priority=Priority(started.priority),
-        trigger=Trigger(started.trigger),
-        generation=started.generation,
-        scheduled_at=datetime.fromisoformat(started.scheduled_at),
-        notify=started.notify,
-    )
-    if fakes.store.create_run(record, now):
-        queued_at = datetime.fromisoformat(started.queued_at)
-        fakes.store.update_run(record.job_id, record.id, queued_at=queued_at, started_at=now)
-        return True
-    kept = fakes.store.get_run(record.job_id, record.id)
-    if kept is None or kept.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
-        return False
-    fakes.store.update_run(record.job_id, record.id, status=RunStatus.RUNNING, started_at=now)
-    return True
+    return statemachine.mark_running(fakes.store, started, fakes.clock())
 
 
-def finish(fakes: Fakes, run: Run, status: RunStatus, **changes: Any) -> None:
-    """What the state machine writes when the run ends: its outcome, and (for a job that
-    keeps its active runs) the run taken off them; then its execution is over."""
+def finish(fakes: Fakes, run: Run, status: RunStatus, **changes: Any) -> bool:
+    """What the state machine writes when the run ends: its outcome (if the ASL's condition
+    for it holds: the run is still RUNNING), and, for a job that keeps its active runs, the
+    run taken off them; then its execution is over."""
     started = fakes.executor.started.get(run.id)
     assert started is not None, f"no execution of run {run.id} was started"
-    fakes.store.update_run(run.job_id, run.id, status=status, finished_at=fakes.clock(), **changes)
-    if started.exclusive:
-        fakes.store.release_run(run.job_id, run.id)
+    if status in statemachine.OUTCOME_STATES:
+        recorded = statemachine.record_outcome(
+            fakes.store, started, status, fakes.clock(), **changes
+        )
+    else:  # (a status the state machine never writes: set by hand, for tests of readers)
+        fakes.store.update_run(
+            run.job_id, run.id, status=status, finished_at=fakes.clock(), **changes
+        )
+        recorded = True
+    statemachine.release_job(fakes.store, started, fakes.clock())
     fakes.executor.finish(run.id)
+    return recorded
 
 
 def started_run(fakes: Fakes, **extra: Any) -> tuple[Job, Run]:
@@ -236,3 +236,124 @@ def a_change_that_lost(fakes: Fakes) -> tuple[Job, Run]:
     assert won.generation == lost.generation == 2
     assert lost.id in [o.run_id for o in occurrences_of(fakes, job)]  # written, never removed
     return won, lost
+
+
+#: Every call of the fake tables a function makes (a step at which it may die, or at which
+#: another function may get in).
+STORE_STEPS = (
+    "put_new_job",
+    "get_job",
+    "get_jobs",
+    "save_job",
+    "delete_job",
+    "count_job",
+    "claim_run",
+    "release_run",
+    "create_run",
+    "get_run",
+    "end_run",
+    "delete_pending_run",
+    "put_occurrences",
+    "occurrence_page",
+    "dispatch_marks",
+    "advance_within",
+    "opened_through",
+    "open_minute",
+    "close_minute",
+    "reopen_minute",
+)
+
+
+class Interrupted(Exception):
+    """A function died at a step (its process stopped there)."""
+
+
+@dataclass
+class SteppingStore(FakeStore):
+    """The fake tables, calling ``before(step)`` before each call of STORE_STEPS (nested
+    calls, the store's own, are not steps): a test makes a function die there, or lets
+    another function run there."""
+
+    before: Callable[[str], None] | None = None
+    _inside: threading.local = field(default_factory=threading.local, repr=False)
+
+    def _step(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if not getattr(self._inside, "call", False) and self.before is not None:
+            self.before(name)
+        self._inside.call = True
+        try:
+            return getattr(FakeStore, name)(self, *args, **kwargs)
+        finally:
+            self._inside.call = False
+
+
+def _stepping(name: str) -> Any:
+    def call(self: SteppingStore, *args: Any, **kwargs: Any) -> Any:
+        return self._step(name, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+for _name in STORE_STEPS:
+    setattr(SteppingStore, _name, _stepping(_name))
+
+
+@dataclass
+class SteppingQueues(FakeQueues):
+    """SQS, calling ``before(step)`` just before a send and just after it."""
+
+    before: Callable[[str], None] | None = None
+
+    def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
+        if self.before is not None:
+            self.before("send")
+        sent = super().send(messages, now)
+        if self.before is not None:
+            self.before("sent")
+        return sent
+
+
+def stepping_fakes(shards: int = 1) -> Fakes:
+    """The use cases over stepping tables and queues (on one shard: the dispatcher's steps
+    come in one order), Step Functions running each execution's
+    first state as the ASL decides it (``fakes.executor.executed`` counts the executions that
+    got past it), the dispatcher's checkpoints at the minute before now."""
+    fakes = Fakes(store=SteppingStore(), queues=SteppingQueues(), shards=shards)
+    fakes.executor = ExecutingFakeExecutor(fakes.store, fakes.clock)
+    before = ids.minute_of(fakes.clock()) - timedelta(minutes=1)
+    for shard in range(fakes.shards):
+        fakes.store.open_minute(shard, before)
+        fakes.store.close_minute(shard, before)
+    return fakes
+
+
+def settle(fakes: Fakes, minutes: int = 4) -> Counter[str]:
+    """Let the system run on its own for ``minutes``: a tick every 20 s, every message
+    delivered once SQS shows it (one a worker hands back comes again after the visibility
+    timeout), every execution ended. The executions of each run's target (by run id)."""
+    assert isinstance(fakes.executor, ExecutingFakeExecutor)
+    assert isinstance(fakes.queues, FakeQueues)
+    visibility = timedelta(seconds=r.QUEUES[0].visibility_timeout_seconds)
+    waiting: list[tuple[RunMessage, datetime]] = []
+    end = fakes.clock() + timedelta(minutes=minutes)
+    while fakes.clock() < end:
+        fakes.dispatcher.dispatch()
+        for _ in range(10):
+            now = fakes.clock()
+            waiting += [
+                (s.message, now + timedelta(seconds=s.delay_seconds)) for s in fakes.queues.sent
+            ]
+            fakes.queues.sent = []
+            visible = [(m, at) for m, at in waiting if at <= fakes.clock()]
+            if not visible:
+                break
+            for item in visible:
+                waiting.remove(item)
+                try:
+                    fakes.starter.start_run(item[0])
+                except Conflict:  # handed back: SQS delivers it again later
+                    waiting.append((item[0], fakes.clock() + visibility))
+        fakes.executor.finish_all()
+        fakes.clock.advance(20)
+    return fakes.executor.executed

@@ -178,6 +178,20 @@ def test_given_a_started_run_when_cancelled_then_its_execution_stops_and_it_is_c
     )
 
 
+@pytest.mark.parametrize("outcome", [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT])
+def test_given_a_running_express_run_cancelled_when_its_attempt_then_ends_then_its_outcome_is_not_recorded_over_the_cancellation(
+    fakes: Fakes, outcome: RunStatus
+) -> None:
+    """EXPRESS executions are never stopped: the attempt under way ends, and the state
+    machine's outcome write (as the ASL's condition decides it) leaves the run CANCELLED."""
+    _, run = started_run(fakes)  # fits EXPRESS
+    cancelled = fakes.runs.cancel_run(OWNER, run.id)
+
+    assert not finish(fakes, run, outcome, error="late")
+
+    assert stored(fakes, run) == cancelled
+
+
 @pytest.mark.parametrize(
     "status",
     [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.SKIPPED, RunStatus.CANCELLED],

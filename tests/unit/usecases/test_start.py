@@ -17,7 +17,7 @@ from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
-from chronoq.resources import CLAIM_LEASE_SECONDS, Priority
+from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld, RunStarter
 
@@ -35,6 +35,7 @@ from tests.unit.usecases.helpers import (
     run_at,
     stored,
     stored_job,
+    visibility_timeout,
 )
 
 
@@ -248,7 +249,7 @@ def test_given_a_worker_that_died_after_claiming_when_the_message_comes_back_the
     with pytest.raises(ClaimHeld):  # while its claim lasts, it may still be starting
         fakes.starter.start_run(message(fakes, run))
 
-    fakes.clock.advance(CLAIM_LEASE_SECONDS)  # SQS's visibility timeout is longer still
+    fakes.clock.advance(visibility_timeout(run))  # SQS delivers the message again
     outcome = fakes.starter.start_run(message(fakes, run))
 
     assert outcome == "started"
@@ -409,7 +410,7 @@ def test_given_a_claimed_run_whose_job_was_paused_when_its_message_comes_back_th
     now = fakes.clock()
     assert fakes.store.claim_run(job, run, now, now, exclusive=True) == "claimed"
     fakes.jobs.pause_job(OWNER, job.id)  # (the worker died before starting it)
-    fakes.clock.advance(CLAIM_LEASE_SECONDS)  # its message comes back
+    fakes.clock.advance(visibility_timeout(run))  # its message comes back
 
     assert fakes.starter.start_run(message(fakes, run)) == "started"
 

@@ -17,12 +17,14 @@ from typing import Any
 
 import boto3
 
+from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
 from chronoq.aws.streams import notifier_filters
 from chronoq.domain import notifications
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.local import emulation
+from chronoq.local.clock import WALL, LocalClock
 from chronoq.local.drivers import stream_filter
 from chronoq.local.emulation import (
     LOCAL_SECURITY_GROUP,
@@ -30,10 +32,12 @@ from chronoq.local.emulation import (
     check_moto,
     express_executions_as_on_aws,
     parse_each_definition_once,
+    queues_follow_the_clock,
     reuse_state_machine_clients,
     run_containers_as_subprocesses,
     serialize_service_calls,
-    wait_until_the_timestamp,
+    serve_sdk_calls_only,
+    waits_follow_the_clock,
 )
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 from chronoq.local.persist import TableState
@@ -52,6 +56,33 @@ def _instant(text: str) -> datetime:
 
 def function_name(function: r.Function) -> str:
     return f"{PREFIX}-{function.name}"
+
+
+@functools.cache
+def _client(service: str) -> Any:
+    """A client of the embedded AWS (one per service and process: a client costs tens of
+    milliseconds to build, and moto serves whichever instance is running)."""
+    if service == "dynamodbstreams":
+        # The SDK sends stream calls to an account-based host that moto does not serve.
+        return boto3.client(
+            "dynamodbstreams",
+            region_name=REGION,
+            endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
+        )
+    return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+
+
+#: The embedded AWS running in this process, if any (moto serves one at a time).
+_RUNNING: list[LocalAWS | None] = [None]
+#: The configuration chronoq's own clients (chronoq.aws.clients) were last built for.
+_CLIENTS_FOR: list[str | None] = [None]
+
+
+def _clients_for(region: str) -> None:
+    """Have chronoq's clients built afresh if the embedded AWS is not where they point."""
+    if _CLIENTS_FOR[0] != region:
+        chronoq_aws.reset()
+        _CLIENTS_FOR[0] = region
 
 
 @functools.cache
@@ -96,6 +127,9 @@ class LocalAWS:
     #: keeps one in its data directory so that signatures survive a restart).
     signing_secret: str | None = None
     runtime: LambdaRuntime | None = None
+    #: What time it is for the functions and the state machine (the wall clock unless a
+    #: test gives its own: see chronoq.local.clock).
+    clock: LocalClock = field(default_factory=LocalClock)
     #: Where the tables' items are kept across starts (None: in memory only; see
     #: chronoq.local.persist).
     state_dir: Path | None = None
@@ -114,6 +148,10 @@ class LocalAWS:
         audience = notifications.topic_statuses(self.topic_statuses)  # refused before starting
 
         check_moto()
+        if _RUNNING[0] is not None:
+            raise RuntimeError(
+                "another embedded AWS runs in this process (moto serves one): stop it first"
+            )
         os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
         os.environ["AWS_DEFAULT_REGION"] = REGION
         for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
@@ -123,6 +161,7 @@ class LocalAWS:
         # them on stdout)
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.pop("AWS_ENDPOINT_URL", None)
+        serve_sdk_calls_only()
         self._mock = mock_aws(
             config={
                 "stepfunctions": {"execute_state_machine": True},
@@ -132,10 +171,22 @@ class LocalAWS:
             }
         )
         self._mock.start()
-        chronoq_aws.reset()
+        _RUNNING[0] = self
+        try:
+            self._set_up(audience)
+        except BaseException:
+            self.stop()  # (nothing half-started is left to the next one)
+            raise
+        return self
+
+    def _set_up(self, audience: frozenset[RunStatus]) -> None:
+        _clients_for(os.environ.get("AWS_DEFAULT_REGION", REGION))
         reuse_state_machine_clients()
         express_executions_as_on_aws()
-        wait_until_the_timestamp()
+        waits_follow_the_clock()
+        queues_follow_the_clock()
+        emulation.CLOCK[0] = self.clock
+        compose.TIME = compose.Time(self.clock.now, self.clock.sleep)
         parse_each_definition_once()
         serialize_service_calls()
         emulation.CONTAINERS[0] = emulation.container_mode(self.allow_host_commands)
@@ -157,7 +208,6 @@ class LocalAWS:
         emulation.METER[0] = self._meter
         self.runtime.usage = self.usage
         self.reset_usage()  # creating the resources is not the workload's
-        return self
 
     def _keep_tables(self, state_dir: Path) -> None:
         """Read back the items an earlier start kept in ``state_dir``, then keep every write."""
@@ -225,21 +275,18 @@ class LocalAWS:
             self.state = None
         if emulation.METER[0] is self._meter:
             emulation.METER[0] = None
+        if emulation.CLOCK[0] is self.clock:
+            emulation.CLOCK[0] = WALL
+            compose.TIME = compose.Time()
         emulation.OWN_PREFIX[0] = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
-        chronoq_aws.reset()
+        if _RUNNING[0] is self:
+            _RUNNING[0] = None
 
     def client(self, service: str) -> Any:
-        if service == "dynamodbstreams":
-            # The SDK sends stream calls to an account-based host that moto does not serve.
-            return boto3.client(
-                "dynamodbstreams",
-                region_name=REGION,
-                endpoint_url=f"https://streams.dynamodb.{REGION}.amazonaws.com",
-            )
-        return boto3.client(service, region_name=REGION)  # type: ignore[call-overload]
+        return _client(service)
 
     def notifier_filter(self, record: dict[str, Any]) -> bool:
         """The notifier's event source mapping filter, as CDK deploys it with this

@@ -57,8 +57,13 @@ class Recorder:
             new = [c for c in calls if c not in self.recorded]
             self.recorded.update(new)
             if path and new:
-                with open(path, "a", encoding="utf-8") as kept:
-                    kept.write("".join(c.line() + "\n" for c in new))
+                # one appending write: the processes of a test session share the file
+                data = "".join(c.line() + "\n" for c in new).encode()
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
 
 
 #: The calls of this process.

@@ -5,12 +5,14 @@ mapping that feeds the notifier."""
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +26,10 @@ Invoke = Callable[[dict[str, Any]], Any]
 
 #: How long an idle poller waits before looking at the queues again.
 IDLE_WAIT_SECONDS = 0.05
+#: The longest pollers go without looking at empty queues (see Pace).
+IDLE_LOOK_SECONDS = 1.0
+#: Every Pace of this process (told of each send).
+_PACES: weakref.WeakSet[Pace] = weakref.WeakSet()
 #: The most messages one ReceiveMessage answers with.
 SQS_MAX_MESSAGES = 10
 
@@ -105,16 +111,86 @@ def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def messages_sent(delays: list[float]) -> None:
+    """The embedded SQS took messages visible after these delays (seconds): every Pace hears
+    of them (see chronoq.local.emulation.serialize_service_calls)."""
+    for pace in list(_PACES):
+        pace.sent(delays)
+
+
+class Pace:
+    """When the pollers of a set of queues look at them. While there are messages, every poller
+    looks again at once. While the queues are empty, a poller waits until a message sent may
+    have become visible (the embedded SQS tells of each send and its delay: see ``sent``), or
+    for IDLE_LOOK_SECONDS at most (a message handed back by a worker reappears after its
+    visibility timeout, untold), and only one poller looks then: five pollers looking at three
+    empty queues twenty times a second kept chronoq local half a core busy doing nothing."""
+
+    def __init__(self, longest: float = IDLE_LOOK_SECONDS) -> None:
+        self._longest = longest
+        self._changed = threading.Condition()
+        #: When messages sent become visible (monotonic seconds), soonest first.
+        self._due: list[float] = []
+        #: A poller found messages: the others look too.
+        self._busy = False
+        self._next_look = 0.0
+        _PACES.add(self)
+
+    def sent(self, delays: Iterable[float]) -> None:
+        """Messages were sent, visible after these delays (seconds)."""
+        with self._changed:
+            now = time.monotonic()
+            for delay in delays:
+                heapq.heappush(self._due, now + max(0.0, delay))
+            self._changed.notify_all()
+
+    def moved(self) -> None:
+        """chronoq local's clock moved on: a delayed message may be visible now."""
+        self.sent([0.0])
+
+    def busy(self) -> None:
+        """A poller found messages: every poller looks again at once."""
+        with self._changed:
+            self._busy = True
+            self._changed.notify_all()
+
+    def idle(self, halt: threading.Event) -> None:
+        """A poller found the queues empty: wait for its next look."""
+        with self._changed:
+            self._busy = False
+            while not halt.is_set():
+                now = time.monotonic()
+                if self._busy:
+                    return
+                if self._due and self._due[0] <= now:
+                    while self._due and self._due[0] <= now:
+                        heapq.heappop(self._due)
+                    return
+                if now >= self._next_look:  # (one poller looks now and then all the same)
+                    self._next_look = now + self._longest
+                    return
+                until = min(self._due[0] if self._due else self._next_look, self._next_look)
+                self._changed.wait(max(0.001, until - now))
+
+
 class QueuePoller(threading.Thread):
     """Feeds the worker from the run queues, like SQS event source mappings, taking from
     the highest-priority queue that has messages: a run never waits behind lower-priority
     ones. Deletes the messages the worker did not report as failed (partial batch
-    responses), leaving the others to reappear after their visibility timeout."""
+    responses), leaving the others to reappear after their visibility timeout. Pollers of
+    the same queues share a ``pace`` (see Pace)."""
 
     def __init__(
-        self, sqs: Any, queue_urls: list[str], invoke: Invoke, halt: threading.Event, name: str
+        self,
+        sqs: Any,
+        queue_urls: list[str],
+        invoke: Invoke,
+        halt: threading.Event,
+        name: str,
+        pace: Pace | None = None,
     ) -> None:
         super().__init__(name=name, daemon=True)
+        self._pace = pace or Pace()
         self._sqs = sqs
         self._queues = [
             (
@@ -131,8 +207,10 @@ class QueuePoller(threading.Thread):
     def run(self) -> None:
         while not self._halt.is_set():
             try:
-                if not self.poll_once():
-                    self._halt.wait(IDLE_WAIT_SECONDS)
+                if self.poll_once():
+                    self._pace.busy()
+                else:
+                    self._pace.idle(self._halt)
             except Exception:
                 logger.exception("poller failed")
                 self._halt.wait(1)

@@ -8,11 +8,14 @@ from __future__ import annotations
 import datetime
 import functools
 import importlib
+import json
 import os
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
+
+from chronoq.local.clock import WALL, LocalClock
 
 if TYPE_CHECKING:
     from chronoq.local.usage import Meter
@@ -24,6 +27,10 @@ PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.awslambda.models", "LambdaFunction._invoke_lambda"),
     ("moto.awslambda.models", "LambdaFunction.invoke"),
     ("moto.core.botocore_stubber", "BotocoreStubber.process_request"),
+    ("moto.core.models", "MockAWS._enable_patching"),
+    ("moto.core.models", "MockAWS._disable_patching"),
+    ("moto.core.base_backend", "BackendDict"),
+    ("moto.core.model_instances", "reset_model_data"),
     ("moto.dynamodb.models", "dynamodb_backends"),  # read by chronoq.local.usage
     ("moto.stepfunctions.parser.asl.utils.boto_client", "boto_client_for"),
     ("moto.stepfunctions.parser.asl.component.state.exec.state_task", "__path__"),
@@ -42,6 +49,13 @@ PATCHED: tuple[tuple[str, str], ...] = (
         "moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp",
         "Timestamp._wait_interval",
     ),
+    (
+        "moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function",
+        "WaitFunction._wait_interval",
+    ),
+    ("moto.stepfunctions.parser.asl.component.state.state", "datetime"),
+    ("moto.sqs.models", "unix_time"),
+    ("moto.sqs.models", "unix_time_millis"),
     ("moto.stepfunctions.parser.models", "StepFunctionsParserBackend.stop_execution"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.run_task"),
     ("moto.ecs.models", "EC2ContainerServiceBackend.stop_task"),
@@ -128,6 +142,36 @@ def reuse_state_machine_clients() -> None:
             module.boto_client_for = boto_client_for  # type: ignore[attr-defined]
 
 
+def serve_sdk_calls_only() -> None:
+    """moto intercepts AWS calls twice: in botocore (every SDK call: chronoq's, the state
+    machine's, the embedded endpoint's) and in the ``requests`` library, for which each start
+    registers some 6,000 URL patterns afresh (a tenth of a second per start, paid by every
+    test that starts chronoq local's AWS). Nothing chronoq runs calls AWS through
+    ``requests``: start and stop the botocore part only."""
+    from moto.core.base_backend import BackendDict
+    from moto.core.models import MockAWS, botocore_stubber
+
+    if getattr(MockAWS._enable_patching, "sdk_only", False):
+        return
+
+    def enable(self: Any, reset: bool = True) -> None:
+        botocore_stubber.enabled = True
+        if reset:
+            BackendDict.reset()
+
+    def disable(self: Any, remove_data: bool) -> None:
+        from moto.core.model_instances import reset_model_data
+
+        botocore_stubber.enabled = False
+        if remove_data:
+            BackendDict.reset()
+            reset_model_data()
+
+    enable.sdk_only = True  # type: ignore[attr-defined]
+    MockAWS._enable_patching = enable  # type: ignore[method-assign]
+    MockAWS._disable_patching = disable  # type: ignore[method-assign]
+
+
 #: The usage meter requests go through (chronoq local sets it when it starts).
 METER: list[Meter | None] = [None]
 #: The prefix of chronoq's own resources, which its roles may not reach as targets (see
@@ -171,10 +215,34 @@ def serialize_service_calls() -> None:
         if request.url.endswith("/invocations"):
             return meter.around(request, call) if meter else call()
         with lock:
-            return meter.around(request, call) if meter else call()
+            answer = meter.around(request, call) if meter else call()
+        _tell_pollers_of_sends(request)
+        return answer
 
     process_request.serialized = True  # type: ignore[attr-defined]
     BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+
+_SENDS = ("AmazonSQS.SendMessage", "AmazonSQS.SendMessageBatch")
+
+
+def _tell_pollers_of_sends(request: Any) -> None:
+    """A send to SQS: the queue pollers hear of it and of when its messages become visible
+    (so that idle ones need not keep looking: chronoq.local.drivers.Pace)."""
+    target = request.headers.get("X-Amz-Target") or b""
+    if isinstance(target, bytes):
+        target = target.decode(errors="replace")
+    if target not in _SENDS:
+        return
+    try:
+        body = json.loads(request.body or b"{}")
+        entries = body.get("Entries") or [body]
+        delays = [float(entry.get("DelaySeconds") or 0) for entry in entries]
+    except (ValueError, TypeError, AttributeError):
+        delays = [0.0]
+    from chronoq.local.drivers import messages_sent
+
+    messages_sent(delays)
 
 
 #: The parsed program of each definition (set by parse_each_definition_once).
@@ -263,11 +331,36 @@ def express_executions_as_on_aws() -> None:
     StepFunctionsParserBackend.stop_execution = stop_execution  # type: ignore[method-assign]
 
 
-def wait_until_the_timestamp() -> None:
-    """moto's Wait state with a Timestamp waits whole seconds, truncated (a timestamp 0.7 s
-    away is not waited for at all): wait until the timestamp itself, as Step Functions does."""
+#: The clock the state machine's Wait states and state entry times follow (chronoq local sets
+#: its own when it starts: see chronoq.local.clock).
+CLOCK: list[LocalClock] = [WALL]
+
+
+class _StateDatetime:
+    """The ``datetime`` module as moto's state evaluation sees it: ``datetime.now`` is the
+    local clock's (a state's ``$$.State.EnteredTime``)."""
+
+    timezone = datetime.timezone
+
+    class datetime:
+        @staticmethod
+        def now(tz: datetime.tzinfo | None = None) -> datetime.datetime:
+            instant = CLOCK[0].now()
+            return instant.astimezone(tz) if tz is not None else instant.replace(tzinfo=None)
+
+
+def waits_follow_the_clock() -> None:
+    """moto's Wait states wait by the wall clock, a Timestamp whole seconds truncated (one
+    0.7 s away is not waited for at all), and its states enter at the wall clock's time. Make
+    them follow chronoq local's clock (CLOCK): a Timestamp waited for to the millisecond, as
+    Step Functions does; Seconds and SecondsPath waits, and state entry times, by that clock
+    too (a test's clock may skip the waits, or hold them until it moves)."""
+    from moto.stepfunctions.parser.asl.component.state import state
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
         Timestamp,
+    )
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import (
+        WaitFunction,
     )
 
     if getattr(Timestamp._wait_interval, "precise", False):
@@ -283,16 +376,38 @@ def wait_until_the_timestamp() -> None:
             )
 
             raise FailureEventException(self._create_failure_event(env, text))
-        return float((timestamp - datetime.datetime.now()).total_seconds())
+        now = CLOCK[0].now().replace(tzinfo=None)  # (moto reads the timestamp as naive UTC)
+        return float((timestamp - now).total_seconds())
 
     def wait(self: Any, env: Any, wait_seconds: float) -> None:
-        deadline = time.monotonic() + wait_seconds
-        while env.is_running() and (left := deadline - time.monotonic()) > 0:
-            env.program_state_event.wait(left)
+        CLOCK[0].wait(wait_seconds, env.program_state_event, env.is_running)
 
     wait.precise = True  # type: ignore[attr-defined]
     Timestamp._get_wait_seconds = seconds  # type: ignore[method-assign,assignment]
     Timestamp._wait_interval = wait  # type: ignore[method-assign]
+    WaitFunction._wait_interval = wait  # type: ignore[method-assign]
+    state.datetime = _StateDatetime  # type: ignore[attr-defined,assignment]
+
+
+def queues_follow_the_clock() -> None:
+    """moto's SQS times message delays, visibility timeouts and retention by the wall clock:
+    make it follow chronoq local's clock (CLOCK) too, so that a run sent with a delay reaches
+    a worker when that clock says, as everything else in chronoq local sees it."""
+    from moto.sqs import models
+
+    if getattr(models.unix_time, "clocked", False):  # type: ignore[attr-defined]
+        return
+
+    def unix_time(dt: datetime.datetime | None = None) -> float:
+        instant = CLOCK[0].now() if dt is None else dt.replace(tzinfo=datetime.UTC)
+        return instant.timestamp()
+
+    def unix_time_millis(dt: datetime.datetime | None = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    unix_time.clocked = True  # type: ignore[attr-defined]
+    models.unix_time = unix_time  # type: ignore[attr-defined]
+    models.unix_time_millis = unix_time_millis  # type: ignore[attr-defined]
 
 
 #: The network the local state machine names for container tasks; they run in moto's default

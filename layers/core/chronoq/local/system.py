@@ -20,7 +20,8 @@ from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import LocalAWS, function_name
-from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker
+from chronoq.local.clock import LocalClock
+from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
 from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
@@ -87,6 +88,9 @@ class LocalSystem:
     heartbeat: bool = True
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
+    #: What time it is for the whole system (the wall clock unless a test gives its own:
+    #: see chronoq.local.clock).
+    clock: LocalClock = field(default_factory=LocalClock)
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -137,11 +141,11 @@ class LocalSystem:
                 self.aws.env[r.ENV_RUNS_TABLE],
                 self.shards,
                 saved_at,
-                datetime.now(UTC),
+                self.clock.now(),
             )
         logger.info("state restored from %s: %s", self.data_dir, counts)
         with uncounted():  # (kept state from before names were unique per owner)
-            names = claim_existing_names(self._store(), datetime.now(UTC))
+            names = claim_existing_names(self._store(), self.clock.now())
         for duplicate in names.duplicates:
             logger.warning(
                 "owner %r has %d jobs named %r (%s): names are unique now; rename or delete"
@@ -169,7 +173,7 @@ class LocalSystem:
         starts at the minute before now, so that the first tick does not read the last hour
         minute by minute, as it must after an outage or for a shard added to a deployment."""
         store = self._store()
-        before = ids.minute_of(datetime.now(UTC)) - timedelta(minutes=1)
+        before = ids.minute_of(self.clock.now()) - timedelta(minutes=1)
         with uncounted():
             for shard in range(self.shards):
                 store.open_minute(shard, before)
@@ -180,9 +184,9 @@ class LocalSystem:
         dispatcher runs for ``{"heartbeat": "ensure"}``); the system's own, not counted."""
         store = self._store()
         queues = SqsQueues(clients.sqs(), self.aws.queue_urls)
-        index = TimeIndex(store, queues, self.shards, lambda: datetime.now(UTC))
+        index = TimeIndex(store, queues, self.shards, self.clock.now)
         with uncounted():
-            heartbeat.ensure(store, index, datetime.now(UTC))
+            heartbeat.ensure(store, index, self.clock.now())
 
     def invoke(self, function: r.Function, event: Any) -> Any:
         assert self.aws.runtime is not None
@@ -226,6 +230,7 @@ class LocalSystem:
             allow_host_commands=self.allow_host_commands,
             state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
             signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
+            clock=self.clock,
             own_ports=own_ports,
             own_addresses=machine_addresses(self.host),
         ).start()
@@ -250,6 +255,8 @@ class LocalSystem:
         if self.aws.state is not None:
             self._threads.append(threading.Thread(target=self._compact, daemon=True))
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
+        pace = Pace()
+        self.clock.listen(pace.moved)
         for n in range(self.pollers):
             self._threads.append(
                 QueuePoller(
@@ -258,6 +265,7 @@ class LocalSystem:
                     lambda e: self.invoke(r.WORKER_FUNCTION, e),
                     self._halt,
                     f"poller-{n}",
+                    pace,
                 )
             )
         self._threads.append(
@@ -312,15 +320,17 @@ class LocalSystem:
         self._halt.set()
         if not hasattr(self, "aws"):  # (never started)
             return
-        if self._aws_server is not None:
-            self._aws_server.shutdown()
-            self._aws_server.server_close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        # (daemon threads: one still busy after the wait ends with the process; what it had
-        # begun is given back at the next start, see persist.recover)
-        deadline = time.monotonic() + self.stop_seconds
-        for thread in self._threads:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        self.aws.stop()
+        try:
+            if self._aws_server is not None:
+                self._aws_server.shutdown()
+                self._aws_server.server_close()
+            if self._server is not None:
+                self._server.shutdown()
+                self._server.server_close()
+            # (daemon threads: one still busy after the wait ends with the process; what it
+            # had begun is given back at the next start, see persist.recover)
+            deadline = time.monotonic() + self.stop_seconds
+            for thread in self._threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            self.aws.stop()

@@ -1,0 +1,412 @@
+"""Each mechanism chronoq's promises rest on, taken out of a scratch copy of the tree, and the
+fast tests (tests/unit, tests/contract) that catch it: ``make mutants``.
+
+A promise is proven only by a test that fails without its mechanism. For each entry of
+``MUTANTS`` this copies the tree into a temporary directory (never touching this one),
+applies the removal there, runs the fast tests on the copy and prints the tests that failed.
+A removal no test catches is a promise nothing proves: the script then exits 1.
+
+    python -m tests.mutants                 # every removal, the whole fast layer each time
+    python -m tests.mutants --quick         # only the tests each entry names (a minute or so)
+    python -m tests.mutants quota-delete    # only the removals named
+    python -m tests.mutants --list          # the list, nothing run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+#: What the copy leaves out: the environment and what tools write.
+LEFT_OUT = (
+    ".venv",
+    ".git",
+    ".chronoq",
+    "cdk.out",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "__pycache__",
+    ".hypothesis",
+)
+FAST = ("tests/unit", "tests/contract")
+
+CORE = "layers/core/chronoq"
+ASL = f"{CORE}/execution/statemachine/run.asl.json"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A mechanism, how it is removed (each ``(old, new)`` edit of ``path``: ``old`` must
+    occur exactly once, unless ``every``), and the fast tests that prove it (files or node
+    ids: what ``--quick`` runs, and what the README's Reliability table names)."""
+
+    name: str
+    mechanism: str
+    path: str
+    edits: tuple[tuple[str, str], ...]
+    tests: tuple[str, ...]
+    #: each ``old`` may occur more than once: every occurrence is replaced
+    every: bool = False
+
+
+RELIABILITY = "tests/unit/test_reliability_properties.py"
+INTERLEAVINGS = "tests/unit/usecases/test_interleavings.py"
+START = "tests/unit/usecases/test_start.py"
+JOBS = "tests/unit/usecases/test_jobs.py"
+LEASE = "tests/unit/test_lease.py"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "generation",
+        "run ids carry the job's schedule generation",
+        f"{CORE}/domain/ids.py",
+        (
+            (
+                '    return stamp if generation == 1 else f"{stamp}-g{generation}"',
+                "    return stamp",
+            ),
+        ),
+        (RELIABILITY,),
+    ),
+    Mutant(
+        "mark-running",
+        "MarkRunning's condition (the ASL): only from no record, SCHEDULED or QUEUED",
+        ASL,
+        (
+            (
+                '"ConditionExpression": "attribute_not_exists(run_id) OR #status IN'
+                ' (:scheduled, :queued)"',
+                '"ConditionExpression": "attribute_not_exists(run_id) OR attribute_exists(run_id)"',
+            ),
+        ),
+        (START, RELIABILITY),
+    ),
+    Mutant(
+        "outcome-condition",
+        "an outcome is recorded only over RUNNING (never over CANCELLED)",
+        ASL,
+        (
+            (
+                '"ConditionExpression": "#status = :running"',
+                '"ConditionExpression": "attribute_exists(run_id)"',
+            ),
+        ),
+        ("tests/unit/usecases/test_runs.py",),
+        every=True,
+    ),
+    Mutant(
+        "close-before-send",
+        "a minute is closed only once its runs are sent",
+        f"{CORE}/usecases/dispatch.py",
+        (
+            (
+                "                self.store.open_minute(shard, minute)\n",
+                "                self.store.open_minute(shard, minute)\n"
+                "                self.store.close_minute(shard, minute)\n",
+            ),
+        ),
+        (INTERLEAVINGS,),
+    ),
+    Mutant(
+        "recheck-before-write-create",
+        "a new job's occurrence: the opened minute is read after the occurrence is written",
+        f"{CORE}/usecases/timeindex.py",
+        (
+            (
+                "        occurrences = self.write(pairs, now, pack)\n",
+                "        pairs = list(pairs)\n"
+                "        if dispatched is None:\n"
+                "            shards = {ids.shard_of(job.id, self.shards) for job, _ in pairs}\n"
+                "            dispatched = {s: self.store.opened_through(s) for s in shards}\n"
+                "        occurrences = self.write(pairs, now, pack)\n",
+            ),
+        ),
+        (INTERLEAVINGS,),
+    ),
+    Mutant(
+        "recheck-before-write-change",
+        "a changed job's occurrence: the opened minute is read after the occurrence is written",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "        written = self.index.write(pending, now)\n",
+                "        shards = range(self.index.shards)\n"
+                "        opened = {s: self.store.opened_through(s) for s in shards}\n"
+                "        written = self.index.write(pending, now)\n",
+            ),
+            (
+                "        self.index.send_if_dispatched(written, now)\n",
+                "        self.index.send_if_dispatched(written, now, opened)\n",
+            ),
+        ),
+        (INTERLEAVINGS,),
+    ),
+    Mutant(
+        "lease-never-lapses",
+        "a claim lapses (its worker died): the run is claimed again when SQS delivers it again",
+        f"{CORE}/resources.py",
+        (("CLAIM_LEASE_SECONDS = 60\n", "CLAIM_LEASE_SECONDS = 10**9\n"),),
+        (LEASE, START),
+    ),
+    Mutant(
+        "lease-outlives-visibility",
+        "the claim lapses before SQS delivers the message again (visibility timeout)",
+        f"{CORE}/resources.py",
+        (("CLAIM_LEASE_SECONDS = 60\n", "CLAIM_LEASE_SECONDS = 181\n"),),
+        (LEASE,),
+    ),
+    Mutant(
+        "lease-shorter-than-worker",
+        "a claim outlasts the worker that holds it (no second worker starts the run meanwhile)",
+        f"{CORE}/resources.py",
+        (("CLAIM_LEASE_SECONDS = 60\n", "CLAIM_LEASE_SECONDS = 20\n"),),
+        (LEASE,),
+    ),
+    Mutant(
+        "lease-ignored-by-fake",
+        "the fake store's claim lapses after CLAIM_LEASE_SECONDS, as DynamoDB's does",
+        f"{CORE}/fakes/store.py",
+        (
+            (
+                "            lapsed = claimed_at is None or now - claimed_at >= timedelta(",
+                "            lapsed = claimed_at is None or now - claimed_at >= 10 * timedelta(",
+            ),
+        ),
+        ("tests/contract/test_store.py",),
+    ),
+    Mutant(
+        "ssrf-connects-by-name",
+        "the SSRF guard connects to the address it checked, not to the name again",
+        f"{CORE}/execution/egress.py",
+        (
+            (
+                "            pool = urllib3.HTTPConnectionPool(str(address), port, retries=False,"
+                " maxsize=1)",
+                "            pool = urllib3.HTTPConnectionPool(host, port, retries=False, maxsize=1)",
+            ),
+        ),
+        ("tests/unit/test_egress.py",),
+    ),
+    Mutant(
+        "ssrf-resolved-unchecked",
+        "the SSRF guard checks every address a name resolves to, at call time",
+        f"{CORE}/execution/egress.py",
+        (("        for address in addresses:\n", "        for address in addresses[:0]:\n"),),
+        ("tests/unit/test_egress.py", "tests/unit/test_network.py"),
+    ),
+    Mutant(
+        "quota-unenforced",
+        "jobs per owner: a create past max_jobs_per_owner is refused",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "if not self.store.count_job(owner, +1, self.max_jobs_per_owner):",
+                "if not self.store.count_job(owner, +1, None):",
+            ),
+        ),
+        ("tests/unit/usecases/test_quota.py",),
+    ),
+    Mutant(
+        "quota-not-given-back",
+        "jobs per owner: a deleted job no longer counts",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "    store.count_job(job.owner, -1)\n    store.release_name(",
+                "    store.release_name(",
+            ),
+        ),
+        ("tests/unit/usecases/test_quota.py",),
+    ),
+    Mutant(
+        "quota-kept-on-failure",
+        "jobs per owner: a create that fails (queues unavailable) is not counted",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "            remove_job(self.store, job)  # (its schedule item",
+                "            self.store.delete_job(job.id)  # (its schedule item",
+            ),
+        ),
+        ("tests/unit/usecases/test_quota.py",),
+    ),
+    Mutant(
+        "tenancy",
+        "a user sees and changes only their own jobs",
+        f"{CORE}/usecases/jobs.py",
+        (("        if job is None or job.owner != owner:\n", "        if job is None:\n"),),
+        (JOBS,),
+    ),
+    Mutant(
+        "idempotency",
+        "a request sent again with its Idempotency-Key gets the first answer",
+        f"{CORE}/usecases/idempotency.py",
+        (("        if held is not None:\n", "        if held is not None and False:\n"),),
+        ("tests/unit/usecases/test_pages.py",),
+    ),
+    Mutant(
+        "worker-drops-superseded",
+        "nothing a change removed starts: the worker drops an older generation",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "        if not claimed and not job.is_current(run):\n",
+                "        if not claimed and not job.is_current(run) and False:\n",
+            ),
+        ),
+        (START,),
+    ),
+    Mutant(
+        "dispatcher-drops-superseded",
+        "nothing a change removed is sent: the dispatcher drops an older generation",
+        f"{CORE}/usecases/dispatch.py",
+        (
+            (
+                "current = [o for o in occurrences if o.job_id in jobs and jobs[o.job_id]"
+                ".is_current(o)]",
+                "current = [o for o in occurrences if o.job_id in jobs]",
+            ),
+        ),
+        ("tests/unit/usecases/test_dispatch.py",),
+    ),
+    Mutant(
+        "send-failure-reopens",
+        "an occurrence that could not be sent has the dispatcher read its minute again",
+        f"{CORE}/usecases/timeindex.py",
+        (
+            (
+                "                    self.store.reopen_minute(shard, minute)\n",
+                "                    pass\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_dispatch.py",),
+    ),
+    Mutant(
+        "cancel-stops-execution",
+        "cancel stops the run's execution (STANDARD)",
+        f"{CORE}/usecases/cancel.py",
+        (("        self.executor.stop(run_id, reason)\n", ""),),
+        ("tests/unit/usecases/test_runs.py",),
+    ),
+    Mutant(
+        "asl-status-names",
+        "every status the state machine writes is a run status (TIMED_OUT included)",
+        ASL,
+        (('"S": "TIMED_OUT"', '"S": "TIMEDOUT"'),),
+        ("tests/unit/test_contracts.py",),
+    ),
+    Mutant(
+        "express-billing-step",
+        "EXPRESS executions are billed in steps of 100 ms at list price",
+        f"{CORE}/local/usage.py",
+        (("            step = r.EXPRESS_BILLING_STEP_MS\n", "            step = 1\n"),),
+        ("tests/unit/test_usage.py",),
+    ),
+)
+
+
+def copy_tree(into: Path) -> Path:
+    tree = into / "tree"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*LEFT_OUT), symlinks=True)
+    return tree
+
+
+def apply(tree: Path, mutant: Mutant) -> None:
+    path = tree / mutant.path
+    text = path.read_text()
+    for old, new in mutant.edits:
+        found = text.count(old)
+        if found == 0 or (found > 1 and not mutant.every):
+            raise SystemExit(
+                f"{mutant.name}: {mutant.path} holds the text to remove {found} times (not once):"
+                f" update tests/mutants.py\n{old}"
+            )
+        text = text.replace(old, new)
+    path.write_text(text)
+
+
+def failures(tree: Path, tests: tuple[str, ...]) -> tuple[list[str], str]:
+    """The tests that fail on ``tree`` (and pytest's last lines)."""
+    report = tree / "mutant-report.xml"
+    environment = {
+        **os.environ,
+        # the copy's chronoq and tests first (the venv's install points at this tree)
+        "PYTHONPATH": os.pathsep.join([str(tree / "layers" / "core"), str(tree)]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CHRONOQ_NO_SHRINK": "1",
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            *tests,
+        ],
+        cwd=tree,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    failed = []
+    if report.exists():
+        for case in ElementTree.parse(report).iter("testcase"):  # noqa: S314 - pytest wrote it
+            if case.find("failure") is not None or case.find("error") is not None:
+                failed.append(f"{case.get('classname')}::{case.get('name')}")
+    tail = "\n".join(done.stdout.strip().splitlines()[-3:])
+    return failed, tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="only these removals")
+    parser.add_argument("--quick", action="store_true", help="only the tests each names")
+    parser.add_argument("--list", action="store_true", help="print the list and stop")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.names or m.name in args.names]
+    unknown = set(args.names) - {m.name for m in MUTANTS}
+    if unknown:
+        parser.error(f"no such removal: {', '.join(sorted(unknown))}")
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:30} {m.mechanism}\n{'':30} removed in {m.path}; {', '.join(m.tests)}")
+        return 0
+    survivors = []
+    for m in chosen:
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix=f"chronoq-mutant-{m.name}-") as scratch:
+            tree = copy_tree(Path(scratch))
+            apply(tree, m)
+            failed, tail = failures(tree, m.tests if args.quick else FAST)
+        seconds = time.monotonic() - started
+        print(f"\n{m.name}: {m.mechanism}  [{m.path}, {seconds:.0f} s]")
+        if failed:
+            for test in failed:
+                print(f"  caught by {test}")
+        else:
+            survivors.append(m.name)
+            print(f"  NOT CAUGHT ({tail.splitlines()[-1] if tail else 'no output'})")
+    print(
+        f"\n{len(chosen) - len(survivors)} of {len(chosen)} removals caught"
+        + (f"; not caught: {', '.join(survivors)}" if survivors else "")
+    )
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
