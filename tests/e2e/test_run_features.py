@@ -83,16 +83,19 @@ def test_given_a_job_with_a_window_when_its_fire_time_comes_then_its_run_starts_
 def test_given_a_paused_job_when_backfilled_then_each_past_fire_time_runs_once_one_at_a_time_and_the_backfill_completes(
     local: Local, sink: Sink, jobs: Jobs
 ) -> None:
+    # every minute of the hour before this one: no run of its own is due for about a day, so
+    # none can be under way (and skip a backfill run) whenever the job is created and paused
+    hour = now().replace(minute=0, second=0, microsecond=0) - timedelta(hours=1)
     job = jobs.create(
         {
             "name": "backfilled",
-            "schedule": {"type": "cron", "expression": "* * * * *"},
+            "schedule": {"type": "cron", "expression": f"* {hour.hour} * * *"},
             "target": {"type": "http", "url": f"{sink.url}/backfilled"},
             "concurrency": "forbid",  # its backfill runs one at a time
         }
     )
     assert local.call("POST", f"/jobs/{job['id']}/pause")[0] == 200  # (only the backfill runs)
-    to = now().replace(second=0, microsecond=0)
+    to = hour + timedelta(minutes=5)
 
     backfill = cli_json(
         local,
