@@ -10,6 +10,10 @@ NODE_STAMP := node_modules/.installed
 TEMPLATE := cdk.out/Chronoq.template.json
 HOST ?= 127.0.0.1
 PORT ?= 8080
+#: Python keeps compiled modules (and pytest its rewritten tests) in __pycache__: every process
+#: of the suite, every chronoq local it starts, reads them instead of compiling again (an
+#: environment that turns this off makes collecting the suite alone twice as slow)
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install run test test-fast lint format synth bench mutants clean
 

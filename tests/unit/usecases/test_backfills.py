@@ -246,3 +246,23 @@ def test_given_a_range_with_more_fire_times_than_allowed_when_backfilled_then_42
 
     assert refused.value.field == "to"
     fakes.backfills.create(OWNER, job.id, hours_back(fakes, r.MAX_BACKFILL_RUNS / 60))
+
+
+def test_given_a_forbid_backfill_whose_run_is_under_way_when_its_next_run_comes_then_it_waits_for_it_rather_than_skip(
+    fakes: Fakes,
+) -> None:
+    """A backfill's next run is made (and sent) as the one before it starts: it may reach a
+    worker while that one still runs, and waits for it (its backfill's one slot) instead of
+    being skipped by the job's own policy."""
+    job = every_ten_minutes(fakes, concurrency="forbid")
+    fakes.queues.sent.clear()
+    fakes.backfills.create(OWNER, job.id, hours_back(fakes, 0.5))
+    assert take_and_start(fakes) == ["started"]
+    first, second = backfill_runs(fakes, job)
+    assert mark_running(fakes, first)
+
+    outcomes = take_and_start(fakes)  # the second, while the first runs
+
+    assert fakes.store.runs[(job.id, second.id)].status is RunStatus.SCHEDULED, outcomes
+    run_everything(fakes, job)
+    assert [r.status for r in backfill_runs(fakes, job)] == [RunStatus.SUCCEEDED] * 3

@@ -106,7 +106,8 @@ def test_given_a_windowed_run_when_its_start_deadline_is_judged_then_it_counts_f
                     start_deadline_seconds=60,
                 ),
             )
-            assert job.next_run_at is not None and job.next_start_at is not None
+            assert job.next_run_at is not None
+            assert job.next_start_at is not None
             if (job.next_start_at - job.next_run_at).total_seconds() > 60:
                 return job
             fakes.jobs.delete_job(OWNER, job.id)

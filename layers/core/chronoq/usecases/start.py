@@ -230,6 +230,8 @@ class RunStarter:
             return "missed"
         if exclusive and not claimed:
             active = self._still_active(job, run)
+            if backfill is not None:  # its backfill's own runs: its one slot makes it wait
+                active = {a for a in active if ids.backfill_id_of(a) != backfill.id}
             if active and job.concurrency is Concurrency.FORBID:
                 reason = f"concurrency forbid: run {sorted(active)[0]} is still active"
                 self._end(kept, run, RunStatus.SKIPPED, reason)
