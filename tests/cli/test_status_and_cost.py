@@ -31,9 +31,26 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalSyst
         started.stop()
 
 
+def _printed(args: list[str], key: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    """What ``chronoq ARGS`` printed under ``key``: of the JSON documents in the captured
+    output (the in-process functions' log lines, a JSON object each, may share it), the one
+    that has it."""
+    capsys.readouterr()
+    assert main(args) == 0
+    out, at, decoder = capsys.readouterr().out, 0, json.JSONDecoder()
+    while (at := out.find("{", at)) >= 0:
+        try:
+            document, at = decoder.raw_decode(out, at)
+        except json.JSONDecodeError:  # (a brace inside a string)
+            at += 1
+            continue
+        if isinstance(document, dict) and key in document:
+            return document[key]
+    raise AssertionError(f"no {key} in {out!r}")
+
+
 def _status(api: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
-    assert main(["status", *api, "-o", "json"]) == 0
-    beat: dict[str, object] = json.loads(capsys.readouterr().out)["heartbeat"]
+    beat: dict[str, object] = _printed(["status", *api, "-o", "json"], "heartbeat", capsys)
     return beat
 
 
@@ -48,9 +65,10 @@ def test_given_chronoq_local_when_started_then_its_heartbeat_runs_and_status_sho
     run = jobs.trigger_job(r.SYSTEM_OWNER, r.HEARTBEAT_JOB_ID)
     wait_for(lambda: _status(api, capsys)["state"] == "ok", timeout=60, interval=0.5)
 
+    capsys.readouterr()
     assert main(["status", *api, "--exit-status"]) == 0
-    printed = capsys.readouterr().out
-    assert printed.startswith("heartbeat     ok")
+    printed = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("heartbeat     ok") for line in printed), printed
     last = _status(api, capsys)["last_success"]
     assert isinstance(last, dict)
     assert last["id"] == run.id
@@ -65,8 +83,7 @@ def test_given_chronoq_local_ticking_every_second_when_priced_then_the_dispatche
     began = time.time()
 
     def usage() -> dict[str, Any]:
-        assert main(["cost", *api, "--json"]) == 0
-        document: dict[str, Any] = json.loads(capsys.readouterr().out)["usage"]
+        document: dict[str, Any] = _printed(["cost", *api, "--json"], "usage", capsys)
         return document
 
     # a few of chronoq local's one-second ticks
