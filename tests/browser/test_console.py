@@ -88,8 +88,21 @@ def sign_in(driver: webdriver.Chrome, local: Local, user: str) -> None:
     driver.get(local.url + "/")
     driver.execute_script("localStorage.clear()")
     driver.get(local.url + "/#/")
-    element(driver, "#token").send_keys(local.token(user))
-    element(driver, "#sign-in").click()
+    token = local.token(user)
+
+    def typed() -> bool:  # (the form may be drawn again as the console starts: tried again)
+        field = element(driver, "#token")
+        field.clear()
+        field.send_keys(token)
+        return field.get_attribute("value") == token
+
+    wait(driver, typed, "the token typed in", UI_TIMEOUT)
+
+    def clicked() -> bool:
+        element(driver, "#sign-in").click()
+        return True
+
+    wait(driver, clicked, "sign in", UI_TIMEOUT)
     wait(
         driver,
         lambda: driver.find_element(By.ID, "who").text == user,

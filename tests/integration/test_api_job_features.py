@@ -5,7 +5,7 @@ on_complete through the worker, the state machine and the notifier too."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -172,7 +172,7 @@ def test_given_each_patch_field_when_sent_null_then_the_server_takes_it_exactly_
 def test_given_a_one_time_job_deleted_on_completion_when_its_run_ends_then_the_notifier_deletes_it(
     harness: Harness, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=2)).replace(microsecond=0)
     status, job = create(
         harness,
         schedule={"type": "at", "at": at.isoformat()},
@@ -210,7 +210,7 @@ def test_given_a_one_time_job_deleted_on_completion_when_its_run_ends_then_the_n
 def test_given_a_job_kept_on_completion_when_its_run_ends_then_the_notifier_never_hears_of_it(
     harness: Harness, sink: Sink
 ) -> None:
-    at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
+    at = (harness.now() + timedelta(seconds=2)).replace(microsecond=0)
     _, job = create(
         harness,
         schedule={"type": "at", "at": at.isoformat()},
