@@ -72,10 +72,14 @@ def test_given_a_task_that_overruns_when_run_then_it_is_timed_out(harness: Harne
     run = harness.run(job)
 
     assert run.status is RunStatus.TIMED_OUT
-    assert [a.outcome for a in run.attempts] == ["AttemptTimedOut"]
+    # the runner gives up just before the state machine's own timeout; on a loaded machine
+    # the state machine's may come first
+    (outcome,) = [a.outcome for a in run.attempts]
+    assert outcome in ("AttemptTimedOut", "States.Timeout")
     lines = harness.wiring().runs.run_logs("alice", run.id)  # what it logged is kept
     assert any("INFO sleeping 5.0 s" in line for line in lines)
-    assert any("raised AttemptTimedOut" in line for line in lines)
+    if outcome == "AttemptTimedOut":
+        assert any("raised AttemptTimedOut" in line for line in lines)
 
 
 def test_given_a_deployments_own_task_module_when_configured_then_its_tasks_run(
