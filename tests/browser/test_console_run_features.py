@@ -78,9 +78,14 @@ def test_given_a_job_with_a_window_and_a_flow_when_backfilled_and_rerun_from_the
 
         first = poll(finished_run, RUN_TIMEOUT, lambda: "a backfill run to finish")
         browser.get(f"{local.url}/#/jobs/{job['id']}")
-        cancel = element(browser, f'#backfills tr[data-backfill="{backfill_id}"] .cancel-backfill')
         browser.execute_script("window.confirm = () => true")
-        cancel.click()
+
+        def cancelled() -> bool:  # (the page may be drawn again meanwhile: tried again)
+            css = f'#backfills tr[data-backfill="{backfill_id}"] .cancel-backfill'
+            element(browser, css).click()
+            return True
+
+        wait(browser, cancelled, "the backfill's Cancel clicked", UI_TIMEOUT)
         wait(
             browser,
             lambda: (
