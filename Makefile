@@ -38,7 +38,7 @@ run: $(RUN_STAMP) ## start chronoq local on http://$(HOST):$(PORT) (installs onl
 	$(BIN)/chronoq local --host $(HOST) --port $(PORT)
 
 test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes (see tests/conftest.py), then the least-privilege check over every AWS call the suite made
-	calls=$$(mktemp -t chronoq-calls.XXXXXX) && trap 'rm -f "$$calls"' EXIT \
+	calls=$$(mktemp -t chronoq-calls.XXXXXX) && trap 'rm -f "$$calls" "$$calls".*' EXIT \
 	&& export CHRONOQ_CALLS_FILE="$$calls" \
 	&& $(BIN)/pytest -n 3 --ignore=tests/infra/test_least_privilege.py \
 	&& $(BIN)/pytest tests/infra/test_least_privilege.py

@@ -7,7 +7,9 @@ every other test; shared out over several processes (``make test``: pytest-xdist
 as most of the slow tests wait on a clock or a subprocess rather than use a core), in a
 pytest of its own after the others, given the same file (CHRONOQ_CALLS_FILE: see the
 Makefile). In the processes of a shared-out run it is skipped, as it would see only their
-share of the calls.
+share of the calls; what it needs besides the calls is made beside the others and left
+beside the calls file (tests/infra/least_privilege.py: the roles read from the session's
+synthesis, the workload's calls).
 
 Shared out, the tests that share something costly to start run in one process, each group as
 a whole; every other test goes wherever a process is free:
@@ -43,6 +45,7 @@ MODULES = (
     "e2e/test_embedded_aws.py",
     "e2e/test_over_minutes.py",
     "e2e/test_priority_burst.py",
+    "infra/test_workload.py",
 )
 #: The groups handed out first, longest first (so that none of them ends the run alone).
 FIRST = (
@@ -51,6 +54,8 @@ FIRST = (
     "e2e",
     "browser",
     "tests/e2e/test_over_minutes.py",
+    "tests/unit/test_flow_properties.py::TestFlowReliability::runTest",
+    "tests/infra/test_workload.py",
 )
 
 

@@ -5,22 +5,26 @@ the API's routes, in process on moto."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from chronoq import heartbeat
 from chronoq import resources as r
 from chronoq.domain import flow
 from chronoq.domain.runs import RunMessage, RunStatus
-from chronoq.local.calls import Call
+from chronoq.local.aws import LocalAWS
+from chronoq.local.calls import CALLS_FILE_ENV, Call
 from chronoq.local.usage import EVENT_SOURCES, STATE_MACHINE
 
 from tests.builders import worker_event
-from tests.infra.policies import Role, local_names, statements
+from tests.infra.policies import Role, Statement, local_names, statements
 from tests.infra.synthesis import Synthesis
 from tests.integration.conftest import Harness
-from tests.support import api_event, wait_for
+from tests.support import api_event, http_sink, wait_for
 
 #: Grants no call of the session used, listed in the session's summary.
 UNEXERCISED: list[str] = []
@@ -48,6 +52,88 @@ DENIED_TARGET_ACTIONS = {
     (STATE_MACHINE, "sns:Publish"),
     (STATE_MACHINE, "events:PutEvents"),
 }
+
+
+def _beside_calls(suffix: str) -> Path | None:
+    """A file beside the session's calls file (tests/conftest.py), if there is one: what the
+    tests leave there for the check, which ``make test`` runs in a pytest of its own after
+    them."""
+    calls = os.environ.get(CALLS_FILE_ENV)
+    return Path(calls + suffix) if calls else None
+
+
+def keep_roles(found: dict[str, Role]) -> None:
+    """Leave the roles read from the session's synthesis for the check."""
+    path = _beside_calls(".roles.json")
+    if path is not None:
+        path.write_text(json.dumps({name: _statements(role) for name, role in found.items()}))
+
+
+def kept_roles() -> dict[str, Role] | None:
+    """The roles the session's infra tests read from their synthesis (None if they did not)."""
+    path = _beside_calls(".roles.json")
+    if path is None or not path.exists():
+        return None
+    return {
+        name: Role(
+            name,
+            tuple(
+                Statement(
+                    s["allow"],
+                    tuple(s["actions"]),
+                    tuple(s["resources"]),
+                    {
+                        op: {k: tuple(v) for k, v in keys.items()}
+                        for op, keys in s["conditions"].items()
+                    },
+                )
+                for s in kept
+            ),
+        )
+        for name, kept in json.loads(path.read_text()).items()
+    }
+
+
+def _statements(role: Role) -> list[dict[str, Any]]:
+    return [
+        {
+            "allow": s.allow,
+            "actions": list(s.actions),
+            "resources": list(s.resources),
+            "conditions": {
+                op: {k: list(v) for k, v in keys.items()} for op, keys in s.conditions.items()
+            },
+        }
+        for s in role.statements
+    ]
+
+
+#: Whether this process drove the workload.
+_DRIVEN: list[bool] = []
+
+
+def workload_driven() -> bool:
+    """Whether the workload was driven in this session (in this process or another of it)."""
+    mark = _beside_calls(".workload")
+    return bool(_DRIVEN) or (mark is not None and mark.exists())
+
+
+def drive_workload() -> None:
+    """The workload (``drive``), in process on moto of its own, its calls recorded with the
+    session's; marked as driven."""
+    saved = dict(os.environ)
+    aws = LocalAWS(shards=4, allow_host_commands=True).start()
+    try:
+        with http_sink() as sink:
+            drive(Harness(aws), sink.url)
+    finally:
+        aws.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+    _DRIVEN.append(True)
+    mark = _beside_calls(".workload")
+    if mark is not None:
+        mark.touch()
 
 
 def roles(synth: Synthesis) -> dict[str, Role]:

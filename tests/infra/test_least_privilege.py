@@ -1,48 +1,34 @@
 """Least privilege, proven by the calls: every AWS call each function and state machine makes
-(recorded by chronoq local's meter: a representative workload driven here, in process on moto,
-and every call the session's integration and end-to-end tests made before this module, which
-runs last) is allowed by the policies the synthesized template gives its role; the grants no
-call used are listed in the session's summary."""
+(recorded by chronoq local's meter: a representative workload in process on moto,
+tests/infra/test_workload.py, and every call the session's integration and end-to-end tests
+made before this module, which runs last) is allowed by the policies the synthesized template
+gives its role; the grants no call used are listed in the session's summary."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
-from chronoq.local.aws import LocalAWS
 from chronoq.local.calls import CALLS_FILE_ENV, RECORDER, Call, kept
 
 from tests.infra import least_privilege as lp
 from tests.infra.policies import Role
-from tests.infra.synthesis import Synthesis
-from tests.integration.conftest import Harness
-from tests.support import Sink, http_sink
 
 
 @pytest.fixture(scope="module")
-def sink() -> Iterator[Sink]:
-    with http_sink() as found:
-        yield found
-
-
-@pytest.fixture(scope="module")
-def calls(sink: Sink) -> set[Call]:
-    """The workload's calls and the session's."""
-    saved = dict(os.environ)
-    aws = LocalAWS(shards=4, allow_host_commands=True).start()
-    try:
-        lp.drive(Harness(aws), sink.url)
-    finally:
-        aws.stop()
-        os.environ.clear()
-        os.environ.update(saved)
+def calls() -> set[Call]:
+    """The workload's calls and the session's (the workload driven here unless the session
+    drove it already: tests/infra/test_workload.py)."""
+    if not lp.workload_driven():
+        lp.drive_workload()
     return RECORDER.recorded | kept(os.environ.get(CALLS_FILE_ENV, ""))
 
 
 @pytest.fixture(scope="module")
-def roles(synth: Synthesis) -> dict[str, Role]:
-    return lp.roles(synth)
+def roles(request: pytest.FixtureRequest) -> dict[str, Role]:
+    """The roles the session's synthesis gives (read by tests/infra/test_roles.py), or read
+    from a synthesis here."""
+    return lp.kept_roles() or lp.roles(request.getfixturevalue("synth"))
 
 
 def test_given_every_recorded_call_when_checked_against_its_roles_policies_then_each_is_allowed(
@@ -52,14 +38,6 @@ def test_given_every_recorded_call_when_checked_against_its_roles_policies_then_
 
     assert not refused, "calls the deployed roles would refuse:\n" + "\n".join(refused)
     lp.UNEXERCISED[:] = lp.unexercised(calls, roles)
-
-
-def test_given_the_workload_when_recorded_then_every_function_and_state_machine_made_calls(
-    calls: set[Call],
-) -> None:
-    made = {name for call in calls for name in lp.roles_of(call)}
-
-    assert made >= {"api", "dispatcher", "worker", "runner", "notifier", "standard", "express"}
 
 
 def test_given_any_one_grant_a_call_needs_when_removed_then_the_check_refuses_that_call(

@@ -257,36 +257,20 @@ def parse_ahead(definition: str) -> None:
 
 def parse_each_definition_once() -> None:
     """moto parses a state machine's ASL anew for every execution (about 0.1 s of CPU for
-    chronoq's); Step Functions starts executions of a stored definition. Parse each
-    definition once: the parsed program is immutable, executions keep their state in their
-    own environment."""
+    chronoq's), and once more to validate it when the state machine is created; Step
+    Functions starts executions of a stored definition. Parse each definition once, for
+    both: the parsed program is immutable, executions keep their state in their own
+    environment (a definition that fails to parse is not kept: it fails again)."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
-    if getattr(ExecutionWorker._get_evaluation_entrypoint, "cached", False):
+    if getattr(AmazonStateLanguageParser.parse, "cached", False):
         return
-
-    @functools.lru_cache(maxsize=64)
-    def program(definition: str) -> Any:
-        return AmazonStateLanguageParser.parse(definition)[0]
+    parse = functools.lru_cache(maxsize=64)(AmazonStateLanguageParser.parse)
+    parse.cached = True  # type: ignore[attr-defined]
+    AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
 
     global _parsed
-    _parsed = program
-
-    def entrypoint(self: Any) -> Any:
-        return program(self._evaluation_details.state_machine_details.definition)
-
-    entrypoint.cached = True  # type: ignore[attr-defined]
-    ExecutionWorker._get_evaluation_entrypoint = entrypoint  # type: ignore[method-assign]
-
-    # Creating a state machine validates its definition by parsing it too: a definition
-    # found valid once stays valid.
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
-
-    validate = StepFunctionsParserBackend._validate_definition
-    StepFunctionsParserBackend._validate_definition = staticmethod(  # type: ignore[method-assign]
-        functools.lru_cache(maxsize=64)(validate)
-    )
+    _parsed = parse
 
 
 def express_executions_as_on_aws() -> None:
