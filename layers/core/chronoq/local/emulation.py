@@ -245,32 +245,27 @@ def _tell_pollers_of_sends(request: Any) -> None:
     messages_sent(delays)
 
 
-#: The parsed program of each definition (set by parse_each_definition_once).
-_parsed: Any = None
-
-
-def parse_ahead(definition: str) -> None:
-    """Parse ``definition`` now rather than at its first execution's start."""
-    if _parsed is not None:
-        _parsed(definition)
-
-
 def parse_each_definition_once() -> None:
     """moto parses a state machine's ASL anew for every execution (about 0.1 s of CPU for
     chronoq's), and once more to validate it when the state machine is created; Step
     Functions starts executions of a stored definition. Parse each definition once, for
-    both: the parsed program is immutable, executions keep their state in their own
-    environment (a definition that fails to parse is not kept: it fails again)."""
+    both, and keep it for the next start (chronoq.local.parsed): the parsed program is
+    immutable, executions keep their state in their own environment (a definition that
+    fails to parse is not kept: it fails again)."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     if getattr(AmazonStateLanguageParser.parse, "cached", False):
         return
-    parse = functools.lru_cache(maxsize=64)(AmazonStateLanguageParser.parse)
-    parse.cached = True  # type: ignore[attr-defined]
-    AmazonStateLanguageParser.parse = staticmethod(parse)  # type: ignore[method-assign]
+    from chronoq.local import parsed
 
-    global _parsed
-    _parsed = parse
+    parse = AmazonStateLanguageParser.parse
+
+    @functools.lru_cache(maxsize=64)
+    def once(definition: str) -> tuple[Any, Any]:
+        return parsed.program(definition, parse)
+
+    once.cached = True  # type: ignore[attr-defined]
+    AmazonStateLanguageParser.parse = staticmethod(once)  # type: ignore[method-assign]
 
 
 def express_executions_as_on_aws() -> None:

@@ -22,7 +22,6 @@ from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import LocalAWS, function_name
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
-from chronoq.local.emulation import parse_ahead
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
 from chronoq.usecases.names import claim_existing_names
@@ -103,9 +102,6 @@ class LocalSystem:
         needs, before the system answers; else the rest of what a burst needs, in the
         background: a worker per poller, a runner for each run of a worker's batch)."""
         assert self.aws.runtime is not None
-        if first:
-            for definition in self.aws.definitions:
-                parse_ahead(definition)
         counts = (
             ((r.API_FUNCTION, 1), (r.WORKER_FUNCTION, 1), (r.RUNNER_FUNCTION, 1))
             if first
