@@ -1,6 +1,6 @@
 """Fixtures of the console's browser tests: Debian's chromium and its chromedriver (installed
 with apt-get when missing and the tests run as root, e.g. on CI), one headless browser and one
-``chronoq local`` for the module, and a folder for the screenshots the tests keep."""
+``chronoq local`` for all of them (each test signs in afresh and deletes what it made), and a folder for the screenshots the tests keep."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def chromium() -> tuple[str, str]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser(chromium: tuple[str, str]) -> Iterator[webdriver.Chrome]:
     binary, driver_path = chromium
     options = webdriver.ChromeOptions()
@@ -81,7 +81,7 @@ def browser(chromium: tuple[str, str]) -> Iterator[webdriver.Chrome]:
         driver.quit()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Local]:
     with start_local(tmp_path_factory.mktemp("chronoq-console")) as started:
         yield started
