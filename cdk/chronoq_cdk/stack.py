@@ -85,6 +85,8 @@ class ChronoqStack(Stack):
                 f"runner_reserved_concurrency must be 0 (none) or more, not"
                 f" {runner_reserved_concurrency}"
             )
+        access = target_access or TargetAccess()
+        access.check()
         self.storage = Storage(self, "Storage")
         self.queues = Queues(self, "Queues")
         self.layer = CoreLayer(self, "CoreLayer").layer
@@ -93,8 +95,6 @@ class ChronoqStack(Stack):
             lambda_.LayerVersion.from_layer_version_arn(self, f"TaskLayer{i}", arn)
             for i, arn in enumerate(task_layer_arns)
         ]
-        access = target_access or TargetAccess()
-        access.check()
         self.containers = Containers(self, "Containers", access=access)
         environment = {
             **{t.env: self.storage.tables[t.id].table_name for t in r.TABLES},
