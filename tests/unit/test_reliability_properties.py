@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -51,6 +51,8 @@ from tests.builders import OWNER, Fakes, job_spec
 
 #: How long a message a worker could not settle stays invisible (the queues' setting).
 VISIBILITY = timedelta(seconds=r.QUEUES[0].visibility_timeout_seconds)
+#: How far ahead a tick enqueues: a minute is enqueued once the clock is this far from it.
+DISPATCH_AHEAD = timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
 #: A start deadline the model's clock never outruns (its stories last well under an hour).
 LONG_DEADLINE = 3 * 3600
 
@@ -249,6 +251,8 @@ class Reliability(RuleBasedStateMachine):
         self.deleted: set[str] = set()
         #: (run id, generation) of every run the user cancelled
         self.cancelled: set[tuple[str, int]] = set()
+        #: when the last settling (``teardown``) began
+        self.settled_from = self.now
 
     @property
     def now(self) -> datetime:
@@ -421,20 +425,58 @@ class Reliability(RuleBasedStateMachine):
     def nothing_a_change_removed_starts(self) -> None:
         assert self.ledger.removed_but_started == []
 
-    def teardown(self) -> None:
-        """Let everything settle (ticks every minute, every message delivered, runs ended),
-        then every run a job announced last has executed exactly once (see ``excused``), and
-        nothing is left unfinished."""
-        start = self.now
-        assert isinstance(self.fakes.executor, StepFunctions)
-        while self.now < start + timedelta(minutes=9):
-            self.dispatch(None)
+    def settle(self, until: datetime, settled: Callable[[], bool] | None = None) -> None:
+        """Let the system run up to ``until`` (or until ``settled`` says it has), skipping the
+        time in which nothing can happen: at each moment something can (the dispatcher may
+        enqueue a new minute, a message becomes visible), a tick if a shard has a minute to
+        enqueue, every visible message delivered, then the runs under way end; the clock then
+        jumps to the next such moment."""
+        executor = self.fakes.executor
+        assert isinstance(executor, StepFunctions)
+        while self.now < until:
+            if self._minute_to_enqueue():
+                self.dispatch(None)
             for _ in range(50):
                 if not any(at <= self.now for _, at in self.queue):
                     break
                 self.deliver(100, duplicate=False, reverse=False, crash=None)
-            self.fakes.executor.finish_all()
-            self.fakes.clock.advance(20)
+                self.delivered()
+            executor.finish_all()
+            if settled is not None and settled():
+                return
+            self.fakes.clock.set(min(until, self._next_moment()))
+
+    def _minute_to_enqueue(self) -> bool:
+        """Would a tick now enqueue anything: is a minute it may enqueue not yet closed in
+        some shard (new, or left open by a tick that died)? (Otherwise a tick only reads
+        the shards' marks.)"""
+        last = ids.minute_of(self.now + DISPATCH_AHEAD)
+        closed = self.fakes.store.checkpoints(self.fakes.shards).values()
+        return any(minute is None or minute < last for minute in closed)
+
+    def _next_moment(self) -> datetime:
+        """The next moment anything can happen: a message becomes visible, or the dispatcher
+        may enqueue a new minute (or, if a tick left a minute to enqueue, a tick again)."""
+        now = self.now
+        moments = [at for _, at in self.queue if at > now]
+        if any(at <= now for _, at in self.queue):  # more than one settling round delivers
+            moments.append(now + timedelta(seconds=1))
+        if self._minute_to_enqueue():
+            moments.append(now + timedelta(seconds=20))
+        else:
+            last = ids.minute_of(now + DISPATCH_AHEAD)
+            moments.append(last + timedelta(minutes=1) - DISPATCH_AHEAD)
+        return min(moments)
+
+    def delivered(self) -> None:
+        """Called after each delivery while settling (for promises checked meanwhile)."""
+
+    def teardown(self) -> None:
+        """Let everything settle for 9 minutes (ticks every minute, every message delivered,
+        runs ended), then every run a job announced last has executed exactly once (see
+        ``excused``), and nothing is left unfinished."""
+        start = self.settled_from = self.now
+        self.settle(start + timedelta(minutes=9))
         self.no_run_executes_twice()
         self.nothing_a_change_removed_starts()
 
