@@ -73,8 +73,8 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/domain/ids.py",
         (
             (
-                '    return stamp if generation == 1 else f"{stamp}-g{generation}"',
-                "    return stamp",
+                '    if generation != 1:\n        stamp += f"-g{generation}"\n',
+                "",
             ),
         ),
         (RELIABILITY,),
@@ -296,7 +296,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "cancel-stops-execution",
         "cancel stops the run's execution (STANDARD)",
         f"{CORE}/usecases/cancel.py",
-        (("        self.executor.stop(run_id, reason)\n", ""),),
+        (("        stopped = self.executor.stop(run_id, reason)\n", "        stopped = False\n"),),
         ("tests/unit/usecases/test_runs.py",),
     ),
     Mutant(

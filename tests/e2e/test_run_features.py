@@ -24,7 +24,6 @@ from tests.e2e.harness import (
 )
 from tests.support import Sink
 
-
 #: The window of the windowed job (its start falls anywhere in it: the test waits for it).
 WINDOW_SECONDS = 4
 
