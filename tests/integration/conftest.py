@@ -45,6 +45,13 @@ class Harness:
 
         self._recording: list[tuple[str, str, Any]] = []
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
+        #: Each execution's input (it never changes), read once.
+        self._inputs: dict[str, Any] = {}
+        #: The ARNs of the executions seen ended, and the history of those read since: an
+        #: ended execution's history is final (moto gives it its status after its last
+        #: event), and reading it again costs as much as the first time.
+        self._ended: set[str] = set()
+        self._histories: dict[str, list[dict[str, Any]]] = {}
 
     def executions(self) -> list[dict[str, Any]]:
         """Every execution started, on either state machine, oldest first, once for each run
@@ -60,13 +67,18 @@ class Harness:
         for kind, machine in machines.items():
             for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine):
                 for e in page["executions"]:
-                    described = sfn.describe_execution(executionArn=e["executionArn"])
-                    document = json.loads(described["input"])
+                    arn = e["executionArn"]
+                    if arn not in self._inputs:
+                        described = sfn.describe_execution(executionArn=arn)
+                        self._inputs[arn] = json.loads(described["input"])
+                    if e["status"] != "RUNNING":
+                        self._ended.add(arn)
+                    document = self._inputs[arn]
                     runs = document[batches.RUNS] if kind == "EXPRESS" else [document]
                     found += [
                         {
                             "run_id": run["run_id"],
-                            "status": described["status"],
+                            "status": e["status"],
                             "arn": e["executionArn"],
                             "started": e["startDate"],
                             "machine": kind,
@@ -91,10 +103,8 @@ class Harness:
     def _entered(self, execution_arn: str, run_id: str) -> list[dict[str, Any]]:
         """The inputs of the states the run entered in an execution, in order: each with
         the state's name added (``"state"``)."""
-        sfn = self.aws.client("stepfunctions")
-        events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)
         entered = []
-        for event in events["events"]:
+        for event in self._history(execution_arn):
             details = event.get("stateEnteredEventDetails")
             if details is None:
                 continue
@@ -103,6 +113,19 @@ class Harness:
             if isinstance(document, dict) and document.get("run_id") == run_id:
                 entered.append({**document, "state": details["name"]})
         return entered
+
+    def _history(self, execution_arn: str) -> list[dict[str, Any]]:
+        """The execution's events so far (kept once it is seen ended)."""
+        if execution_arn in self._histories:
+            return self._histories[execution_arn]
+        ended = execution_arn in self._ended  # (before reading: it may end meanwhile)
+        sfn = self.aws.client("stepfunctions")
+        events: list[dict[str, Any]] = sfn.get_execution_history(
+            executionArn=execution_arn, maxResults=1000
+        )["events"]
+        if ended:
+            self._histories[execution_arn] = events
+        return events
 
     def states_entered(self, execution_arn: str, run_id: str) -> list[str]:
         """The states the run has entered in an execution so far, in order (its history)."""
@@ -318,11 +341,17 @@ def waits() -> Waits:
 
 
 @pytest.fixture
-def harness(topic_statuses: str, waits: Waits) -> Iterator[Harness]:
+def shards() -> int:
+    """The deployment's shards (a test may ask for others by parametrizing ``shards``)."""
+    return 4
+
+
+@pytest.fixture
+def harness(topic_statuses: str, waits: Waits, shards: int) -> Iterator[Harness]:
     saved = dict(os.environ)
     # the tests' container commands are their own: they run as host processes
     aws = LocalAWS(
-        shards=4,
+        shards=shards,
         topic_statuses=topic_statuses,
         allow_host_commands=True,
         clock=LocalClock(waits),
