@@ -14,7 +14,7 @@ from chronoq.aws import clients
 from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution import batches
-from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.aws import PREFIX, LocalAWS, function_name
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
@@ -364,6 +364,100 @@ def harness(topic_statuses: str, waits: Waits, shards: int) -> Iterator[Harness]
         aws.stop()
         os.environ.clear()
         os.environ.update(saved)
+
+
+class SharedDeployment:
+    """One deployment for the tests of a module that only call the api, none of which starts
+    an execution or waits on the deployment's clock: made anew for each test as far as such
+    a test can tell (``as_new``). A deployment costs about thirty AWS calls to create; making
+    it anew, about ten."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        try:
+            self.aws = LocalAWS(
+                shards=4, allow_host_commands=True, clock=LocalClock(Waits.SKIP)
+            ).start()
+        except BaseException:
+            os.environ.clear()
+            os.environ.update(self.environ)
+            raise
+        #: The process's variables and the deployment's, as its start left them.
+        self.started_environ = dict(os.environ)
+        self.created = dict(self.aws.env)
+
+    def assert_no_execution(self) -> None:
+        """(what ``as_new`` cannot undo: a test that started one fails)"""
+        sfn = self.aws.client("stepfunctions")
+        for machine in (self.aws.state_machine_arn, self.aws.express_state_machine_arn):
+            started = sfn.list_executions(stateMachineArn=machine, maxResults=1)["executions"]
+            assert not started, (
+                "an execution was started in a shared deployment (not made new again)"
+            )
+
+    def as_new(self) -> None:
+        """Its tables without items and its queues without messages, its variables as
+        created, every function cold, the process's variables as the start left them."""
+        aws = self.aws
+        ddb = aws.client("dynamodb")
+        for table in r.TABLES:
+            keys = [k for k in (table.partition_key, table.sort_key) if k]
+            names = {f"#k{i}": key for i, key in enumerate(keys)}
+            pages = ddb.get_paginator("scan").paginate(
+                TableName=aws.env[table.env],
+                ProjectionExpression=", ".join(names),
+                ExpressionAttributeNames=names,
+            )
+            items = [item for page in pages for item in page["Items"]]
+            for start in range(0, len(items), 25):
+                ddb.batch_write_item(
+                    RequestItems={
+                        aws.env[table.env]: [
+                            {"DeleteRequest": {"Key": item}} for item in items[start : start + 25]
+                        ]
+                    }
+                )
+        sqs = aws.client("sqs")
+        # (moto refuses a queue's second purge within a minute unless told; SQS would too,
+        # where a new deployment's queues would be new)
+        os.environ["MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR"] = "false"
+        for url in sqs.list_queues(QueueNamePrefix=PREFIX).get("QueueUrls", []):
+            sqs.purge_queue(QueueUrl=url)
+        if aws.env != self.created:
+            aws.env.clear()
+            aws.env.update(self.created)
+        name, value = next(iter(self.created.items()))
+        aws.configure(name, value)  # (each function its variables again; every one cold)
+        aws.reset_usage()
+        os.environ.clear()
+        os.environ.update(self.started_environ)
+
+    def stop(self) -> None:
+        self.aws.stop()
+        os.environ.clear()
+        os.environ.update(self.environ)
+
+
+@pytest.fixture(scope="module")
+def shared_deployment() -> Iterator[SharedDeployment]:
+    """A module's one deployment: see SharedDeployment (a module opts in by overriding
+    ``harness`` with ``shared_harness``)."""
+    shared = SharedDeployment()
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+def shared_harness(shared: SharedDeployment) -> Iterator[Harness]:
+    """The body of a ``harness`` fixture over a module's shared deployment."""
+    shared.as_new()
+    harness = Harness(shared.aws)
+    try:
+        yield harness
+    finally:
+        harness.close()
+    shared.assert_no_execution()
 
 
 @pytest.fixture
