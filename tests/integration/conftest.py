@@ -347,7 +347,22 @@ def shards() -> int:
 
 
 @pytest.fixture
-def harness(topic_statuses: str, waits: Waits, shards: int) -> Iterator[Harness]:
+def container_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's Step Functions looks whether a container task (ECS RunTask .sync) has
+    stopped every half second of the wall clock, so that each container run ends on average
+    a quarter of a second after its task: here it looks every twentieth of a second (how
+    often it looks is what no test here is about)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback,
+    )
+
+    monkeypatch.setattr(state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", 0.05)
+
+
+@pytest.fixture
+def harness(
+    topic_statuses: str, waits: Waits, shards: int, container_polls: None
+) -> Iterator[Harness]:
     saved = dict(os.environ)
     # the tests' container commands are their own: they run as host processes
     aws = LocalAWS(
