@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,8 +21,16 @@ EVENTS = Path(__file__).resolve().parents[1] / "events"
 
 
 def load_event(name: str) -> dict[str, Any]:
-    """A sample event from events/, e.g. ``load_event("api/create_at_job")``."""
-    return copy.deepcopy(json.loads((EVENTS / f"{name}.json").read_text()))
+    """A sample event from events/, e.g. ``load_event("api/create_at_job")`` (a copy of its
+    own: the caller may change it)."""
+    return copy.deepcopy(_event(name))
+
+
+@functools.cache
+def _event(name: str) -> dict[str, Any]:
+    """(each file read once: the suites build thousands of events from a few files)"""
+    document: dict[str, Any] = json.loads((EVENTS / f"{name}.json").read_text())
+    return document
 
 
 def api_event(
@@ -124,5 +135,17 @@ def http_sink() -> Iterator[Sink]:
         yield sink
     finally:
         sink.closed.set()
-        server.shutdown()
+        _shut_down(server)
         server.server_close()
+
+
+def _shut_down(server: ThreadingHTTPServer) -> None:
+    """Stop the server's loop without waiting out its poll interval (half a second a test):
+    the loop sees the request to stop as soon as a connection wakes it."""
+    address = ("127.0.0.1", server.server_address[1])
+    stopping = threading.Thread(target=server.shutdown, daemon=True)
+    stopping.start()
+    while stopping.is_alive():
+        with contextlib.suppress(OSError):
+            socket.create_connection(address, timeout=1).close()
+        stopping.join(0.01)

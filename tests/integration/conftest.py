@@ -14,7 +14,7 @@ from chronoq.aws import clients
 from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution import batches
-from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.aws import PREFIX, LocalAWS, function_name
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
 from chronoq.settings import ApiSettings, WorkerSettings
@@ -45,6 +45,13 @@ class Harness:
 
         self._recording: list[tuple[str, str, Any]] = []
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
+        #: Each execution's input (it never changes), read once.
+        self._inputs: dict[str, Any] = {}
+        #: The ARNs of the executions seen ended, and the history of those read since: an
+        #: ended execution's history is final (moto gives it its status after its last
+        #: event), and reading it again costs as much as the first time.
+        self._ended: set[str] = set()
+        self._histories: dict[str, list[dict[str, Any]]] = {}
 
     def executions(self) -> list[dict[str, Any]]:
         """Every execution started, on either state machine, oldest first, once for each run
@@ -60,13 +67,18 @@ class Harness:
         for kind, machine in machines.items():
             for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=machine):
                 for e in page["executions"]:
-                    described = sfn.describe_execution(executionArn=e["executionArn"])
-                    document = json.loads(described["input"])
+                    arn = e["executionArn"]
+                    if arn not in self._inputs:
+                        described = sfn.describe_execution(executionArn=arn)
+                        self._inputs[arn] = json.loads(described["input"])
+                    if e["status"] != "RUNNING":
+                        self._ended.add(arn)
+                    document = self._inputs[arn]
                     runs = document[batches.RUNS] if kind == "EXPRESS" else [document]
                     found += [
                         {
                             "run_id": run["run_id"],
-                            "status": described["status"],
+                            "status": e["status"],
                             "arn": e["executionArn"],
                             "started": e["startDate"],
                             "machine": kind,
@@ -91,10 +103,8 @@ class Harness:
     def _entered(self, execution_arn: str, run_id: str) -> list[dict[str, Any]]:
         """The inputs of the states the run entered in an execution, in order: each with
         the state's name added (``"state"``)."""
-        sfn = self.aws.client("stepfunctions")
-        events = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)
         entered = []
-        for event in events["events"]:
+        for event in self._history(execution_arn):
             details = event.get("stateEnteredEventDetails")
             if details is None:
                 continue
@@ -103,6 +113,19 @@ class Harness:
             if isinstance(document, dict) and document.get("run_id") == run_id:
                 entered.append({**document, "state": details["name"]})
         return entered
+
+    def _history(self, execution_arn: str) -> list[dict[str, Any]]:
+        """The execution's events so far (kept once it is seen ended)."""
+        if execution_arn in self._histories:
+            return self._histories[execution_arn]
+        ended = execution_arn in self._ended  # (before reading: it may end meanwhile)
+        sfn = self.aws.client("stepfunctions")
+        events: list[dict[str, Any]] = sfn.get_execution_history(
+            executionArn=execution_arn, maxResults=1000
+        )["events"]
+        if ended:
+            self._histories[execution_arn] = events
+        return events
 
     def states_entered(self, execution_arn: str, run_id: str) -> list[str]:
         """The states the run has entered in an execution so far, in order (its history)."""
@@ -318,11 +341,32 @@ def waits() -> Waits:
 
 
 @pytest.fixture
-def harness(topic_statuses: str, waits: Waits) -> Iterator[Harness]:
+def shards() -> int:
+    """The deployment's shards (a test may ask for others by parametrizing ``shards``)."""
+    return 4
+
+
+@pytest.fixture
+def container_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's Step Functions looks whether a container task (ECS RunTask .sync) has
+    stopped every half second of the wall clock, so that each container run ends on average
+    a quarter of a second after its task: here it looks every twentieth of a second (how
+    often it looks is what no test here is about)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback,
+    )
+
+    monkeypatch.setattr(state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", 0.05)
+
+
+@pytest.fixture
+def harness(
+    topic_statuses: str, waits: Waits, shards: int, container_polls: None
+) -> Iterator[Harness]:
     saved = dict(os.environ)
     # the tests' container commands are their own: they run as host processes
     aws = LocalAWS(
-        shards=4,
+        shards=shards,
         topic_statuses=topic_statuses,
         allow_host_commands=True,
         clock=LocalClock(waits),
@@ -335,6 +379,100 @@ def harness(topic_statuses: str, waits: Waits) -> Iterator[Harness]:
         aws.stop()
         os.environ.clear()
         os.environ.update(saved)
+
+
+class SharedDeployment:
+    """One deployment for the tests of a module that only call the api, none of which starts
+    an execution or waits on the deployment's clock: made anew for each test as far as such
+    a test can tell (``as_new``). A deployment costs about thirty AWS calls to create; making
+    it anew, about ten."""
+
+    def __init__(self) -> None:
+        self.environ = dict(os.environ)
+        try:
+            self.aws = LocalAWS(
+                shards=4, allow_host_commands=True, clock=LocalClock(Waits.SKIP)
+            ).start()
+        except BaseException:
+            os.environ.clear()
+            os.environ.update(self.environ)
+            raise
+        #: The process's variables and the deployment's, as its start left them.
+        self.started_environ = dict(os.environ)
+        self.created = dict(self.aws.env)
+
+    def assert_no_execution(self) -> None:
+        """(what ``as_new`` cannot undo: a test that started one fails)"""
+        sfn = self.aws.client("stepfunctions")
+        for machine in (self.aws.state_machine_arn, self.aws.express_state_machine_arn):
+            started = sfn.list_executions(stateMachineArn=machine, maxResults=1)["executions"]
+            assert not started, (
+                "an execution was started in a shared deployment (not made new again)"
+            )
+
+    def as_new(self) -> None:
+        """Its tables without items and its queues without messages, its variables as
+        created, every function cold, the process's variables as the start left them."""
+        aws = self.aws
+        ddb = aws.client("dynamodb")
+        for table in r.TABLES:
+            keys = [k for k in (table.partition_key, table.sort_key) if k]
+            names = {f"#k{i}": key for i, key in enumerate(keys)}
+            pages = ddb.get_paginator("scan").paginate(
+                TableName=aws.env[table.env],
+                ProjectionExpression=", ".join(names),
+                ExpressionAttributeNames=names,
+            )
+            items = [item for page in pages for item in page["Items"]]
+            for start in range(0, len(items), 25):
+                ddb.batch_write_item(
+                    RequestItems={
+                        aws.env[table.env]: [
+                            {"DeleteRequest": {"Key": item}} for item in items[start : start + 25]
+                        ]
+                    }
+                )
+        sqs = aws.client("sqs")
+        # (moto refuses a queue's second purge within a minute unless told; SQS would too,
+        # where a new deployment's queues would be new)
+        os.environ["MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR"] = "false"
+        for url in sqs.list_queues(QueueNamePrefix=PREFIX).get("QueueUrls", []):
+            sqs.purge_queue(QueueUrl=url)
+        if aws.env != self.created:
+            aws.env.clear()
+            aws.env.update(self.created)
+        name, value = next(iter(self.created.items()))
+        aws.configure(name, value)  # (each function its variables again; every one cold)
+        aws.reset_usage()
+        os.environ.clear()
+        os.environ.update(self.started_environ)
+
+    def stop(self) -> None:
+        self.aws.stop()
+        os.environ.clear()
+        os.environ.update(self.environ)
+
+
+@pytest.fixture(scope="module")
+def shared_deployment() -> Iterator[SharedDeployment]:
+    """A module's one deployment: see SharedDeployment (a module opts in by overriding
+    ``harness`` with ``shared_harness``)."""
+    shared = SharedDeployment()
+    try:
+        yield shared
+    finally:
+        shared.stop()
+
+
+def shared_harness(shared: SharedDeployment) -> Iterator[Harness]:
+    """The body of a ``harness`` fixture over a module's shared deployment."""
+    shared.as_new()
+    harness = Harness(shared.aws)
+    try:
+        yield harness
+    finally:
+        harness.close()
+    shared.assert_no_execution()
 
 
 @pytest.fixture

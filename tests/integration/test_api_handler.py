@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,8 +14,14 @@ from chronoq import resources as r
 from chronoq.domain import ids
 
 from tests.builders import unique_name
-from tests.integration.conftest import Harness
+from tests.integration.conftest import Harness, SharedDeployment, shared_harness
 from tests.support import api_event
+
+
+@pytest.fixture
+def harness(shared_deployment: SharedDeployment) -> Iterator[Harness]:
+    """(these tests only call the api: one deployment, as new for each)"""
+    yield from shared_harness(shared_deployment)
 
 
 def create(

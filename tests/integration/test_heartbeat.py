@@ -84,6 +84,7 @@ def test_given_a_tick_and_a_failing_run_when_handled_then_the_dispatcher_and_run
     harness: Harness, metrics_on: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     job = harness.create_job({"type": "python", "task": "chronoq.tasks:fail", "args": {}})
+    harness.nothing_to_catch_up()  # (a tick of a running deployment: the coming minute only)
 
     harness.invoke(r.DISPATCHER_FUNCTION, {"shards": list(range(4))})
     ended = harness.run(job)
