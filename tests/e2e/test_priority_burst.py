@@ -77,6 +77,12 @@ def _burst(local: ClockedLocal, jobs: Jobs, sink: Sink) -> None:
         ended = [r for job_id in priorities for r in local.runs(job_id) if r["status"] in ENDED]
         return ended if len(ended) == len(priorities) else None
 
+    # (the sink's count first: reading every job's runs takes the API a second or more)
+    local.run_until(
+        lambda: len(sink.hits_to("/burst")) >= len(priorities),
+        PATIENCE,
+        lambda: f"every run of the burst calling its target: {len(sink.hits_to('/burst'))}",
+    )
     runs = local.run_until(all_ended, PATIENCE, "every run of the burst ending")
     assert {r["status"] for r in runs} == {"SUCCEEDED"}
     assert {parse(r["scheduled_at"]) for r in runs} == {at}
