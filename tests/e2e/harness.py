@@ -11,6 +11,7 @@ second (start lag p50/p99) is measured by ``python -m bench.lag``, not asserted 
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import subprocess
@@ -26,7 +27,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from chronoq import resources as r
 from chronoq.local import tokens
+from chronoq.local.aws import ACCOUNT as AWS_ACCOUNT
+from chronoq.local.aws import REGION as AWS_REGION
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.system import LocalSystem
 
@@ -236,12 +240,36 @@ def start_local(data_dir: Path, *args: str) -> Iterator[Local]:
 @dataclass
 class ClockedLocal(Local):
     """chronoq local in this process, on a clock that stands still unless the test moves it
-    (chronoq.local.clock, HELD): spoken to over HTTP like the other, but a minute passes in
-    an instant where nothing is due, and in real time around what is (see ``jump_to`` and
-    ``run_until``). For the tests whose subject is what happens over minutes."""
+    (chronoq.local.clock, HELD): spoken to over HTTP like the other, but minutes pass in
+    seconds. ``jump_to`` moves the clock at once; ``run_until`` lets time pass as on a wall
+    clock while chronoq local is at work, and moves it straight on to the next instant
+    something is due while it only waits for time to pass. For the tests whose subject is
+    what happens over minutes."""
 
     clock: LocalClock = field(default_factory=lambda: LocalClock(Waits.HELD))
     system: LocalSystem | None = None
+    #: Held by the dispatcher's ticks and by the test's moves of the clock: a tick reads the
+    #: time once, at its start, and must not see it jump before its messages are sent (their
+    #: delays would then count from the jump).
+    _moving: threading.RLock = field(default_factory=threading.RLock)
+    #: The time the last whole tick of the dispatcher began at (None: none yet).
+    _ticked: datetime | None = None
+    #: The ticker's own tick (it calls ``_tick`` instead).
+    _dispatch: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.system is not None:
+            self._dispatch = self.system.ticker.tick
+            self.system.ticker.tick = self._tick  # type: ignore[method-assign]
+
+    def _tick(self) -> None:
+        """A tick of the dispatcher (the ticker's, or the test's own when one is owed), the
+        clock held meanwhile."""
+        assert self._dispatch is not None
+        with self._moving:
+            began = self.clock.now()
+            self._dispatch()
+            self._ticked = began
 
     def aws_client(self, service: str) -> Any:
         """A client of its embedded AWS (as ``--aws-port`` serves it)."""
@@ -261,8 +289,10 @@ class ClockedLocal(Local):
 
     def jump_to(self, instant: datetime) -> None:
         """Time passes at once up to ``instant`` (nothing may fall due in between that the
-        test means to see run on time: the dispatcher finds it late)."""
-        self.clock.advance_to(instant)
+        test means to see run on time: the dispatcher finds it late), between two ticks of
+        the dispatcher."""
+        with self._moving:
+            self.clock.advance_to(instant)
 
     def run_until(
         self,
@@ -272,27 +302,117 @@ class ClockedLocal(Local):
         *,
         halt: threading.Event | None = None,
     ) -> T:
-        """Time passes as on a wall clock until ``condition`` holds (``poll``)."""
+        """Time passes until ``condition`` holds (``poll``): as on a wall clock while chronoq
+        local is at work, at once up to the next instant something is due while it only
+        waits (see ``_due``)."""
+        return self._run(condition, timeout, what, halt, None)
+
+    def run_for(self, seconds: float, halt: threading.Event | None = None) -> None:
+        """Time passes for ``seconds`` (as in ``run_until``)."""
+        until = self.now() + timedelta(seconds=seconds)
+        self._run(lambda: self.now() >= until or None, seconds + 60, "time passing", halt, until)
+
+    def _run(
+        self,
+        condition: Callable[[], T | None],
+        timeout: float,
+        what: str | Callable[[], str],
+        halt: threading.Event | None,
+        until: datetime | None,
+    ) -> T:
         last = time.monotonic()
 
         def moved() -> T | None:
             nonlocal last
+            held = condition()  # (before time moves on: at the instant it came to hold)
+            if held:
+                return held
             now = time.monotonic()
-            self.clock.advance(now - last)
+            with self._moving:
+                self.clock.advance(now - last)
+                if self._tick_owed():
+                    self._tick()  # (the tick the ticker would make within a second)
+                due = self._due()
+                if due is not None:
+                    self.clock.advance_to(due if until is None else min(due, until))
             last = now
-            return condition()
+            return None
 
         return poll(moved, timeout, what, interval=0.1, halt=halt)
 
-    def run_for(self, seconds: float, halt: threading.Event | None = None) -> None:
-        """Time passes as on a wall clock for ``seconds``."""
-        until = self.now() + timedelta(seconds=seconds)
-        self.run_until(lambda: self.now() >= until or None, seconds + 60, "time passing", halt=halt)
+    def _due(self) -> datetime | None:
+        """The next instant something is due in chronoq local (a tick opening a minute, a
+        delayed message becoming visible, a held wait ending), if all it does until then is
+        wait for it; None if it is at work (a tick owed or under way, a message visible or
+        taken by a worker, an execution between its waits) or nothing is due."""
+        assert self.system is not None
+        due: list[datetime] = []
+        if not self.system.ticker.paused.is_set():
+            if self._tick_owed():
+                return None
+            due.append(self._opened() + timedelta(minutes=1))
+        for run_queue in self._run_queues():
+            for message in list(run_queue._messages):
+                if not message.delayed:
+                    return None
+                due.append(_from_millis(message.delayed_until))
+        waits = self.clock.waiting()
+        # An execution not waiting on the clock is at work. (Counted, not told apart: one
+        # waiting in several Map iterations at once may hide another at work, which then
+        # sees time jump as far as the next wait's end.)
+        if self._running_executions() > len(waits):
+            return None
+        due += waits
+        if not due:
+            return None
+        # (a millisecond on: the clock reads whole milliseconds)
+        return _from_millis(math.ceil(min(due).timestamp() * 1000) + 1)
+
+    def _opened(self) -> datetime:
+        """The last instant the dispatcher's window reached a new minute (the next is a
+        minute on)."""
+        return minute_of(self.clock.now() + DISPATCH_AHEAD) - DISPATCH_AHEAD
+
+    def _tick_owed(self) -> bool:
+        """The ticker runs, and has not ticked since the dispatcher's window last reached a
+        new minute."""
+        assert self.system is not None
+        if self.system.ticker.paused.is_set():
+            return False
+        return self._ticked is None or self._ticked < self._opened()
+
+    def _run_queues(self) -> list[Any]:
+        """The embedded SQS's run queues (moto's own objects: their messages' delays)."""
+        from moto.sqs.models import sqs_backends
+
+        assert self.system is not None
+        queues = sqs_backends[AWS_ACCOUNT][AWS_REGION].queues
+        return [queues[url.rsplit("/", 1)[-1]] for url in self.system.aws.queue_urls.values()]
+
+    def _running_executions(self) -> int:
+        """Executions of the embedded Step Functions not yet ended."""
+        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+        machines = stepfunctions_parser_backends[AWS_ACCOUNT][AWS_REGION].state_machines
+        return sum(
+            1
+            for machine in list(machines)
+            for execution in list(machine.executions)
+            if getattr(execution, "exec_status", None) in (None, "RUNNING")
+        )
 
     def whole_second_after(self, seconds: float) -> datetime:
         """The first whole second at least ``seconds`` from chronoq local's now."""
         at = self.now() + timedelta(seconds=seconds)
         return at.replace(microsecond=0) + timedelta(seconds=1)
+
+
+#: How far ahead of now the dispatcher opens minutes.
+DISPATCH_AHEAD = timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
+
+
+def _from_millis(millis: float) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=millis)
 
 
 @contextmanager

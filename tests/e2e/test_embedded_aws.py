@@ -1,16 +1,17 @@
 """chronoq local serves its embedded AWS on a port of its own (``--aws-port``): a queue created
 there with boto3 is the queue an ``sqs`` target sends to, and chronoq's own tables are seen
-there too."""
+there too. (On the chronoq local the end-to-end tests share: its banner, the lines after the
+one ``start_local`` read, is read here only.)"""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import boto3
 
-from tests.e2e.harness import Jobs, Local, poll, start_local, wait_for_runs
+from tests.e2e.harness import Jobs, Local, now, poll, wait_for_runs
 
 
 def _aws(local: Local) -> tuple[str, dict[str, str]]:
@@ -45,31 +46,31 @@ def _client(service: str, aws: tuple[str, dict[str, str]]) -> Any:
 
 
 def test_given_a_queue_created_through_the_aws_port_when_an_sqs_job_runs_then_its_message_is_there(
-    tmp_path: Path,
+    local: Local, jobs: Jobs
 ) -> None:
-    with start_local(tmp_path) as local:
-        aws = _aws(local)
-        sqs = _client("sqs", aws)
-        queue_url = sqs.create_queue(QueueName="exports")["QueueUrl"]
-        assert queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/exports"
-        tables = _client("dynamodb", aws).list_tables()["TableNames"]
-        assert "chronoq-local-jobs" in tables
+    aws = _aws(local)
+    sqs = _client("sqs", aws)
+    queue_url = sqs.create_queue(QueueName="exports")["QueueUrl"]
+    assert queue_url == "https://sqs.us-east-1.amazonaws.com/123456789012/exports"
+    tables = _client("dynamodb", aws).list_tables()["TableNames"]
+    assert "chronoq-local-jobs" in tables
 
-        jobs = Jobs(local)
-        job, _ = jobs.create_at(
-            {
-                "name": "export",
-                "target": {"type": "sqs", "queue_url": queue_url, "message": {"full": True}},
-            },
-            lead=3,
-        )
-        (run,) = wait_for_runs(local, job["id"], 1, timeout=90)
-        assert run["status"] == "SUCCEEDED", run
+    job = jobs.create(
+        {
+            "name": "export-to-embedded-sqs",
+            # (its run is triggered: when it runs is not what this test is about)
+            "schedule": {"type": "at", "at": (now() + timedelta(hours=1)).isoformat()},
+            "target": {"type": "sqs", "queue_url": queue_url, "message": {"full": True}},
+        }
+    )
+    status, triggered = local.call("POST", f"/jobs/{job['id']}/trigger")
+    assert status == 202, triggered
+    (run,) = wait_for_runs(local, job["id"], 1, timeout=90)
+    assert (run["id"], run["status"]) == (triggered["id"], "SUCCEEDED"), run
 
-        messages = poll(
-            lambda: sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages"),
-            30,
-            "the job's message on the queue",
-        )
-        assert [json.loads(m["Body"]) for m in messages] == [{"full": True}]
-        jobs.delete_all()
+    messages = poll(
+        lambda: sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages"),
+        30,
+        "the job's message on the queue",
+    )
+    assert [json.loads(m["Body"]) for m in messages] == [{"full": True}]

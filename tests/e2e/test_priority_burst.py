@@ -25,9 +25,10 @@ def test_given_a_burst_of_runs_due_in_one_second_when_their_minute_is_dispatched
 ) -> None:
     """High-priority runs reach a worker two seconds before their second, normal ones one
     second before, low ones in the second after: with the clock held at each of those
-    instants, only the priorities due by then have left their queues (taken by workers,
-    whose executions wait for their second), whatever the load on the machine. (On a
-    chronoq local of its own: its queues hold nothing else.)"""
+    instants (and at the second itself, while the high and normal runs run), only the
+    priorities due by then have left their queues (taken by workers, whose executions wait
+    for their second), whatever the load on the machine. (On a chronoq local of its own:
+    its queues hold nothing else.)"""
     with start_clocked_local(tmp_path) as local:
         _burst(local, Jobs(local), sink)
 
@@ -72,11 +73,25 @@ def _burst(local: ClockedLocal, jobs: Jobs, sink: Sink) -> None:
         assert counts("low") == (PER_PRIORITY, 0)  # still held back
     assert counts("normal") == (0, 0)
     assert sink.hits_to("/burst") == []  # taken, waiting for their second
+    local.jump_to(at)  # their second: they start, the clock held there
+    poll(
+        lambda: len(sink.hits_to("/burst")) >= 2 * PER_PRIORITY,
+        PATIENCE,
+        lambda: f"the high and normal runs calling their target: {len(sink.hits_to('/burst'))}",
+    )
+    assert counts("low") == (PER_PRIORITY, 0)  # held back until the second after
 
     def all_ended() -> list[dict[str, Any]] | None:
         ended = [r for job_id in priorities for r in local.runs(job_id) if r["status"] in ENDED]
         return ended if len(ended) == len(priorities) else None
 
+    # (time passes: the low runs too; the sink's count first, as reading every job's runs
+    # takes the API a second or more)
+    local.run_until(
+        lambda: len(sink.hits_to("/burst")) >= len(priorities),
+        PATIENCE,
+        lambda: f"every run of the burst calling its target: {len(sink.hits_to('/burst'))}",
+    )
     runs = local.run_until(all_ended, PATIENCE, "every run of the burst ending")
     assert {r["status"] for r in runs} == {"SUCCEEDED"}
     assert {parse(r["scheduled_at"]) for r in runs} == {at}

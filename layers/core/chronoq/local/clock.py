@@ -5,9 +5,10 @@ By default the wall clock. Tests whose subject is not timing give chronoq local 
 runs with the wall clock and moves on when something waits (``SKIP``: a run due in three
 seconds starts at once, its clock three seconds on; a retry's wait costs nothing), or one that
 stands still until the test moves it (``HELD``: a wait lasts until the test advances the clock
-past its end, so that a test can act while a run waits, or let minutes pass in an instant).
-Either way time only moves forward, and every part of chronoq local that asks for the time
-gets the same answer.
+past its end, so that a test can act while a run waits, or let minutes pass in an instant;
+``waiting`` tells the test when the held waits end, so that it can move the clock straight to
+the next one). Either way time only moves forward, and every part of chronoq local that asks
+for the time gets the same answer.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class LocalClock:
         self._held_at = datetime.now(UTC) if waits is Waits.HELD else None
         #: Told each time the clock moves on (queue pollers: a delayed message may be due).
         self._listeners: list[Callable[[], None]] = []
+        #: When each held wait in progress ends.
+        self._held: list[datetime] = []
 
     def listen(self, moved: Callable[[], None]) -> None:
         """Call ``moved`` each time this clock is moved on."""
@@ -77,6 +80,12 @@ class LocalClock:
             self._moved.notify_all()
         self._tell()
 
+    def waiting(self) -> list[datetime]:
+        """When the held waits in progress end, soonest first (none on a clock that does not
+        hold its waits)."""
+        with self._moved:
+            return sorted(self._held)
+
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of this clock (chronoq's functions' ``sleep``)."""
         self.wait(seconds)
@@ -104,8 +113,12 @@ class LocalClock:
             self.advance_to(until)
             return
         with self._moved:
-            while running() and self.now() < until:
-                self._moved.wait(_HELD_POLL_SECONDS)
+            self._held.append(until)
+            try:
+                while running() and self.now() < until:
+                    self._moved.wait(_HELD_POLL_SECONDS)
+            finally:
+                self._held.remove(until)
 
 
 #: The wall clock (what chronoq local runs on unless told otherwise).
