@@ -43,7 +43,6 @@ MODULES = (
     "cli/test_status_and_cost.py",
     "e2e/test_hostile.py",
     "e2e/test_restart.py",
-    "e2e/test_embedded_aws.py",
     "e2e/test_over_minutes.py",
     "e2e/test_priority_burst.py",
     "infra/test_workload.py",
