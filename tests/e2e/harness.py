@@ -290,9 +290,10 @@ class ClockedLocal(Local):
     def jump_to(self, instant: datetime) -> None:
         """Time passes at once up to ``instant`` (nothing may fall due in between that the
         test means to see run on time: the dispatcher finds it late), between two ticks of
-        the dispatcher."""
+        the dispatcher; it ticks there at once if its window has reached a new minute."""
         with self._moving:
             self.clock.advance_to(instant)
+            self._tick_if_owed()
 
     def run_until(
         self,
@@ -330,8 +331,7 @@ class ClockedLocal(Local):
             now = time.monotonic()
             with self._moving:
                 self.clock.advance(now - last)
-                if self._tick_owed():
-                    self._tick()  # (the tick the ticker would make within a second)
+                self._tick_if_owed()
                 due = self._due()
                 if due is not None:
                     self.clock.advance_to(due if until is None else min(due, until))
@@ -380,6 +380,11 @@ class ClockedLocal(Local):
         if self.system.ticker.paused.is_set():
             return False
         return self._ticked is None or self._ticked < self._opened()
+
+    def _tick_if_owed(self) -> None:
+        """The tick the ticker would make within a second, made now if it is owed."""
+        if self._tick_owed():
+            self._tick()
 
     def _run_queues(self) -> list[Any]:
         """The embedded SQS's run queues (moto's own objects: their messages' delays)."""

@@ -64,7 +64,7 @@ def _burst(local: ClockedLocal, jobs: Jobs, sink: Sink) -> None:
     def taken(priority: str) -> bool:
         return counts(priority) == (0, 0)
 
-    local.jump_to(at - timedelta(seconds=65))  # the ticker dispatches the minute (held clock)
+    local.jump_to(at - timedelta(seconds=65))  # the dispatcher sends the minute (held clock)
     poll(
         lambda: all(counts(p) == (PER_PRIORITY, 0) for p in ("high", "normal", "low")),
         PATIENCE,
