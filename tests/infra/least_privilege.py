@@ -109,13 +109,13 @@ def _statements(role: Role) -> list[dict[str, Any]]:
 
 
 #: Whether this process drove the workload.
-_DRIVEN: list[bool] = []
+_driven = False
 
 
 def workload_driven() -> bool:
     """Whether the workload was driven in this session (in this process or another of it)."""
     mark = _beside_calls(".workload")
-    return bool(_DRIVEN) or (mark is not None and mark.exists())
+    return _driven or (mark is not None and mark.exists())
 
 
 def drive_workload() -> None:
@@ -130,7 +130,8 @@ def drive_workload() -> None:
         aws.stop()
         os.environ.clear()
         os.environ.update(saved)
-    _DRIVEN.append(True)
+    global _driven
+    _driven = True
     mark = _beside_calls(".workload")
     if mark is not None:
         mark.touch()

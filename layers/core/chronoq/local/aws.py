@@ -102,8 +102,6 @@ class LocalAWS:
     queue_urls: dict[str, str] = field(default_factory=dict)
     state_machine_arn: str = ""
     express_state_machine_arn: str = ""
-    #: Both state machines' definitions, as created.
-    definitions: list[str] = field(default_factory=list)
     runs_stream_arn: str = ""
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
@@ -419,15 +417,15 @@ class LocalAWS:
             **network,
         }
         sfn = self.client("stepfunctions")
-        self.definitions = [
+        standard, express = (
             m.definition(values) for m in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
-        ]
+        )
         self.state_machine_arn = sfn.create_state_machine(
-            name=f"{PREFIX}-run", definition=self.definitions[0], roleArn=role
+            name=f"{PREFIX}-run", definition=standard, roleArn=role
         )["stateMachineArn"]
         self.express_state_machine_arn = sfn.create_state_machine(
             name=f"{PREFIX}-run-express",
-            definition=self.definitions[1],
+            definition=express,
             roleArn=role,
             type="EXPRESS",
         )["stateMachineArn"]
