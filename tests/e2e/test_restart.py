@@ -93,6 +93,20 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             # runs due while it is down
             base = whole_second_after(8)
             killed = base + timedelta(seconds=BURST // 4)
+            # (a loaded machine may take a while to create them: none is due before it is
+            # created, and the kill comes once they are, a quarter of the way in at the earliest;
+            # the runs due while it is down are made after them, due after the kill)
+            burst = [
+                jobs.create(
+                    _at(
+                        f"burst-{i}",
+                        sink,
+                        max(base + timedelta(seconds=i // 2), whole_second_after(1)),
+                    )
+                )
+                for i in range(BURST)
+            ]
+            killed = max(killed, whole_second_after(1))
             due = killed + timedelta(seconds=3)
             late = jobs.create(_at("late", sink, due))
             # a recurring job whose first fire time comes a few seconds after the restart
@@ -108,18 +122,6 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
                 }
             )
             missed = jobs.create(_at("missed", sink, due, start_deadline_seconds=1))
-            # (a loaded machine may take a while to create them: none is due before it is
-            # created, and the kill comes once they are, a quarter of the way in at the earliest)
-            burst = [
-                jobs.create(
-                    _at(
-                        f"burst-{i}",
-                        sink,
-                        max(base + timedelta(seconds=i // 2), whole_second_after(1)),
-                    )
-                )
-                for i in range(BURST)
-            ]
             sleep_until(killed)
             assert first.process is not None
             first.process.kill()  # kill -9, under load
