@@ -60,6 +60,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
         if result is None:
             raise ValueError(f"message {record.message_id} is not a run message")
         if isinstance(result, Exception):
+            # (a line per run sent back: SQS delivers it again after the visibility timeout)
+            logger.warning(
+                "run sent back",
+                extra={"run_id": valid[record.message_id].run_id, "error": repr(result)},
+            )
             raise result
         # a line per run is paid for per run (CloudWatch Logs): a started run only at DEBUG
         log = logger.debug if result == "started" else logger.info

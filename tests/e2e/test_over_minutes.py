@@ -182,7 +182,14 @@ def test_given_jobs_that_outlast_their_period_when_the_next_run_is_due_then_forb
             and replace[1]["status"] == "RUNNING"
         )
 
-    local.run_until(second_run_decided, PATIENCE, "the second runs decided")
+    local.run_until(
+        second_run_decided,
+        PATIENCE,
+        lambda: (
+            "the second runs decided: "
+            + "; ".join(f"{p} {local.runs(ids[p])}" for p in ("forbid", "replace"))
+        ),
+    )
 
     forbid = local.runs(ids["forbid"])
     assert forbid[0]["status"] == "RUNNING", forbid[0]

@@ -472,6 +472,7 @@ def test_given_a_worker_that_fails_once_the_run_is_claimed_when_the_message_come
     error: Error,
     when: Callable[[Params], bool],
     answer_lost: bool,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     ledger = Ledger(harness, sink)
     message = trigger(harness, http_job(harness, sink, "forbid"))  # (only these are claimed)
@@ -479,6 +480,10 @@ def test_given_a_worker_that_fails_once_the_run_is_claimed_when_the_message_come
 
     assert deliver(harness, message) == ["m0"]  # handed back: SQS delivers it again later
 
+    # (the operator sees which run went back, and why)
+    (sent_back,) = [r for r in caplog.records if r.getMessage() == "run sent back"]
+    assert sent_back.levelname == "WARNING"
+    assert getattr(sent_back, "run_id", None) == message.run_id
     assert len(fault.failed) == 1
     assert stored(harness, message.run_id).status is RunStatus.QUEUED  # claimed, not started
     # A copy arriving while the claim lasts is handed back too: the claimer may be starting it.
