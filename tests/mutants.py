@@ -153,6 +153,19 @@ MUTANTS: tuple[Mutant, ...] = (
         (INTERLEAVINGS,),
     ),
     Mutant(
+        "recheck-before-write-chain",
+        "a job chained on from a run the API sent itself: the opened minute is read after the "
+        "next occurrence is written",
+        f"{CORE}/usecases/timeindex.py",
+        (
+            (
+                "o.job_id for o in late), now, dispatched)\n",
+                "o.job_id for o in late), now, checkpoints)\n",
+            ),
+        ),
+        (INTERLEAVINGS,),
+    ),
+    Mutant(
         "lease-never-lapses",
         "a claim lapses (its worker died): the run is claimed again when SQS delivers it again",
         f"{CORE}/resources.py",

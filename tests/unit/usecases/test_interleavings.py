@@ -1,9 +1,11 @@
 """Never lose a run, never run one twice, step by step: a dispatcher tick that dies between any
 two of its steps (every call of the tables, just before and just after each send: opening,
 reading, sending, chaining on and closing a minute), and a user's write (create, change,
-resume) with the dispatcher's tick of the same minute getting in between any two of its
-steps, or the write getting in between any two of the tick's. Each time, once the system has
-run on its own for a few minutes, the run each job announced has executed exactly once."""
+resume; a create in a minute already opened, whose run the API sends itself, chaining the job
+on into the minute the tick opens) with the dispatcher's tick of the same minute getting in
+between any two of its steps, or the write getting in between any two of the tick's. Each
+time, once the system has run on its own for a few minutes, the run each job announced has
+executed exactly once, and so has the next one of a recurring job."""
 
 from __future__ import annotations
 
@@ -168,11 +170,29 @@ def _resume(fakes: Fakes, job: Job | None) -> Job:
     return fakes.jobs.resume_job(OWNER, job.id)
 
 
+def _next_minute_opening(fakes: Fakes) -> None:
+    """The dispatcher has opened 12:01 (a tick at 12:00:10); by 12:00:56 the next tick opens
+    12:02."""
+    fakes.clock.advance(10)
+    tick(fakes)
+    fakes.clock.advance(36)
+
+
+def _create_in_an_opened_minute(fakes: Fakes, _: Job | None) -> Job:
+    """Every minute from 12:01:30: a minute already opened, so the API sends the first run
+    itself and chains the job on to 12:02:30, in the minute the tick opens."""
+    start = fakes.clock().replace(minute=1, second=30)
+    return fakes.jobs.create_job(
+        OWNER, job_spec({"type": "rate", "every": "1 minute", "start_at": start.isoformat()})
+    )
+
+
 WRITES = [
     Write("create", _nothing, _create),
     Write("reschedule", _hourly, _reschedule),
     Write("resume", _paused, _resume),
     Write("priority", _every_minute, _new_priority),
+    Write("create-in-opened-minute", _next_minute_opening, _create_in_an_opened_minute),
 ]
 
 
@@ -246,7 +266,11 @@ def test_given_a_users_write_and_the_tick_of_its_minute_interleaved_at_any_step_
     assert job.next_run_at is not None
     assert ids.minute_of(job.next_run_at) == ids.minute_of(fakes.clock() + timedelta(minutes=1))
 
+    following = job.following(job.next_run_at)
+    settled = fakes.clock() + timedelta(minutes=3)
     executed = settle(fakes)
 
     assert executed[announced_run(job)] == 1
     assert max(executed.values()) == 1
+    if following is not None and following < settled:  # chained on to its next run: it runs
+        assert executed[ids.run_id(job.id, following, job.generation)] == 1

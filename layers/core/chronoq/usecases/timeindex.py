@@ -90,10 +90,12 @@ class TimeIndex:
             if done_through is not None and ids.minute_of(o.starts_at) <= done_through:
                 late.append(o)
         if late:
-            # The dispatcher has passed these minutes: send now, and chain on from here.
+            # The dispatcher has passed these minutes: send now, and chain on from here. (The
+            # next occurrences are checked against the minutes opened once they are written,
+            # not against those read above: the dispatcher may open theirs meanwhile.)
             try:
                 self.enqueue(late, now)
-                self.chain(late, self.store.get_jobs(o.job_id for o in late), now, checkpoints)
+                self.chain(late, self.store.get_jobs(o.job_id for o in late), now, dispatched)
             except Exception:
                 # Not sent (or not chained on): the dispatcher reads those minutes again.
                 for shard, minute in {
@@ -126,13 +128,15 @@ class TimeIndex:
         occurrences: list[Occurrence],
         jobs: Mapping[str, Job],
         now: datetime,
-        dispatched: Dispatched,
+        dispatched: Dispatched | None,
         pack: str | None = None,
         current: bool = False,
     ) -> int:
-        """Chain each job on from the occurrence just dispatched to its next one (``pack``:
-        written as packs of that name, see Store.put_occurrences; ``current``: the
-        occurrences are known to be their jobs' current ones)."""
+        """Chain each job on from the occurrence just dispatched to its next one
+        (``dispatched``: the minutes being dispatched, or None: those opened, read once the
+        next occurrences are written; ``pack``: written as packs of that name, see
+        Store.put_occurrences; ``current``: the occurrences are known to be their jobs'
+        current ones)."""
         pairs: list[tuple[Job, datetime]] = []
         for o in occurrences:
             job = jobs.get(o.job_id)
