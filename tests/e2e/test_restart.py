@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,55 @@ def _at(name: str, sink: Sink, at: datetime, **extra: Any) -> dict[str, Any]:
         "target": {"type": "http", "url": f"{sink.url}/{name}"},
         **extra,
     }
+
+
+@dataclass
+class DueWhileDown:
+    """The jobs whose runs fall due while chronoq local is down, at ``due``: ``late`` (runs
+    late), ``missed`` (start deadline 1 s) and ``minutely`` (every minute, from
+    RECURRING_AFTER_DUE seconds after ``due``); ``paths``: their targets' paths by role."""
+
+    due: datetime
+    jobs: dict[str, dict[str, Any]]
+    paths: dict[str, str]
+
+
+def _due_while_down(jobs: Jobs, sink: Sink, kill_at: datetime) -> DueWhileDown:
+    """The jobs due a few seconds after the kill, planned ``kill_at`` (or at once, if that
+    has passed), created with time to spare before it: should a loaded machine take so long
+    that their time comes before the kill can, they are deleted and made again, due twice as
+    long after it (under new names: a run of a deleted one may have called its target)."""
+    for attempt in range(5):
+        kill = max(kill_at, whole_second_after(1))
+        due = kill + timedelta(seconds=3 * 2**attempt)
+        paths = {role: f"{role}-{attempt}" for role in ("late", "missed", "minutely")}
+        bodies = {
+            "late": _at(paths["late"], sink, due),
+            "minutely": {
+                "name": paths["minutely"],
+                "schedule": {
+                    "type": "rate",
+                    "every": "1 minute",
+                    "start_at": (due + timedelta(seconds=RECURRING_AFTER_DUE)).isoformat(),
+                },
+                "target": {"type": "http", "url": f"{sink.url}/{paths['minutely']}"},
+            },
+            "missed": _at(paths["missed"], sink, due, start_deadline_seconds=1),
+        }
+        made: dict[str, dict[str, Any]] = {}
+        for role, body in bodies.items():
+            status, job = jobs.post(body)
+            if status != 201:
+                assert status == 422, (status, job)
+                assert job["error"]["field"] == "schedule.at", job
+                break
+            made[role] = job
+        if len(made) == len(bodies) and max(kill_at, now()) + timedelta(seconds=1) < due:
+            return DueWhileDown(due, made, paths)
+        for job in made.values():
+            assert jobs.local.call("DELETE", f"/jobs/{job['id']}")[0] == 204
+            del jobs.created[job["id"]]
+    raise AssertionError("the jobs due while chronoq local is down took too long to create")
 
 
 def _ended_runs(local: Local, job_id: str, count: int) -> list[dict[str, Any]]:
@@ -106,27 +156,15 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
                 )
                 for i in range(BURST)
             ]
-            killed = max(killed, whole_second_after(1))
-            due = killed + timedelta(seconds=3)
-            late = jobs.create(_at("late", sink, due))
-            # a recurring job whose first fire time comes a few seconds after the restart
-            every_minute = jobs.create(
-                {
-                    "name": "minutely",
-                    "schedule": {
-                        "type": "rate",
-                        "every": "1 minute",
-                        "start_at": (due + timedelta(seconds=RECURRING_AFTER_DUE)).isoformat(),
-                    },
-                    "target": {"type": "http", "url": f"{sink.url}/minutely"},
-                }
-            )
-            missed = jobs.create(_at("missed", sink, due, start_deadline_seconds=1))
+            # (and a recurring job whose first fire time comes a few seconds after the restart)
+            down = _due_while_down(jobs, sink, killed)
+            due = down.due
+            late, every_minute, missed = (down.jobs[r] for r in ("late", "minutely", "missed"))
             sleep_until(killed)
             assert first.process is not None
             first.process.kill()  # kill -9, under load
-            first.process.wait(timeout=STOP_TIMEOUT_SECONDS)
             killed_at = now()
+            first.process.wait(timeout=STOP_TIMEOUT_SECONDS)
             assert killed_at < due, "the machine is too slow for this test's timing"
         sleep_until(due + timedelta(seconds=2))
 
@@ -145,11 +183,11 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             assert late_run["status"] == "SUCCEEDED", late_run
             lag = parse(late_run["started_at"]) - due
             assert timedelta(0) < lag <= timedelta(minutes=15), f"started {lag} after its second"
-            assert len(sink.hits_to("/late")) == 1
+            assert len(sink.hits_to(f"/{down.paths['late']}")) == 1
 
             (missed_run,) = _ended_runs(second, missed["id"], 1)
             assert missed_run["status"] == "MISSED", missed_run
-            assert sink.hits_to("/missed") == []
+            assert sink.hits_to(f"/{down.paths['missed']}") == []
 
             for i, job in enumerate(burst):
                 (run,) = _ended_runs(second, job["id"], 1)
@@ -176,7 +214,9 @@ def test_given_runs_going_when_chronoq_local_is_killed_and_restarted_then_every_
             ]
             assert recurring["status"] == "SUCCEEDED", recurring
             _assert_each_occurrence_once(second, every_minute["id"])
-            called_recurring = [_run_id(hit.headers) for hit in sink.hits_to("/minutely")]
+            called_recurring = [
+                _run_id(hit.headers) for hit in sink.hits_to(f"/{down.paths['minutely']}")
+            ]
             assert called_recurring.count(recurring["id"]) == 1, called_recurring
             called = [_run_id(hit.headers) for hit in sink.hits]
             assert len(called) == len(set(called)), f"a run's target was called twice: {called}"
