@@ -1,6 +1,7 @@
 """Fixtures of the console's browser tests: Debian's chromium and its chromedriver (installed
 with apt-get when missing and the tests run as root, e.g. on CI), one headless browser and one
-``chronoq local`` for all of them (each test signs in afresh and deletes what it made), and a folder for the screenshots the tests keep."""
+``chronoq local`` for all of them (each test signs in afresh and deletes what it made), and a
+folder for the screenshots the tests keep."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,9 @@ def keep_roles(found: dict[str, Role]) -> None:
     """Leave the roles read from the session's synthesis for the check."""
     path = _beside_calls(".roles.json")
     if path is not None:
-        path.write_text(json.dumps({name: _statements(role) for name, role in found.items()}))
+        path.write_text(
+            json.dumps({name: [asdict(s) for s in role.statements] for name, role in found.items()})
+        )
 
 
 def kept_roles() -> dict[str, Role] | None:
@@ -92,20 +95,6 @@ def kept_roles() -> dict[str, Role] | None:
         )
         for name, kept in json.loads(path.read_text()).items()
     }
-
-
-def _statements(role: Role) -> list[dict[str, Any]]:
-    return [
-        {
-            "allow": s.allow,
-            "actions": list(s.actions),
-            "resources": list(s.resources),
-            "conditions": {
-                op: {k: list(v) for k, v in keys.items()} for op, keys in s.conditions.items()
-            },
-        }
-        for s in role.statements
-    ]
 
 
 #: Whether this process drove the workload.
