@@ -8,7 +8,7 @@ from functools import cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -38,6 +38,7 @@ from chronoq.http_api import (
     validation_error,
 )
 from chronoq.origin import ForeignInvocation, refuse_client_context
+from chronoq.resolver import HttpResolver
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
@@ -46,7 +47,7 @@ from chronoq.usecases.runs import run_filter
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
-app = APIGatewayHttpResolver(enable_validation=True)
+app = HttpResolver(enable_validation=True)
 service = compose.api(load(ApiSettings))
 
 

@@ -1,7 +1,7 @@
-"""The in-process Lambda runtime: concurrent invocations of a function that resolves API
-Gateway events with Powertools' event handler never read each other's event (the resolver
-keeps the event it handles on its BaseRouter class, shared by every container of the process).
-"""
+"""The in-process Lambda runtime serves concurrent invocations of the API function at once,
+and they never read each other's event: chronoq's resolver (chronoq.resolver) keeps the event
+it handles to the resolving thread, where Powertools' keeps it on its BaseRouter class, shared
+by every container of the process."""
 
 from __future__ import annotations
 
@@ -21,22 +21,25 @@ from tests.support import api_event
 
 #: The handler: the first request waits (at most a second) for a second one to be resolved,
 #: then answers the body of the event the resolver says it is handling.
+#: ``overlapped``: the second request was resolved while the first was.
 HANDLER = """
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from chronoq.resolver import HttpResolver
 from runtime_gate import first_entered, second_resolved
 
-app = APIGatewayHttpResolver()
+app = {resolver}()
 
 
 @app.post("/echo")
 def echo():
     body = app.current_event.json_body
+    overlapped = None
     if body["n"] == 1:
         first_entered.set()
-        second_resolved.wait(timeout=1.0)
+        overlapped = second_resolved.wait(timeout=10.0)
     else:
         second_resolved.set()
-    return {"n": app.current_event.json_body["n"]}
+    return {{"n": app.current_event.json_body["n"], "overlapped": overlapped}}
 
 
 def handler(event, context):
@@ -53,9 +56,9 @@ class _Echo(r.Function):
         return self.folder / "handler.py"
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Iterator[Path]:
-    (tmp_path / "handler.py").write_text(textwrap.dedent(HANDLER))
+@pytest.fixture(params=["HttpResolver"])
+def folder(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    (tmp_path / "handler.py").write_text(textwrap.dedent(HANDLER.format(resolver=request.param)))
     (tmp_path / "runtime_gate.py").write_text(
         "import threading\nfirst_entered = threading.Event()\nsecond_resolved = threading.Event()\n"
     )
@@ -82,7 +85,7 @@ def _both(runtime: LambdaRuntime) -> dict[int, Any]:
     return answers
 
 
-def test_given_two_concurrent_requests_to_an_api_function_when_invoked_then_each_answers_its_own(
+def test_given_two_concurrent_requests_to_an_api_function_when_invoked_then_both_are_served_at_once_and_each_answers_its_own(
     folder: Path,
 ) -> None:
     echo = _Echo(name="api", memory_mb=128, timeout_seconds=10, env=(), folder=folder)
@@ -91,17 +94,19 @@ def test_given_two_concurrent_requests_to_an_api_function_when_invoked_then_each
 
     answers = _both(runtime)
 
-    assert answers == {1: '{"n":1}', 2: '{"n":2}'}
+    assert answers == {1: '{"n":1,"overlapped":true}', 2: '{"n":2,"overlapped":null}'}
 
 
-def test_given_api_functions_not_invoked_one_at_a_time_when_two_overlap_then_they_cross(
+@pytest.mark.parametrize("folder", ["APIGatewayHttpResolver"], indirect=True)
+def test_given_powertools_own_resolver_when_two_requests_overlap_then_they_cross(
     folder: Path,
 ) -> None:
-    """What the rule is for: without it, the first request answers the second's event."""
+    """What chronoq's resolver is for: with Powertools' own, the first request answers the
+    second's event."""
     echo = _Echo(name="api", memory_mb=128, timeout_seconds=10, env=(), folder=folder)
-    runtime = LambdaRuntime({"echo": echo}, "us-east-1", "123456789012", one_at_a_time=frozenset())
+    runtime = LambdaRuntime({"echo": echo}, "us-east-1", "123456789012")
     runtime.warm("echo", 2)
 
     answers = _both(runtime)
 
-    assert answers[1] == '{"n":2}'
+    assert answers[1] == '{"n":2,"overlapped":true}'

@@ -35,17 +35,15 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from chronoq.local.usage import Usage, calling_as
-from chronoq.resources import API_FUNCTION, DISPATCHER_FUNCTION, Function
+from chronoq.resources import DISPATCHER_FUNCTION, Function
 from chronoq.settings import environment
 
 logger = logging.getLogger(__name__)
 _ids = itertools.count(1)
 
-#: Functions invoked one at a time in this process. Powertools' event handler keeps the event
-#: it is resolving on its BaseRouter class (``BaseRouter.current_event``): in Lambda a process
-#: serves one invocation at a time, here concurrent invocations share the class, and two
-#: requests resolved at once would read each other's event (its body, its caller's claims).
-ONE_AT_A_TIME = frozenset({API_FUNCTION.name})
+#: Functions invoked one at a time in this process: none. (The API function's resolver keeps
+#: the event it resolves to its thread, see chronoq.resolver: requests are served at once.)
+ONE_AT_A_TIME: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
