@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from chronoq import resources as r
@@ -106,7 +107,7 @@ def test_given_chronoq_local_when_its_usage_is_asked_for_then_it_is_served_price
         assert job_status == 201
 
         assert main(["cost", *api, "--json"]) == 0
-        document = json.loads(capsys.readouterr().out)
+        document = _printed(capsys.readouterr().out)
         assert document["usage"]["aws_requests"]["dynamodb:PutItem"] >= 1
         assert document["usage"]["lambda"]["api"]["invocations"] >= 1
 
@@ -114,12 +115,18 @@ def test_given_chronoq_local_when_its_usage_is_asked_for_then_it_is_served_price
         printed = capsys.readouterr().out
         assert "runs finished: 0" in printed
         assert main(["cost", *api, "--json"]) == 0
-        after = json.loads(capsys.readouterr().out)["usage"]
+        after = _printed(capsys.readouterr().out)["usage"]
         assert after["lambda"].get("api", {"invocations": 0})["invocations"] == 0
         assert main(["cost", "--api", system.url, "--token", "not-a-token"]) == 1
         assert "HTTP 401" in capsys.readouterr().err
     finally:
         system.stop()
+
+
+def _printed(out: str) -> Any:
+    """The document ``chronoq cost --json`` printed (chronoq local, in this process, prints
+    its functions' log lines on the same stdout meanwhile: one JSON line each)."""
+    return json.loads("\n".join(x for x in out.splitlines() if not x.startswith('{"level"')))
 
 
 def _post_job(url: str, token: str, sink: Sink) -> tuple[int, object]:
