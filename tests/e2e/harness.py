@@ -29,8 +29,6 @@ from typing import Any, TypeVar
 
 from chronoq import resources as r
 from chronoq.local import tokens
-from chronoq.local.aws import ACCOUNT as AWS_ACCOUNT
-from chronoq.local.aws import REGION as AWS_REGION
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.system import LocalSystem
 
@@ -351,16 +349,15 @@ class ClockedLocal(Local):
             if self._tick_owed():
                 return None
             due.append(self._opened() + timedelta(minutes=1))
-        for run_queue in self._run_queues():
-            for message in list(run_queue._messages):
-                if not message.delayed:
-                    return None
-                due.append(_from_millis(message.delayed_until))
+        for delayed_until in self.system.aws.delayed_until():
+            if delayed_until is None:
+                return None
+            due.append(delayed_until)
         waits = self.clock.waiting()
         # An execution not waiting on the clock is at work. (Counted, not told apart: one
         # waiting in several Map iterations at once may hide another at work, which then
         # sees time jump as far as the next wait's end.)
-        if self._running_executions() > len(waits):
+        if self.system.aws.running_executions() > len(waits):
             return None
         due += waits
         if not due:
@@ -385,26 +382,6 @@ class ClockedLocal(Local):
         """The tick the ticker would make within a second, made now if it is owed."""
         if self._tick_owed():
             self._tick()
-
-    def _run_queues(self) -> list[Any]:
-        """The embedded SQS's run queues (moto's own objects: their messages' delays)."""
-        from moto.sqs.models import sqs_backends
-
-        assert self.system is not None
-        queues = sqs_backends[AWS_ACCOUNT][AWS_REGION].queues
-        return [queues[url.rsplit("/", 1)[-1]] for url in self.system.aws.queue_urls.values()]
-
-    def _running_executions(self) -> int:
-        """Executions of the embedded Step Functions not yet ended."""
-        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
-
-        machines = stepfunctions_parser_backends[AWS_ACCOUNT][AWS_REGION].state_machines
-        return sum(
-            1
-            for machine in list(machines)
-            for execution in list(machine.executions)
-            if getattr(execution, "exec_status", None) in (None, "RUNNING")
-        )
 
     def whole_second_after(self, seconds: float) -> datetime:
         """The first whole second at least ``seconds`` from chronoq local's now."""

@@ -249,9 +249,11 @@ def test_given_the_local_credentials_from_the_banner_when_the_aws_port_is_called
 ) -> None:
     _, aws_url, credentials = hostile
 
+    queues = _aws_client("sqs", aws_url, credentials).list_queues()
     tables = _aws_client("dynamodb", aws_url, credentials).list_tables()["TableNames"]
 
-    assert "chronoq-local-jobs" in tables
+    assert queues["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert "chronoq-local-jobs" not in tables  # (chronoq's own tables are the engine's)
 
 
 # --- 3. the SSRF guard's forms ----------------------------------------------------------------

@@ -187,3 +187,27 @@ def test_given_runs_in_flight_when_recovered_then_running_ones_fail_and_unstarte
             0: since - timedelta(minutes=1),
             1: since - timedelta(minutes=1),
         }
+
+
+def test_given_the_state_the_moto_engine_kept_when_the_engine_first_starts_then_its_items_move_there(
+    tmp_path: Path,
+) -> None:
+    from chronoq.local.system import ENGINE_DIR, LocalSystem
+
+    with local_aws(tmp_path / persist.STATE_DIR, kill=True) as aws:
+        _write_every_kind(aws)
+        jobs = _items(aws, JOBS)
+        runs = [i for i in _items(aws, RUNS) if i["run_id"]["S"] != "old"]  # (expired)
+
+    saved = dict(os.environ)
+    system = LocalSystem(port=0, data_dir=tmp_path, aws_port=None, heartbeat=False).start()
+    try:
+        assert _items(system.aws, JOBS) == jobs
+        assert _items(system.aws, RUNS) == runs
+    finally:
+        system.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+    assert not (tmp_path / persist.STATE_DIR).exists()
+    assert (tmp_path / f"{persist.STATE_DIR}.migrated" / persist.SNAPSHOT_FILE).exists()
+    assert (tmp_path / ENGINE_DIR / "tables.db").exists()

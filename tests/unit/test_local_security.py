@@ -185,7 +185,7 @@ class _FakeSystem:
         self.options = options
         self.url = "http://127.0.0.1:1"
         self.aws_url = "http://127.0.0.1:2"
-        self.aws = SimpleNamespace(restored=False)
+        self.restored = False
 
     def start(self) -> _FakeSystem:
         _FakeSystem.started.append(self.options)

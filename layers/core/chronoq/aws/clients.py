@@ -18,9 +18,26 @@ if TYPE_CHECKING:
 
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=50)
 
+#: Services answered in this process by objects with a client's methods instead of an
+#: endpoint: chronoq local's engine (chronoq.local.engine) serves chronoq's own tables, queues
+#: and state machines this way. Empty in AWS.
+_SERVED: dict[str, Any] = {}
+
+
+def serve(services: dict[str, Any]) -> None:
+    """Answer ``services`` (name -> an object with that client's methods) in this process;
+    an empty dict: every service from its endpoint again."""
+    _SERVED.clear()
+    _SERVED.update(services)
+
+
+def _client(service: str) -> Any:
+    served = _SERVED.get(service)
+    return served if served is not None else _endpoint_client(service)
+
 
 @cache
-def _client(service: str) -> Any:
+def _endpoint_client(service: str) -> Any:
     return boto3.client(service, config=_CONFIG)  # type: ignore[call-overload]
 
 
@@ -55,5 +72,5 @@ def lambda_invoker() -> LambdaClient:
 
 def reset() -> None:
     """Forget every client (tests and the local runtime call this when the endpoint changes)."""
-    _client.cache_clear()
+    _endpoint_client.cache_clear()
     lambda_invoker.cache_clear()

@@ -175,6 +175,15 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     " stack does; see chronoq status)",
 )
 @click.option(
+    "--engine",
+    type=click.Choice(["local", "moto"]),
+    default="local",
+    show_default=True,
+    help="where chronoq's own tables, queues and state machines run: local (SQLite and"
+    " chronoq's own interpreter, built for one machine) or moto (the embedded AWS itself,"
+    " for fidelity runs)",
+)
+@click.option(
     "--in-memory",
     is_flag=True,
     help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
@@ -197,10 +206,13 @@ def local(
     allow_host_commands: bool,
     aws_port: int,
     no_heartbeat: bool,
+    engine: str,
     in_memory: bool,
 ) -> None:
-    """Run the whole system locally, on embedded AWS. Its state (jobs, runs, the time index,
-    secrets) is kept in --data-dir: stop it and start it again, and it carries on."""
+    """Run the whole system locally: chronoq's own tables, queues and state machines on an
+    engine built for one machine, the embedded AWS for what targets call. Its state (jobs,
+    runs, the time index, queued runs, secrets) is kept in --data-dir: stop it and start it
+    again, and it carries on."""
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.system import LocalSystem
@@ -221,6 +233,7 @@ def local(
         max_jobs_per_owner=max_jobs_per_owner,
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
+        engine=engine,
         aws_port=aws_port,
         heartbeat=not no_heartbeat,
     ).start()
@@ -236,7 +249,7 @@ def local(
     print(f"admin token for user {user!r} (chronoq token USER mints others):", flush=True)
     print(token, flush=True)
     kept = "kept in memory only (--in-memory)" if in_memory else f"kept in {data_dir.resolve()}"
-    if system.aws.restored:
+    if system.restored:
         kept += " (restored from the last start)"
     print(f"data: {kept}", flush=True)
     if system.aws_url is not None:

@@ -39,11 +39,15 @@ from chronoq.local.emulation import (
     serve_sdk_calls_only,
     waits_follow_the_clock,
 )
+from chronoq.local.engine.services import Engine
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 from chronoq.local.persist import TableState
 from chronoq.local.usage import Meter, Usage, uncounted
 from chronoq.settings import S, load
 
+ENGINE_LOCAL = "local"
+ENGINE_MOTO = "moto"
+ENGINES = (ENGINE_LOCAL, ENGINE_MOTO)
 REGION = "us-east-1"
 TERMINAL = frozenset(s.value for s in TERMINAL_STATUSES)
 ACCOUNT = "123456789012"
@@ -56,6 +60,10 @@ def _instant(text: str) -> datetime:
 
 def function_name(function: r.Function) -> str:
     return f"{PREFIX}-{function.name}"
+
+
+def table_name(table: r.Table) -> str:
+    return f"{PREFIX}-{table.id.lower()}"
 
 
 @functools.cache
@@ -134,6 +142,16 @@ class LocalAWS:
     #: The kept tables, and whether a start found items kept by an earlier one.
     state: TableState | None = None
     restored: bool = False
+    #: Where chronoq's own tables, queues and state machines run: ``local``, chronoq local's
+    #: engine (chronoq.local.engine, what ``chronoq local`` runs on), or ``moto``, the
+    #: embedded AWS itself (what proves the AWS adapters).
+    engine: str = ENGINE_MOTO
+    #: Where the engine keeps its files (None: in memory).
+    engine_dir: Path | None = None
+    #: The engine's executions keep their history (get_execution_history).
+    execution_histories: bool = True
+    #: The engine, once started (``engine`` local).
+    services: Engine | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
     _meter: Meter | None = None
@@ -196,14 +214,26 @@ class LocalAWS:
             {function_name(f): f for f in r.FUNCTIONS}, region=REGION, account=ACCOUNT
         )
         install_into_moto(self.runtime)
+        if self.engine == ENGINE_LOCAL:
+            self.services = Engine(
+                self.engine_dir,
+                self.clock,
+                self.runtime,
+                _client,
+                {t.id: table_name(t) for t in r.TABLES},
+                REGION,
+                ACCOUNT,
+                histories=self.execution_histories,
+            )
+            chronoq_aws.serve(self.services.clients())
         self._create(audience)
         self._give_functions_their_environment()
-        if self.state_dir is not None:
+        if self.state_dir is not None and self.services is None:
             self._keep_tables(self.state_dir)
-        self._meter = Meter(
-            self.usage, {f"{PREFIX}-{t.id.lower()}": t for t in r.TABLES}, REGION, ACCOUNT
-        )
+        self._meter = Meter(self.usage, {table_name(t): t for t in r.TABLES}, REGION, ACCOUNT)
         emulation.METER[0] = self._meter
+        if self.services is not None:
+            self.services.meter = self._meter
         self.runtime.usage = self.usage
         self.reset_usage()  # creating the resources is not the workload's
 
@@ -231,6 +261,8 @@ class LocalAWS:
 
     def _runs_finished(self) -> int:
         """Runs that ended since the last reset."""
+        if self.services is not None:
+            return self.usage.runs_finished
         table = self.env[r.RUNS_TABLE.env]
         finished = 0
         with uncounted():
@@ -271,6 +303,10 @@ class LocalAWS:
         if self.state is not None:
             self.state.stop()
             self.state = None
+        if self.services is not None:
+            chronoq_aws.serve({})
+            self.services.close()
+            self.services = None
         if emulation.METER[0] is self._meter:
             emulation.METER[0] = None
         if emulation.CLOCK[0] is self.clock:
@@ -284,7 +320,45 @@ class LocalAWS:
             _RUNNING[0] = None
 
     def client(self, service: str) -> Any:
+        """A client of ``service`` as chronoq's functions reach it: the engine's for chronoq's
+        own tables, queues and state machines (``engine`` local), else the embedded AWS's."""
+        if self.services is not None:
+            served = self.services.clients().get(service)
+            if served is not None:
+                return served
         return _client(service)
+
+    def running_executions(self) -> int:
+        """Executions of the run state machines not yet ended."""
+        if self.services is not None:
+            return self.services.stepfunctions.running()
+        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+        machines = stepfunctions_parser_backends[ACCOUNT][REGION].state_machines
+        return sum(
+            1
+            for machine in list(machines)
+            for execution in list(machine.executions)
+            if getattr(execution, "exec_status", None) in (None, "RUNNING")
+        )
+
+    def delayed_until(self) -> list[datetime | None]:
+        """Each message on the run queues: when it becomes visible, if it is still delayed
+        (None: visible now, or received and in flight)."""
+        if self.services is not None:
+            return [
+                instant
+                for url in self.queue_urls.values()
+                for instant in self.services.queues.delayed_until(url)
+            ]
+        from moto.sqs.models import sqs_backends
+
+        queues = sqs_backends[ACCOUNT][REGION].queues
+        return [
+            datetime.fromtimestamp(message.delayed_until / 1000, UTC) if message.delayed else None
+            for url in self.queue_urls.values()
+            for message in list(queues[url.rsplit("/", 1)[-1]]._messages)
+        ]
 
     def notifier_filter(self, record: dict[str, Any]) -> bool:
         """The notifier's event source mapping filter, as CDK deploys it with this
@@ -320,7 +394,12 @@ class LocalAWS:
             env[r.ENV_TASK_MODULES] = self.task_modules
         ddb = self.client("dynamodb")
         for table in r.TABLES:
-            name = f"{PREFIX}-{table.id.lower()}"
+            name = table_name(table)
+            env[table.env] = name
+            if self.services is not None:  # (the engine's tables exist from its start)
+                if table.stream:
+                    self.runs_stream_arn = self.services.runs_stream_arn
+                continue
             keys = [(table.partition_key, "HASH")]
             if table.sort_key:
                 keys.append((table.sort_key, "RANGE"))
@@ -366,7 +445,6 @@ class LocalAWS:
                     TableName=name,
                     TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
                 )
-            env[table.env] = name
 
         sqs = self.client("sqs")
         dlq_url = sqs.create_queue(QueueName=f"{PREFIX}-{r.DEAD_LETTER_QUEUE_ID.lower()}")[

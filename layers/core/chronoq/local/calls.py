@@ -89,12 +89,27 @@ def calls_of(
     account: str,
 ) -> Iterator[Call]:
     """The IAM calls one request makes (a batch over several tables is a call on each)."""
+    form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+    return calls_in(caller, operation, _json(body), region, account, url, form)
+
+
+def calls_in(
+    caller: str,
+    operation: str,
+    document: Mapping[str, Any],
+    region: str,
+    account: str,
+    url: str = "",
+    form: Mapping[str, str] | None = None,
+) -> Iterator[Call]:
+    """The IAM calls of one request given as its parameters (``document``: a JSON protocol's
+    body, or the keyword arguments of a client's method), ``url`` and ``form`` for the
+    services that carry them there."""
     service, _, name = operation.partition(":")
     action = _ACTIONS.get(operation, operation.replace("stepfunctions:", "states:"))
     action = action.replace("dynamodbstreams:", "dynamodb:")
     own = f"{region}:{account}"
-    document = _json(body)
-    form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+    form = form or {}
 
     def call(resource: str, **context: str) -> Call:
         return Call(caller, action, resource, tuple(sorted(context.items())))
@@ -117,7 +132,8 @@ def calls_of(
         yield call(document.get("stateMachineArn") or document.get("executionArn") or "*")
     elif service == "lambda":
         path = unquote(urlsplit(url).path)
-        function = path.split("/functions/", 1)[-1].split("/", 1)[0]
+        function = str(document.get("FunctionName") or "") if not url else ""
+        function = function or path.split("/functions/", 1)[-1].split("/", 1)[0]
         if not function.startswith("arn:"):
             function = f"arn:aws:lambda:{own}:function:{function}"
         yield call(function)

@@ -258,11 +258,12 @@ class QueuePoller(threading.Thread):
             logger.exception("worker failed; the batch will be retried")
             return
         done = [m for m in messages if m["MessageId"] not in failed]
-        if done:
+        for start in range(0, len(done), SQS_MAX_MESSAGES):  # (a batch holds ten at most)
             self._sqs.delete_message_batch(
                 QueueUrl=url,
                 Entries=[
-                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]}
+                    for i, m in enumerate(done[start : start + SQS_MAX_MESSAGES])
                 ],
             )
 

@@ -22,7 +22,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +60,79 @@ def _atomic_write(path: Path, text: str) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a data directory of the moto engine kept: every item not expired, as (table id,
+    typed item), and when the files last changed (epoch seconds)."""
+
+    items: list[tuple[str, dict[str, Any]]]
+    saved_at: float
+
+
+def kept_items(directory: Path, tables: dict[str, r.Table], now: float) -> Kept:
+    """The items kept in ``directory`` (its snapshot, then its journal), by table id
+    (``tables``: the deployment's tables by id; a kept table is named ``<prefix>-<id>``)."""
+    found = [p for p in (directory / SNAPSHOT_FILE, directory / JOURNAL_FILE) if p.exists()]
+    by_name = {t.id.lower(): t for t in tables.values()}
+    kept: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def table_of(name: str) -> r.Table | None:
+        return by_name.get(name.rsplit("-", 1)[-1])
+
+    def key_text(table: r.Table, item: dict[str, Any]) -> str:
+        names = [n for n in (table.partition_key, table.sort_key) if n]
+        return _json({n: item[n] for n in names})
+
+    snapshot = directory / SNAPSHOT_FILE
+    if snapshot.exists():
+        for name, items in json.loads(snapshot.read_text()).items():
+            table = table_of(name)
+            if table is not None:
+                kept[table.id] = {key_text(table, i): i for i in items}
+    journal = directory / JOURNAL_FILE
+    if journal.exists():
+        for line in journal.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:  # the last line, cut short by a kill
+                continue
+            table = table_of(entry["t"])
+            if table is None:
+                continue
+            items = kept.setdefault(table.id, {})
+            if entry["i"] is None:
+                items.pop(_json(entry["k"]), None)
+            else:
+                items[_json(entry["k"])] = entry["i"]
+    alive = [
+        (table_id, {name: _bytes(value) for name, value in item.items()})
+        for table_id, items in kept.items()
+        for item in items.values()
+        if not _expired_item(tables[table_id].ttl_attribute, item, now)
+    ]
+    saved_at = max((p.stat().st_mtime for p in found), default=now)
+    return Kept(alive, saved_at)
+
+
+def _bytes(value: dict[str, Any]) -> dict[str, Any]:
+    """A typed value as kept (binary in base64) as a request carries it (binary as bytes)."""
+    ((kind, data),) = value.items()
+    if kind == "B":
+        return {"B": base64.b64decode(data)}
+    if kind == "BS":
+        return {"BS": [base64.b64decode(d) for d in data]}
+    if kind == "M":
+        return {"M": {k: _bytes(v) for k, v in data.items()}}
+    if kind == "L":
+        return {"L": [_bytes(v) for v in data]}
+    return value
+
+
+def _expired_item(attribute: str | None, item: dict[str, Any], now: float) -> bool:
+    value = item.get(attribute, {}).get("N") if attribute else None
+    return value is not None and float(value) < now
 
 
 class TableState:
@@ -261,9 +335,17 @@ def recover(
     since = ids.minute_of(saved_at) - timedelta(seconds=r.DEFAULT_START_DEADLINE_SECONDS)
     for shard in range(shards):
         store.reopen_minute(shard, since)
+    return give_back(store, queues, _unfinished_runs(client, runs_table), now)
+
+
+def give_back(
+    store: DynamoStore, queues: SqsQueues, runs: Iterable[Run], now: datetime
+) -> dict[str, int]:
+    """Runs not ended whose message or execution a stop lost: a RUNNING one ends FAILED
+    (``INTERRUPTED``), the others are sent again (see ``recover``)."""
     pending: list[Run] = []
     interrupted = 0
-    for run in _unfinished_runs(client, runs_table):
+    for run in runs:
         if run.status is RunStatus.RUNNING:
             if store.end_run(run, RunStatus.FAILED, now, INTERRUPTED, [RunStatus.RUNNING]):
                 interrupted += 1

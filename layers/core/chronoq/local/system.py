@@ -19,15 +19,21 @@ from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.local import endpoint, persist, tokens
-from chronoq.local.aws import LocalAWS, function_name
+from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
+from chronoq.local.engine import recovery
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
 from chronoq.usecases.names import claim_existing_names
 from chronoq.usecases.timeindex import TimeIndex
 
 logger = logging.getLogger(__name__)
+
+#: The engine's files, in the data directory.
+ENGINE_DIR = "engine"
+#: How often expired items are deleted.
+UPKEEP_SECONDS = 5.0
 
 
 def machine_addresses(host: str) -> tuple[str, ...]:
@@ -79,6 +85,9 @@ class LocalSystem:
     pollers: int = 5
     #: Keep nothing in ``data_dir`` but the token secret: every start is a fresh system.
     in_memory: bool = False
+    #: Where chronoq's own tables, queues and state machines run: ``local`` (the engine
+    #: built for one machine, chronoq.local.engine) or ``moto`` (the embedded AWS itself).
+    engine: str = ENGINE_LOCAL
     #: The port the embedded AWS is served on (0: a free one; None: not served; taken: a
     #: free one instead). See chronoq.local.endpoint.
     aws_port: int | None = endpoint.DEFAULT_PORT
@@ -123,6 +132,60 @@ class LocalSystem:
             env[r.ENV_RUNS_TABLE],
             env[r.ENV_SCHEDULE_TABLE],
         )
+
+    def _recover_engine(self) -> None:
+        """A start on the engine's kept state: the runs whose execution the last stop took
+        with it (see chronoq.local.engine.recovery)."""
+        assert self.aws.services is not None
+        store = self._store()
+        queues = SqsQueues(clients.sqs(), self.aws.queue_urls)
+        with uncounted():
+            returned = self.aws.services.queues.return_in_flight()
+            lost = self.aws.services.inflight.lost()
+            counts = {
+                **recovery.recover(lost, store, queues, self.clock.now()),
+                "messages returned": returned,
+            }
+        logger.info("state restored from %s: %s", self.data_dir, counts)
+
+    def _migrate(self) -> None:
+        """A first start of the engine on the state the moto engine kept: its items are moved
+        into the engine's tables, then what that stop lost is given back (persist.recover)."""
+        assert self.aws.services is not None
+        state = self.data_dir / persist.STATE_DIR
+        kept = persist.kept_items(state, {t.id: t for t in r.TABLES}, time.time())
+        with uncounted():
+            count = self.aws.services.load_items(kept.items)
+            persist.recover(
+                clients.dynamodb(),
+                self._store(),
+                SqsQueues(clients.sqs(), self.aws.queue_urls),
+                self.aws.env[r.ENV_RUNS_TABLE],
+                self.shards,
+                datetime.fromtimestamp(kept.saved_at, UTC),
+                self.clock.now(),
+            )
+        moved = state.with_name(f"{persist.STATE_DIR}.migrated")
+        state.rename(moved)
+        logger.warning(
+            "moved %d items kept by the moto engine into the local engine (%s); the old files"
+            " are kept in %s",
+            count,
+            self.data_dir / ENGINE_DIR,
+            moved,
+        )
+
+    def _upkeep(self) -> None:
+        """Now and then, the engine's expired items deleted (a few at a time)."""
+        while not self._halt.wait(UPKEEP_SECONDS):
+            services = self.aws.services
+            if services is None:
+                return
+            try:
+                while services.sweep() and not self._halt.is_set():
+                    pass
+            except Exception:
+                logger.exception("deleting expired items failed")
 
     def _recover(self) -> None:
         """A start on kept state: give back what the last stop lost (see persist.recover)."""
@@ -225,6 +288,9 @@ class LocalSystem:
             max_jobs_per_owner=self.max_jobs_per_owner,
             allow_host_commands=self.allow_host_commands,
             state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
+            engine=self.engine,
+            engine_dir=None if self.in_memory else self.data_dir / ENGINE_DIR,
+            execution_histories=False,  # (nothing of chronoq local reads them)
             signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
             clock=self.clock,
             own_ports=own_ports,
@@ -237,7 +303,15 @@ class LocalSystem:
             self._halt,
             r.shard_groups(self.shards, self.dispatch_groups),
         )
-        if self.aws.restored:
+        services = self.aws.services
+        if services is not None and services.restored:
+            self._recover_engine()
+        elif services is not None and (self.data_dir / persist.STATE_DIR).is_dir():
+            if self.in_memory:
+                self._nothing_to_catch_up()
+            else:
+                self._migrate()
+        elif self.aws.restored:
             self._recover()
         else:
             self._nothing_to_catch_up()
@@ -250,6 +324,8 @@ class LocalSystem:
         ]
         if self.aws.state is not None:
             self._threads.append(threading.Thread(target=self._compact, daemon=True))
+        if self.aws.services is not None:
+            self._threads.append(threading.Thread(target=self._upkeep, daemon=True))
         urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
         pace = Pace()
         self.clock.listen(pace.moved)
@@ -300,6 +376,12 @@ class LocalSystem:
     def _start_ticker(self) -> dict[str, Any]:
         self.ticker.paused.clear()
         return {"ticker": "running"}
+
+    @property
+    def restored(self) -> bool:
+        """Did this start find the state an earlier one kept?"""
+        services = self.aws.services
+        return services.restored if services is not None else self.aws.restored
 
     @property
     def url(self) -> str:

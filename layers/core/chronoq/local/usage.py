@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.domain.runs import TERMINAL_STATUSES
 
 #: Who makes the AWS request being counted: a function's name, or the state machine.
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", default="")
@@ -181,7 +182,14 @@ class Usage:
     executions: dict[str, str] = field(default_factory=dict)
     #: execution ARN -> (transitions, billed ms) once it has ended
     ended_executions: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: Executions of chronoq local's engine, counted as each ends (nothing kept per
+    #: execution): kind -> [executions, transitions, billed ms].
+    settled: dict[str, list[float]] = field(
+        default_factory=lambda: {"standard": [0, 0, 0.0], "express": [0, 0, 0.0]}
+    )
     express_memory_mb: int = r.EXPRESS_MEMORY_MB
+    #: Runs that reached a final status, as the engine's writes show them.
+    runs_finished: int = 0
     #: Dispatcher invocations made locally, and those priced: one per group of shards and
     #: minute, as the stack's rules invoke it (see dispatcher_tick).
     local_ticks: int = 0
@@ -200,6 +208,9 @@ class Usage:
                 use.invocations, use.billed_ms = 0, 0.0
             self.executions.clear()
             self.ended_executions.clear()
+            for totals in self.settled.values():
+                totals[:] = [0, 0, 0.0]
+            self.runs_finished = 0
             self.local_ticks = 0
             self.priced_ticks.clear()
 
@@ -272,6 +283,16 @@ class Usage:
         with self._lock:
             self.ended_executions[arn] = (transitions, milliseconds)
 
+    def settle(self, kind: str, transitions: int, milliseconds: float) -> None:
+        """One execution of the engine's that has ended (``kind``: "standard" or
+        "express"), with its state transitions and the milliseconds AWS would bill."""
+        step = r.EXPRESS_BILLING_STEP_MS
+        with self._lock:
+            totals = self.settled[kind]
+            totals[0] += 1
+            totals[1] += transitions
+            totals[2] += math.ceil(milliseconds / step) * step
+
     def document(self, runs_finished: int) -> dict[str, Any]:
         """The usage as JSON: the keys other tools may read are stable."""
         with self._lock:
@@ -286,6 +307,9 @@ class Usage:
                 math.ceil(self.ended_executions.get(a, (0, 0.0))[1] / step) * step
                 for a in by_kind["express"]
             )
+            standard, express = self.settled["standard"], self.settled["express"]
+            standard_transitions += int(standard[1])
+            express_ms += int(express[2])
             requests = dict(sorted(self.requests.items()))
             return {
                 "runs_finished": runs_finished,
@@ -307,11 +331,11 @@ class Usage:
                 },
                 "stepfunctions": {
                     "standard": {
-                        "executions": len(by_kind["standard"]),
+                        "executions": len(by_kind["standard"]) + int(standard[0]),
                         "transitions": standard_transitions,
                     },
                     "express": {
-                        "executions": len(by_kind["express"]),
+                        "executions": len(by_kind["express"]) + int(express[0]),
                         "billed_ms": float(express_ms),
                         "memory_mb": self.express_memory_mb,
                     },
@@ -442,6 +466,9 @@ def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes)
 
 
 _WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+#: Where chronoq local's engine hands the meter the images of the items a write changed, in
+#: its answer (table name, old item or None, new item or None), before the caller sees it.
+WRITTEN = "_written"
 
 
 class Meter:
@@ -483,6 +510,76 @@ class Meter:
                 kind = self._kind(document.get("stateMachineArn", ""))
                 self.usage.execution(answer["executionArn"], kind)
         return response
+
+    def observe(
+        self,
+        operation: str,
+        request: Mapping[str, Any],
+        response: Mapping[str, Any],
+        stored: Callable[[str, Mapping[str, Any]], dict[str, Any] | None] | None = None,
+    ) -> None:
+        """One call answered by chronoq local's engine (chronoq.local.engine), counted as the
+        same request to AWS would be: the request, its IAM calls, and DynamoDB's units, from
+        the item images the engine hands over with each write (``WRITTEN``) or, for a
+        conditional write it refused, from the item as ``stored`` now. Executions are counted
+        as they end (Usage.settle)."""
+        if getattr(_uncounted, "on", False):
+            return
+        caller = current_caller()
+        from chronoq.local.calls import RECORDER, calls_in
+
+        RECORDER.add(calls_in(caller, operation, request, self.region, self.account))
+        if operation == "sqs:ReceiveMessage" and not response.get("Messages"):
+            return  # an empty poll: AWS's long polling makes these rare
+        self.usage.request(operation, caller)
+        service, _, name = operation.partition(":")
+        if service == "dynamodb":
+            if name in _WRITES or name == "BatchWriteItem":
+                images = response.get(WRITTEN)
+                if images is None and stored is not None:  # refused: the item is read
+                    images = [(t, item, item) for t, item in self._stored(name, request, stored)]
+                self._write_units(images or [])
+            else:
+                self._read_units(name, request, response)
+
+    def _stored(
+        self,
+        name: str,
+        request: Mapping[str, Any],
+        stored: Callable[[str, Mapping[str, Any]], dict[str, Any] | None],
+    ) -> list[tuple[str, dict[str, Any] | None]]:
+        return [(table, stored(table, key)) for table, key in self._writes(name, request)]
+
+    def _write_units(self, images: Any) -> None:
+        units = 0
+        for table, old, new in images:
+            spec = self.tables.get(table)
+            if spec is None:
+                continue
+            if spec is r.RUNS_TABLE and _final(new) and not _final(old):
+                with self.usage._lock:
+                    self.usage.runs_finished += 1
+            units += write_units(max(item_size(old), item_size(new)))
+            for index in spec.indexes:
+                units += index_write_units(old, new, index, spec)
+        self.usage.units(write=units)
+
+    def _read_units(
+        self, name: str, document: Mapping[str, Any], answer: Mapping[str, Any]
+    ) -> None:
+        if name == "GetItem":
+            size = item_size(answer.get("Item"))
+            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
+        elif name == "BatchGetItem":
+            for table, items in answer.get("Responses", {}).items():
+                consistent = bool(
+                    document.get("RequestItems", {}).get(table, {}).get("ConsistentRead")
+                )
+                for item in items:
+                    self.usage.units(read=read_units(item_size(item), consistent))
+        elif name in ("Query", "Scan"):
+            size = sum(item_size(item) for item in answer.get("Items", []))
+            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
 
     # DynamoDB ---------------------------------------------------------------------------------
 
@@ -551,20 +648,7 @@ class Meter:
                     units += index_write_units(old, new, index, spec)
             self.usage.units(write=units)
             return
-        answer = _json(_content(response))
-        if name == "GetItem":
-            size = item_size(answer.get("Item"))
-            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
-        elif name == "BatchGetItem":
-            for table, items in answer.get("Responses", {}).items():
-                consistent = bool(
-                    document.get("RequestItems", {}).get(table, {}).get("ConsistentRead")
-                )
-                for item in items:
-                    self.usage.units(read=read_units(item_size(item), consistent))
-        elif name in ("Query", "Scan"):
-            size = sum(item_size(item) for item in answer.get("Items", []))
-            self.usage.units(read=read_units(size, bool(document.get("ConsistentRead"))))
+        self._read_units(name, document, _json(_content(response)))
 
     # Step Functions ---------------------------------------------------------------------------
 
@@ -597,6 +681,15 @@ class Meter:
                 transitions = sum(1 for e in events["events"] if e["type"].endswith("StateEntered"))
                 duration = described["stopDate"] - described["startDate"]
                 self.usage.ended(arn, transitions, duration.total_seconds() * 1000)
+
+
+#: The final statuses of a run.
+_FINAL = frozenset(status.value for status in TERMINAL_STATUSES)
+
+
+def _final(item: Mapping[str, Any] | None) -> bool:
+    status = (item or {}).get("status")
+    return isinstance(status, Mapping) and status.get("S") in _FINAL
 
 
 def _body(body: Any) -> bytes:

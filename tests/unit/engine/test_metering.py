@@ -1,0 +1,96 @@
+"""The engine's calls priced as the AWS requests they stand for (chronoq.local.usage.Meter
+.observe): the request and its caller, DynamoDB's units from the item images each write hands
+over, the runs that reached a final status, and the IAM call each makes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, cast
+
+import pytest
+from chronoq import resources as r
+from chronoq.aws.store import DynamoStore
+from chronoq.domain.runs import RunStatus
+from chronoq.fakes.clock import FakeClock
+from chronoq.local.calls import RECORDER, Call
+from chronoq.local.engine.functions import LocalFunctions
+from chronoq.local.engine.tables import SqliteTables
+from chronoq.local.usage import STATE_MACHINE, Meter, Usage, calling_as
+
+from tests.contract.backends import NOW, a_job, a_run
+
+REGION, ACCOUNT = "us-east-1", "123456789012"
+
+
+@pytest.fixture
+def usage() -> Usage:
+    return Usage()
+
+
+@pytest.fixture
+def store(usage: Usage) -> Iterator[DynamoStore]:
+    meter = Meter(usage, {t.id: t for t in r.TABLES}, REGION, ACCOUNT)
+    tables: SqliteTables
+
+    def observe(operation: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        meter.observe(operation, request, response, stored=tables.stored)
+
+    tables = SqliteTables(None, r.TABLES, clock=FakeClock(now=NOW), observer=observe)
+    yield DynamoStore(cast(Any, tables), r.JOBS_TABLE.id, r.RUNS_TABLE.id, r.SCHEDULE_TABLE.id)
+    tables.close()
+
+
+def test_given_a_run_ended_on_the_engine_when_metered_then_each_request_and_its_units_count_and_the_run_finished(
+    store: DynamoStore, usage: Usage
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    store.create_run(run, NOW)
+
+    store.end_run(run, RunStatus.SKIPPED, NOW, "skipped", [RunStatus.SCHEDULED])
+
+    assert usage.requests["dynamodb:PutItem"] == 1
+    assert usage.requests["dynamodb:UpdateItem"] == 1
+    assert usage.write_units == 2  # (two writes of an item under 1 KB)
+    assert usage.runs_finished == 1
+
+
+def test_given_a_conditional_write_the_engine_refused_when_metered_then_it_is_billed_as_dynamodb_bills_it(
+    store: DynamoStore, usage: Usage
+) -> None:
+    job = a_job()
+    run = a_run(job)
+    store.create_run(run, NOW)
+    store.end_run(run, RunStatus.SKIPPED, NOW, "skipped", [RunStatus.SCHEDULED])
+    before = usage.write_units
+
+    again = store.end_run(run, RunStatus.SKIPPED, NOW, "skipped", [RunStatus.SCHEDULED])
+
+    assert not again
+    assert usage.write_units == before + 1  # (a refused write still consumes a unit)
+    assert usage.runs_finished == 1
+
+
+def test_given_the_state_machine_invoking_a_function_when_metered_then_its_iam_call_names_the_function(
+    usage: Usage,
+) -> None:
+    meter = Meter(usage, {}, REGION, ACCOUNT)
+    arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:chronoq-local-runner"
+
+    class Runtime:
+        def names(self) -> list[str]:
+            return ["chronoq-local-runner"]
+
+        def invoke(self, name: str, event: Any) -> Any:
+            return {"ok": name}
+
+    functions = LocalFunctions(
+        cast(Any, Runtime()), lambda: None, observer=lambda o, q, a: meter.observe(o, q, a)
+    )
+
+    with calling_as(STATE_MACHINE):
+        answer = functions.invoke(FunctionName=arn, Payload=b"{}")
+
+    assert answer["Payload"].read() == b'{"ok": "chronoq-local-runner"}'
+    assert usage.requests["lambda:Invoke"] == 1
+    assert Call(STATE_MACHINE, "lambda:InvokeFunction", arn) in RECORDER.recorded
