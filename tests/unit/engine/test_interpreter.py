@@ -305,6 +305,8 @@ class Blocking:
         self.started = threading.Event()
         self.contexts: list[TaskContext] = []
         self.beats = beats
+        #: Heartbeats sent so far.
+        self.beaten = 0
 
     def __call__(self, resource: str, parameters: dict[str, Any], context: TaskContext) -> Any:
         self.contexts.append(context)
@@ -312,6 +314,7 @@ class Blocking:
         while not self.release.wait(0.01) and not context.stopped():
             if self.beats:
                 context.heartbeat()
+                self.beaten += 1
         return {"released": self.release.is_set()}
 
 
@@ -381,7 +384,10 @@ def test_given_heartbeat_seconds_when_the_task_stops_beating_then_it_fails_with_
     _, beating_outcomes = start_in_thread(definition, beating, clock, {"beat": 5})
     silent.started.wait(5)
     beating.started.wait(5)
-    clock.advance(6)
+    for _ in range(6):  # a second at a time, the beating task beating in each
+        beaten = beating.beaten
+        clock.advance(1)
+        wait_for(lambda b=beaten: beating.beaten > b + 1)  # type: ignore[misc]
 
     (outcome,) = wait_for(lambda: silent_outcomes)
     assert outcome.error == "States.HeartbeatTimeout"

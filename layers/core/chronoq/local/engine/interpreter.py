@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import queue
 import random as _random
 import re
 import threading
@@ -1216,13 +1217,7 @@ class TaskState(_Retrying):
         """Run the handler on a thread of its own and wait for it up to the timeout and from
         heartbeat to heartbeat; a task that overruns is abandoned (its context stopped)."""
         watch = _Watch(frame.scope)
-        worker = threading.Thread(
-            target=watch.run,
-            args=(lambda: self._call(parameters, frame, watch.scope, watch),),
-            name=f"task-{self.name}",
-            daemon=True,
-        )
-        worker.start()
+        WORKERS.run(lambda: watch.run(lambda: self._call(parameters, frame, watch.scope, watch)))
         try:
             return watch.outcome(self.interpreter.elapse, timeout, heartbeat, frame.scope)
         finally:
@@ -1449,7 +1444,7 @@ class Interpreter:
         tasks: Mapping[str, TaskHandler],
         clock: Clock,
         random: Callable[[], float] = _random.random,
-        spawn: Callable[[Callable[[], None]], threading.Thread] | None = None,
+        spawn: Callable[[Callable[[], None]], _Piece | threading.Thread] | None = None,
     ) -> None:
         """``random`` draws FULL jitter (in [0, 1)); ``spawn`` starts a Map iteration's thread
         (default: a new daemon thread)."""
@@ -1486,10 +1481,70 @@ class Interpreter:
         return Outcome("SUCCEEDED", output=output)
 
 
-def _thread(work: Callable[[], None]) -> threading.Thread:
-    thread = threading.Thread(target=work, daemon=True, name="map-iteration")
-    thread.start()
-    return thread
+class _Piece:
+    """One piece of work handed to the workers: ``join`` waits for its end."""
+
+    __slots__ = ("_ended", "work")
+
+    def __init__(self, work: Callable[[], None]) -> None:
+        self.work = work
+        self._ended = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.work()
+        finally:
+            self._ended.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._ended.wait(timeout)
+
+
+class _Workers:
+    """Daemon threads that run tasks and Map iterations, each taking more work once done: a
+    burst of executions reuses them instead of starting a thread per task and iteration. A
+    new one starts when none is idle (a task abandoned at its timeout keeps its thread), and
+    one idle for ``idle_seconds`` ends."""
+
+    def __init__(self, idle_seconds: float = 30.0) -> None:
+        self._pieces: queue.SimpleQueue[_Piece] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+        self._idle_seconds = idle_seconds
+
+    def run(self, work: Callable[[], None]) -> _Piece:
+        piece = _Piece(work)
+        with self._lock:  # (a piece is put where an idle thread is counted, or one starts)
+            self._pieces.put(piece)
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        if start:
+            threading.Thread(target=self._serve, daemon=True, name="engine-worker").start()
+        return piece
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                piece = self._pieces.get(timeout=self._idle_seconds)
+            except queue.Empty:
+                with self._lock:
+                    try:
+                        piece = self._pieces.get_nowait()  # (put for this thread meanwhile)
+                    except queue.Empty:
+                        self._idle -= 1
+                        return
+            piece.run()
+            with self._lock:
+                self._idle += 1
+
+
+#: The workers of every interpreter of this process.
+WORKERS = _Workers()
+
+
+def _thread(work: Callable[[], None]) -> _Piece:
+    return WORKERS.run(work)
 
 
 def states_of(definition: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
