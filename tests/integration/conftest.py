@@ -180,19 +180,35 @@ class Harness:
         """The parameters of every ``operation`` call chronoq's ``service`` client makes from
         now on (a botocore hook on the client every function shares in this process)."""
         calls: list[dict[str, Any]] = []
+        client = clients.client(service)
+        if not hasattr(client, "meta"):  # the engine's (chronoq.local.engine): its method
+            method = "".join("_" + c.lower() if c.isupper() else c for c in operation)[1:]
+            original = getattr(client, method)
+
+            def kept(**params: Any) -> Any:
+                calls.append(dict(params))
+                return original(**params)
+
+            setattr(client, method, kept)
+            self._recording.append((service, method, None))
+            return calls
 
         def keep(params: dict[str, Any], **_: Any) -> None:
             calls.append(dict(params))
 
         event = f"provide-client-params.{service}.{operation}"
-        clients.client(service).meta.events.register(event, keep)
+        client.meta.events.register(event, keep)
         self._recording.append((service, event, keep))
         return calls
 
     def close(self) -> None:
         """Stop recording calls (chronoq's clients outlive this deployment)."""
         for service, event, keep in self._recording:
-            clients.client(service).meta.events.unregister(event, keep)
+            client = clients.client(service)
+            if keep is None:
+                vars(client).pop(event, None)  # (the method's own again)
+            else:
+                client.meta.events.unregister(event, keep)
         self._recording.clear()
 
     def bodies(self, priority: str = "normal") -> list[dict[str, Any]]:

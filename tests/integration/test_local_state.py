@@ -192,7 +192,8 @@ def test_given_runs_in_flight_when_recovered_then_running_ones_fail_and_unstarte
 def test_given_the_state_the_moto_engine_kept_when_the_engine_first_starts_then_its_items_move_there(
     tmp_path: Path,
 ) -> None:
-    from chronoq.local.system import ENGINE_DIR, LocalSystem
+    from chronoq.local.backup import ENGINE_DIR
+    from chronoq.local.system import LocalSystem
 
     with local_aws(tmp_path / persist.STATE_DIR, kill=True) as aws:
         _write_every_kind(aws)

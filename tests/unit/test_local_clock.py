@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
+import pytest
 from chronoq.local.clock import LocalClock, Waits
 
 #: Longest real wait for a waiting thread to get where the test expects it.
@@ -104,3 +105,25 @@ def test_given_a_clock_that_skips_or_the_wall_clock_when_threads_wait_then_no_wa
 
     assert not waiting.is_alive()
     assert told == []
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_given_a_held_wait_when_asked_what_waits_then_only_an_announced_one_is_listed(
+    announced: bool,
+) -> None:
+    clock = LocalClock(Waits.HELD)
+    inside, done = threading.Event(), threading.Event()
+
+    def running() -> bool:
+        inside.set()  # (the wait has begun: it asks whether to go on)
+        return not done.is_set()
+
+    waiter = threading.Thread(target=lambda: clock.wait(10, running=running, announced=announced))
+    waiter.start()
+    assert inside.wait(10)
+
+    listed = clock.waiting()
+    done.set()
+    waiter.join(10)
+
+    assert bool(listed) is announced

@@ -355,7 +355,6 @@ def test_given_a_task_token_when_heartbeats_are_sent_then_the_task_stays_alive_p
     assert token is not None
 
     for _ in range(3):
-        wait_for(clock.waiting)
         clock.advance(6)
         sfn.send_task_heartbeat(taskToken=token)
     handler.release.set()

@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import sys
+import tarfile
 import threading
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -90,7 +91,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     return ",".join(names)
 
 
-@cli.command()
+@cli.group(invoke_without_command=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
@@ -189,7 +190,9 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="keep no jobs, runs or secrets in --data-dir (only the token secret): each start"
     " is a fresh system",
 )
+@click.pass_context
 def local(
+    ctx: click.Context,
     host: str,
     port: int,
     data_dir: Path,
@@ -213,8 +216,11 @@ def local(
     engine built for one machine, the embedded AWS for what targets call. Its state (jobs,
     runs, the time index, queued runs, secrets) is kept in --data-dir: stop it and start it
     again, and it carries on."""
+    if ctx.invoked_subcommand is not None:  # (backup, restore: see there)
+        return
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
+    from chronoq.local.backup import BackupError
     from chronoq.local.system import LocalSystem
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -236,7 +242,11 @@ def local(
         engine=engine,
         aws_port=aws_port,
         heartbeat=not no_heartbeat,
-    ).start()
+    )
+    try:
+        system.start()
+    except BackupError as refused:
+        raise click.ClickException(str(refused)) from None
     if allow_host_commands:
         click.echo(
             "WARNING: --allow-host-commands: container targets run their commands on this"
@@ -279,6 +289,37 @@ def local(
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
+
+
+@local.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+def local_backup(file: Path, data_dir: Path) -> None:
+    """Copy chronoq local's data (its engine's databases and its secrets) into FILE, a tar
+    file: online, while it runs, or stopped. FILE holds the secrets: keep it as private as
+    the data directory."""
+    from chronoq.local.backup import BackupError, backup
+
+    try:
+        names = backup(data_dir, file)
+    except BackupError as refused:
+        raise click.ClickException(str(refused)) from None
+    click.echo(f"backed up {', '.join(names)} to {file}")
+
+
+@local.command("restore")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+def local_restore(file: Path, data_dir: Path) -> None:
+    """Put the backup FILE into --data-dir, chronoq local stopped (the data it replaces is
+    kept beside it, in engine.before-restore-<time>); start chronoq local to carry on."""
+    from chronoq.local.backup import BackupError, restore
+
+    try:
+        names = restore(file, data_dir)
+    except (BackupError, tarfile.TarError) as refused:
+        raise click.ClickException(str(refused)) from None
+    click.echo(f"restored {', '.join(names)} into {data_dir}")
 
 
 @cli.command()

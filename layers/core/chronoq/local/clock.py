@@ -95,9 +95,12 @@ class LocalClock:
         seconds: float,
         woken: threading.Event | None = None,
         running: Callable[[], bool] = lambda: True,
+        announced: bool = True,
     ) -> None:
         """Wait ``seconds`` of this clock; a wall-clock wait ends early when ``woken`` is set
-        and ``running()`` no longer holds (an execution stopped), a held one too."""
+        and ``running()`` no longer holds (an execution stopped), a held one too. A held wait
+        is ``announced`` in ``waiting`` (whoever moves the clock may move it to its end); a
+        task's timeout is not (the task is at work meanwhile, not waiting for that time)."""
         if seconds <= 0:
             return
         if self.waits is Waits.WALL:
@@ -113,12 +116,14 @@ class LocalClock:
             self.advance_to(until)
             return
         with self._moved:
-            self._held.append(until)
+            if announced:
+                self._held.append(until)
             try:
                 while running() and self.now() < until:
                     self._moved.wait(_HELD_POLL_SECONDS)
             finally:
-                self._held.remove(until)
+                if announced:
+                    self._held.remove(until)
 
 
 #: The wall clock (what chronoq local runs on unless told otherwise).

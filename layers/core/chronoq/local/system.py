@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import socket
@@ -20,6 +21,7 @@ from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
+from chronoq.local.backup import ENGINE_DIR, running
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
 from chronoq.local.engine import recovery
@@ -30,8 +32,6 @@ from chronoq.usecases.timeindex import TimeIndex
 
 logger = logging.getLogger(__name__)
 
-#: The engine's files, in the data directory.
-ENGINE_DIR = "engine"
 #: How often expired items are deleted.
 UPKEEP_SECONDS = 5.0
 
@@ -105,6 +105,8 @@ class LocalSystem:
     _threads: list[threading.Thread] = field(default_factory=list)
     _server: Any = None
     _aws_server: Any = None
+    #: What the system holds while it runs (its data directory's engine).
+    _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def _warm(self, first: bool) -> None:
         """Idle containers started with the system (``first``: one of each function a run
@@ -252,6 +254,15 @@ class LocalSystem:
         return self.aws.runtime.invoke(function_name(function), event)
 
     def start(self) -> LocalSystem:
+        if self.engine == ENGINE_LOCAL and not self.in_memory:
+            self._held.enter_context(running(self.data_dir))
+        try:
+            return self._start()
+        except BaseException:
+            self._held.close()
+            raise
+
+    def _start(self) -> LocalSystem:
         # The ports first: targets are kept from them (see LocalAWS.own_ports).
         self._server = serve(
             self.host,
@@ -412,3 +423,4 @@ class LocalSystem:
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
         finally:
             self.aws.stop()
+            self._held.close()

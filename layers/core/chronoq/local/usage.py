@@ -175,6 +175,8 @@ class Usage:
 
     requests: Counter[str] = field(default_factory=Counter)
     by_caller: Counter[str] = field(default_factory=Counter)
+    #: (caller, operation) -> requests
+    by_caller_operation: Counter[tuple[str, str]] = field(default_factory=Counter)
     write_units: float = 0.0
     read_units: float = 0.0
     functions: dict[str, FunctionUse] = field(default_factory=dict)
@@ -203,6 +205,7 @@ class Usage:
         with self._lock:
             self.requests.clear()
             self.by_caller.clear()
+            self.by_caller_operation.clear()
             self.write_units = self.read_units = 0.0
             for use in self.functions.values():
                 use.invocations, use.billed_ms = 0, 0.0
@@ -222,6 +225,7 @@ class Usage:
                 return
             self.requests[operation] += 1
             self.by_caller[caller] += 1
+            self.by_caller_operation[(caller, operation)] += 1
 
     def units(self, write: float = 0.0, read: float = 0.0) -> None:
         with self._lock:
@@ -260,6 +264,7 @@ class Usage:
                     for (operation, caller), n in tick.requests.items():
                         self.requests[operation] += n
                         self.by_caller[caller] += n
+                        self.by_caller_operation[(caller, operation)] += n
                     self.write_units += tick.write_units
                     self.read_units += tick.read_units
                     use = self.functions.setdefault(

@@ -45,6 +45,7 @@ class Clock(Protocol):
         seconds: float,
         woken: threading.Event | None = None,
         running: Callable[[], bool] = ...,
+        announced: bool = True,
     ) -> None: ...
 
 
@@ -134,8 +135,9 @@ class Elapse:
         return self.clock.now().timestamp()
 
     def wait(self, seconds: float, event: threading.Event, running: Callable[[], bool]) -> None:
+        """(Not announced: a task running is at work, not waiting for a time to come.)"""
         if not self.wall:
-            self.clock.wait(seconds, event, running)
+            self.clock.wait(seconds, event, running, announced=False)
             return
         deadline = time.monotonic() + seconds
         while running() and (left := deadline - time.monotonic()) > 0:
@@ -1217,9 +1219,10 @@ class TaskState(_Retrying):
         """Run the handler on a thread of its own and wait for it up to the timeout and from
         heartbeat to heartbeat; a task that overruns is abandoned (its context stopped)."""
         watch = _Watch(frame.scope)
+        started = self.interpreter.elapse.now()  # (the task's time counts from before it starts)
         WORKERS.run(lambda: watch.run(lambda: self._call(parameters, frame, watch.scope, watch)))
         try:
-            return watch.outcome(self.interpreter.elapse, timeout, heartbeat, frame.scope)
+            return watch.outcome(self.interpreter.elapse, timeout, heartbeat, frame.scope, started)
         finally:
             frame.scope.leave(watch.scope)
 
@@ -1248,8 +1251,10 @@ class _Watch:
         self.beats += 1
         self.wake.set()
 
-    def outcome(self, elapse: Elapse, timeout: Any, heartbeat: Any, scope: Scope) -> Any:
-        started = beaten = elapse.now()
+    def outcome(
+        self, elapse: Elapse, timeout: Any, heartbeat: Any, scope: Scope, started: float
+    ) -> Any:
+        beaten = started
         seen = self.beats
         while not self.done:
             if scope.stopped:

@@ -24,6 +24,7 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import messages_sent
+from chronoq.local.emulation import LOCAL_SUBNET
 from chronoq.local.engine.functions import LocalFunctions
 from chronoq.local.engine.inflight import InFlight
 from chronoq.local.engine.interpreter import TaskContext, TaskHandler
@@ -51,6 +52,35 @@ def _as_the_state_machine(handler: TaskHandler) -> TaskHandler:
             return handler(resource, parameters, context)
 
     return task
+
+
+class _Containers:
+    """The embedded ECS as the run state machine's container tasks call it: the placeholder
+    network the ASL's values name locally (LOCAL_SUBNET) becomes the embedded AWS's default
+    VPC, looked up at the first task, as on the moto engine (emulation)."""
+
+    def __init__(self, embedded: Callable[[str], Any]) -> None:
+        self._embedded = embedded
+        self._network: dict[str, list[str]] | None = None
+
+    def run_task(self, **request: Any) -> Any:
+        network = request.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
+        if network.get("subnets") == [LOCAL_SUBNET]:
+            if self._network is None:
+                ec2 = self._embedded("ec2")
+                self._network = {
+                    "subnets": [ec2.describe_subnets()["Subnets"][0]["SubnetId"]],
+                    "securityGroups": [
+                        ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0][
+                            "GroupId"
+                        ]
+                    ],
+                }
+            network.update(self._network)
+        return self._embedded("ecs").run_task(**request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedded("ecs"), name)
 
 
 class Engine:
@@ -89,7 +119,11 @@ class Engine:
         )
         self.inflight = InFlight(self._path(EXECUTIONS_FILE))
         self.functions = LocalFunctions(runtime, lambda: embedded("lambda"), observer=self._observe)
-        own: dict[str, Any] = {"dynamodb": self.tables, "lambda": self.functions}
+        own: dict[str, Any] = {
+            "dynamodb": self.tables,
+            "lambda": self.functions,
+            "ecs": _Containers(embedded),
+        }
         handlers = aws_task_handlers(lambda service: own.get(service) or embedded(service))
         self.stepfunctions = LocalStepFunctions(
             clock,
