@@ -675,19 +675,32 @@ def run_containers_as_subprocesses(region: str) -> None:
     _pass_ecs_parameters_as_the_api_names_them()
 
 
-def _lower_camel(value: Any) -> Any:
+def default_network(ec2: Any) -> dict[str, list[str]]:
+    """The embedded AWS's default VPC, where container tasks run (the ASL's values name
+    LOCAL_SUBNET and LOCAL_SECURITY_GROUP locally): its first subnet and default group."""
+    return {
+        "subnets": [ec2.describe_subnets()["Subnets"][0]["SubnetId"]],
+        "securityGroups": [
+            ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0]["GroupId"]
+        ],
+    }
+
+
+def lower_camel(value: Any) -> Any:
+    """ECS's parameters as its API names them (Step Functions passes them PascalCase)."""
     if isinstance(value, dict):
-        return {k[:1].lower() + k[1:]: _lower_camel(v) for k, v in value.items()}
+        return {k[:1].lower() + k[1:]: lower_camel(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_lower_camel(v) for v in value]
+        return [lower_camel(v) for v in value]
     return value
 
 
-def _upper_camel(value: Any) -> Any:
+def upper_camel(value: Any) -> Any:
+    """ECS's answer as Step Functions hands it on (PascalCase; instants as text)."""
     if isinstance(value, dict):
-        return {k[:1].upper() + k[1:]: _upper_camel(v) for k, v in value.items()}
+        return {k[:1].upper() + k[1:]: upper_camel(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_upper_camel(v) for v in value]
+        return [upper_camel(v) for v in value]
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return value
@@ -716,20 +729,17 @@ def _pass_ecs_parameters_as_the_api_names_them() -> None:
         normalised_parameters: dict[str, Any],
         state_credentials: Any,
     ) -> None:
-        parameters = _lower_camel(normalised_parameters)
+        parameters = lower_camel(normalised_parameters)
         network = parameters.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
         if network.get("subnets") == [LOCAL_SUBNET]:
             ec2: Any = ecs.boto_client_for(  # type: ignore[attr-defined]
                 region=resource_runtime_part.region, service="ec2", state_credentials=None
             )
-            network["subnets"] = [ec2.describe_subnets()["Subnets"][0]["SubnetId"]]
-            network["securityGroups"] = [
-                ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0]["GroupId"]
-            ]
+            network.update(default_network(ec2))
         answer = client(resource_runtime_part, state_credentials).run_task(**parameters)
         if answer.get("failures") or not answer.get("tasks"):
             raise RuntimeError(f"ECS RunTask failed: {answer.get('failures')}")
-        env.stack.append(_upper_camel({"Tasks": answer["tasks"]}))
+        env.stack.append(upper_camel({"Tasks": answer["tasks"]}))
 
     def _build_sync_resolver(
         self: Any,
@@ -745,7 +755,7 @@ def _pass_ecs_parameters_as_the_api_names_them() -> None:
             task = ecs_client.describe_tasks(
                 cluster=submitted["ClusterArn"], tasks=[submitted["TaskArn"]]
             )["tasks"][0]
-            return _upper_camel(task) if task["lastStatus"] == "STOPPED" else None
+            return upper_camel(task) if task["lastStatus"] == "STOPPED" else None
 
         def stop() -> None:
             ecs_client.stop_task(

@@ -24,7 +24,7 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import messages_sent
-from chronoq.local.emulation import LOCAL_SUBNET
+from chronoq.local.emulation import LOCAL_SUBNET, default_network
 from chronoq.local.engine.functions import LocalFunctions
 from chronoq.local.engine.inflight import InFlight
 from chronoq.local.engine.interpreter import TaskContext, TaskHandler
@@ -67,15 +67,7 @@ class _Containers:
         network = request.get("networkConfiguration", {}).get("awsvpcConfiguration", {})
         if network.get("subnets") == [LOCAL_SUBNET]:
             if self._network is None:
-                ec2 = self._embedded("ec2")
-                self._network = {
-                    "subnets": [ec2.describe_subnets()["Subnets"][0]["SubnetId"]],
-                    "securityGroups": [
-                        ec2.describe_security_groups(GroupNames=["default"])["SecurityGroups"][0][
-                            "GroupId"
-                        ]
-                    ],
-                }
+                self._network = default_network(self._embedded("ec2"))
             network.update(self._network)
         return self._embedded("ecs").run_task(**request)
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from chronoq.local.emulation import lower_camel, upper_camel
 from chronoq.local.engine.interpreter import TaskContext, TaskFailed, TaskHandler
 
 Clients = Callable[[str], Any]
@@ -201,14 +201,14 @@ def ecs_run_task_sync(clients: Clients, poll_seconds: float = ECS_POLL_SECONDS) 
     client = _Client(clients, "ecs")
 
     def run(resource: str, parameters: dict[str, Any], context: TaskContext) -> Any:
-        request = _lower_camel(parameters)
+        request = lower_camel(parameters)
         request.setdefault("startedBy", STARTED_BY)
         answer = client.call("run_task", **request)
         if answer.get("failures") or not answer.get("tasks"):
-            raise TaskFailed("ECS.AmazonECSException", _json(_upper_camel(answer)))
+            raise TaskFailed("ECS.AmazonECSException", _json(upper_camel(answer)))
         task = answer["tasks"][0]
         if not resource.endswith(".sync"):
-            return _upper_camel(answer)
+            return upper_camel(answer)
         while task.get("lastStatus") != "STOPPED":
             if context.stopped():
                 reason = "Step Functions execution stopped"
@@ -222,27 +222,9 @@ def ecs_run_task_sync(clients: Clients, poll_seconds: float = ECS_POLL_SECONDS) 
                 "describe_tasks", cluster=task["clusterArn"], tasks=[task["taskArn"]]
             )
             task = described["tasks"][0]
-        return _upper_camel(task)
+        return upper_camel(task)
 
     return run
-
-
-def _lower_camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k[:1].lower() + k[1:]: _lower_camel(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_lower_camel(v) for v in value]
-    return value
-
-
-def _upper_camel(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k[:1].upper() + k[1:]: _upper_camel(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_upper_camel(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
 
 
 def aws_task_handlers(client: Clients) -> dict[str, TaskHandler]:
