@@ -259,7 +259,7 @@ class LocalStepFunctions:
 
     def get_paginator(self, operation: str) -> _Paginator:
         if operation != "list_executions":
-            raise NotImplementedError(f"no paginator for {operation}")
+            raise ValueError(f"no paginator for {operation!r}")
         return _Paginator(self.list_executions)
 
     def running(self) -> int:
