@@ -711,6 +711,11 @@ class SqliteTables:
         self._observe(operation, request, response, [write])
         return ConditionalCheckFailedException(response, operation)  # type: ignore[arg-type]
 
+    def _needs_old(self, table: _Table, conditional: bool, returns: str) -> bool:
+        """Must a put or delete read the item it replaces first? (A condition, an answer, a
+        stream record or the meter needs it.)"""
+        return conditional or returns != "NONE" or table.streamed or self._observer is not None
+
     # --- single items ----------------------------------------------------------------------
 
     @_operation("GetItem")
@@ -740,12 +745,7 @@ class SqliteTables:
         returns = _returns(request, ("NONE", "ALL_OLD"))
         stored = _stored(item, _TOO_LARGE)
         names, values = _placeholders(request)
-        needs_old = (
-            condition is not None
-            or returns != "NONE"
-            or table.streamed
-            or self._observer is not None
-        )
+        needs_old = self._needs_old(table, condition is not None, returns)
         with self._lock:
             old_stored = self._read(table, key) if needs_old else None
             write = _Write(
@@ -805,12 +805,7 @@ class SqliteTables:
         condition = _condition(request, ())
         returns = _returns(request, ("NONE", "ALL_OLD"))
         names, values = _placeholders(request)
-        needs_old = (
-            condition is not None
-            or returns != "NONE"
-            or table.streamed
-            or self._observer is not None
-        )
+        needs_old = self._needs_old(table, condition is not None, returns)
         with self._lock:
             old_stored = self._read(table, key) if needs_old else None
             old = decode(old_stored) if old_stored else None
