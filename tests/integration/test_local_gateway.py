@@ -181,3 +181,27 @@ def test_given_an_admin_claim_forged_with_another_secret_when_a_control_is_calle
 
     assert status == 401
     assert gateway.controls_called == []
+
+
+@pytest.mark.parametrize(
+    ("error", "logged"),
+    [
+        (ConnectionResetError(104, "reset"), False),
+        (BrokenPipeError(32, "pipe"), False),
+        (ValueError("a bug"), True),
+    ],
+)
+def test_given_an_error_while_serving_a_request_when_handled_then_only_a_client_going_away_is_not_logged(
+    error: Exception, logged: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = serve("127.0.0.1", 0, "s" * 64, lambda event: {})
+    try:
+        with socket.socket() as connection:
+            try:
+                raise error
+            except Exception:
+                server.handle_error(connection, ("127.0.0.1", 1))
+    finally:
+        server.server_close()
+
+    assert (type(error).__name__ in capsys.readouterr().err) is logged

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -259,3 +260,11 @@ class _Server(ThreadingHTTPServer):
     #: Connections the kernel holds while the server accepts (the default, 5, resets bursts
     #: of concurrent clients).
     request_queue_size = LISTEN_BACKLOG
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (reset or closed while its request was read or its answer
+        flushed) is no error of the server's: nothing is logged. Anything else is, as
+        socketserver logs it."""
+        if isinstance(sys.exc_info()[1], BrokenPipeError | ConnectionResetError):
+            return
+        super().handle_error(request, client_address)
