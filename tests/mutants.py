@@ -189,7 +189,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lease-ignored-by-fake",
         "the fake store's claim lapses after CLAIM_LEASE_SECONDS, as DynamoDB's does",
-        f"{CORE}/fakes/store.py",
+        f"{CORE}/fakes/store/jobs.py",
         (
             (
                 "            lapsed = claimed_at is None or now - claimed_at >= timedelta(",

@@ -73,7 +73,7 @@ def test_given_an_owner_with_many_jobs_when_listed_then_every_page_every_chunk_a
     first_page, second_page = jobs[:70], jobs[70:]
     first_chunk, second_chunk = jobs[:100], jobs[100:]
     slept: list[float] = []
-    monkeypatch.setattr("chronoq.aws.store.time.sleep", slept.append)
+    monkeypatch.setattr("chronoq.aws.store.jobs.time.sleep", slept.append)
 
     with Stubber(client) as stub:
         page_end = _index_entry(first_page[-1])

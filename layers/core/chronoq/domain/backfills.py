@@ -17,14 +17,14 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from chronoq import resources as r
+from chronoq.domain import keys
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.schedules import AnySchedule, Schedule, bounded_instant, next_fire
 from chronoq.domain.time import Instant, format_instant
 
-#: Prefix of a backfill's item in its job's partition of the runs table (run ids start with
-#: the job id: never this).
-ITEM_PREFIX = "backfill#"
+#: Prefix of a backfill's item in its job's partition of the runs table (see domain.keys).
+ITEM_PREFIX = keys.BACKFILL
 
 
 class BackfillState(StrEnum):

@@ -22,9 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from chronoq import resources as r
+from chronoq.domain import keys
 
-#: Prefix of the jobs table's flow items (never a job id: those are ``job_...``).
-ITEM_PREFIX = "flow#"
+#: Prefix of the jobs table's flow items (see domain.keys).
+ITEM_PREFIX = keys.FLOW
 
 
 def item_key(owner: str, key: str) -> str:

@@ -7,13 +7,14 @@ import secrets
 from datetime import UTC, datetime, timedelta
 
 from chronoq import resources as r
+from chronoq.domain import keys
 
 _RUN_STAMP = "%Y%m%dT%H%M%SZ"
 _BUCKET_MINUTE = "%Y%m%d%H%M"
 
 
 def new_job_id() -> str:
-    return "job_" + secrets.token_hex(8)
+    return keys.JOB + secrets.token_hex(8)
 
 
 def run_stamp(at: datetime) -> str:
@@ -78,7 +79,7 @@ def manual_run_id(job_id: str, at: datetime) -> str:
 
 def job_id_of_run(run_id_: str) -> str:
     job_id, sep, stamp = run_id_.partition("-")[0].rpartition("_")
-    if not sep or not job_id.startswith("job_") or len(stamp) != 16:
+    if not sep or not job_id.startswith(keys.JOB) or len(stamp) != 16:
         raise ValueError(f"not a run id: {run_id_!r}")
     return job_id
 

@@ -1,0 +1,29 @@
+"""The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
+``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
+(KeyStore), ``flows`` (FlowStore) and ``backfills`` (BackfillStore). The key layout they share
+is domain.keys. chronoq local's engine serves the same calls from SQLite
+(chronoq.local.engine.tables), so these modules are its adapters too."""
+
+from __future__ import annotations
+
+from chronoq.aws.store.backfills import DynamoBackfills
+from chronoq.aws.store.flows import DynamoFlows
+from chronoq.aws.store.idempotency import DynamoKeys
+from chronoq.aws.store.jobs import DynamoJobs
+from chronoq.aws.store.runs import DynamoRuns
+from chronoq.aws.store.schedule import DynamoSchedule
+
+__all__ = [
+    "DynamoBackfills",
+    "DynamoFlows",
+    "DynamoJobs",
+    "DynamoKeys",
+    "DynamoRuns",
+    "DynamoSchedule",
+    "DynamoStore",
+]
+
+
+class DynamoStore(DynamoJobs, DynamoRuns, DynamoSchedule, DynamoKeys, DynamoFlows, DynamoBackfills):
+    """Every store port over the jobs, runs and schedule tables, for a function that uses
+    several (any table may be left unnamed by a function that does not use it)."""

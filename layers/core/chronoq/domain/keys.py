@@ -1,0 +1,55 @@
+"""The key layout of chronoq's three tables: every prefix their keys begin with, in one home,
+so that no two kinds of item ever share a key.
+
+The jobs table (partition key ``job_id``):
+
+- ``job_<hex>``: a job (see ids.new_job_id);
+- ``count#<owner>``: how many jobs an owner has;
+- ``name#<length of owner>#<owner>#<name>``: the job holding a name among an owner's jobs;
+- ``idem#<key>``: an idempotency key's record;
+- ``flow#<digest>``: a flow's holders, or a backfill's pacing (see domain.flow).
+
+The runs table (``job_id``, ``run_id``), one partition per job:
+
+- ``<job id>_<second>...``: a run (run ids begin with their job's id: see ids.run_id);
+- ``backfill#<id>``: a backfill of the job.
+
+The schedule table (``bucket``, ``due``):
+
+- ``<minute>#<shard>``: a minute's occurrences on a shard (see ids.bucket);
+- ``checkpoint``: each shard's dispatch checkpoint (``due``: the shard, four digits).
+"""
+
+from __future__ import annotations
+
+JOB = "job_"
+COUNT = "count#"
+NAME = "name#"
+IDEMPOTENCY_KEY = "idem#"
+FLOW = "flow#"
+
+BACKFILL = "backfill#"
+
+CHECKPOINT_BUCKET = "checkpoint"
+
+#: Each table's prefixes (no two of one table begin alike: no kind of item can take
+#: another's key).
+JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW)
+RUNS_TABLE = (BACKFILL,)  # (and the job id, which begins with JOB)
+SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
+
+
+def name_key(owner: str, name: str) -> str:
+    """The key of the item that holds ``name`` among ``owner``'s jobs (the owner's length
+    first: no owner and name run into another's)."""
+    return f"{NAME}{len(owner)}#{owner}#{name}"
+
+
+def count_key(owner: str) -> str:
+    """The key of the item counting ``owner``'s jobs."""
+    return f"{COUNT}{owner}"
+
+
+def idempotency_key(key: str) -> str:
+    """The key of the item holding idempotency key ``key``'s record."""
+    return f"{IDEMPOTENCY_KEY}{key}"

@@ -1,0 +1,28 @@
+"""The store ports in memory, with the conditional writes of the DynamoDB adapter (one module
+per port, as chronoq.aws.store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from chronoq.fakes.store.backfills import FakeBackfills
+from chronoq.fakes.store.flows import FakeFlows
+from chronoq.fakes.store.idempotency import FakeKeys
+from chronoq.fakes.store.jobs import FakeJobs
+from chronoq.fakes.store.runs import FakeRuns
+from chronoq.fakes.store.schedule import FakeSchedule
+
+__all__ = [
+    "FakeBackfills",
+    "FakeFlows",
+    "FakeJobs",
+    "FakeKeys",
+    "FakeRuns",
+    "FakeSchedule",
+    "FakeStore",
+]
+
+
+@dataclass
+class FakeStore(FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills):
+    """Every store port over the same tables in memory."""

@@ -1,0 +1,119 @@
+"""The RunStore port in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from chronoq.domain.runs import Attempt, Run, RunStatus
+from chronoq.fakes.store._tables import FakeTables, page
+from chronoq.usecases.ports import Page, Position, RunFilter
+
+
+class FakeRuns(FakeTables):
+    def create_run(self, run: Run, now: datetime) -> bool:
+        with self._lock:
+            key = (run.job_id, run.id)
+            if key in self.runs:
+                return False
+            self.runs[key] = Run(
+                id=run.id,
+                job_id=run.job_id,
+                owner=run.owner,
+                status=run.status,
+                priority=run.priority,
+                trigger=run.trigger,
+                generation=run.generation,
+                scheduled_at=run.scheduled_at,
+                queued_at=run.queued_at,
+                notify=run.notify,
+                rerun_of=run.rerun_of,
+                backfill_id=run.backfill_id,
+                held_at=run.held_at,
+            )
+            return True
+
+    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+        with self._lock:
+            kept = self.runs.get((run.job_id, run.id))
+            if kept is None:
+                self.create_run(
+                    run.model_copy(update={"status": RunStatus.SCHEDULED, "held_at": held_at}),
+                    now,
+                )
+                return True
+            if kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
+                return False
+            self.runs[(run.job_id, run.id)] = kept.model_copy(update={"held_at": held_at})
+            return True
+
+    def get_run(self, job_id: str, run_id: str) -> Run | None:
+        return self.runs.get((job_id, run_id))
+
+    def list_runs(self, job_id: str, limit: int) -> list[Run]:
+        mine = sorted((r for (j, _), r in self.runs.items() if j == job_id), key=lambda r: r.id)
+        return mine[::-1][:limit]
+
+    def page_runs(
+        self,
+        job_id: str,
+        owner: str,
+        limit: int,
+        after: Position | None = None,
+        where: RunFilter | None = None,
+    ) -> Page[Run]:
+        newest_first = sorted(
+            (run for (j, _), run in self.runs.items() if j == job_id and run.owner == owner),
+            key=lambda run: run.id,
+            reverse=True,
+        )
+        candidates = [
+            ((run.id,), run) for run in newest_first if after is None or (run.id,) < after
+        ]
+        return page(candidates, limit, (where or RunFilter()).matches)
+
+    def end_run(
+        self,
+        run: Run,
+        status: RunStatus,
+        now: datetime,
+        reason: str,
+        only_from: Iterable[RunStatus],
+        attempt: Attempt | None = None,
+    ) -> bool:
+        with self._lock:
+            kept = self.runs.get((run.job_id, run.id))
+            if kept is None or kept.status not in set(only_from):
+                return False
+            attempts = [*kept.attempts, attempt] if attempt is not None else kept.attempts
+            self.runs[(run.job_id, run.id)] = kept.model_copy(
+                update={
+                    "status": status,
+                    "finished_at": now,
+                    "reason": reason,
+                    "attempts": attempts,
+                }
+            )
+            return True
+
+    def delete_pending_run(self, job_id: str, run_id: str) -> bool:
+        with self._lock:
+            kept = self.runs.get((job_id, run_id))
+            if kept is None or kept.status is not RunStatus.SCHEDULED:
+                return False
+            del self.runs[(job_id, run_id)]
+            return True
+
+    def note_notification(self, job_id: str, run_id: str, channel: str, outcome: str) -> None:
+        with self._lock:
+            kept = self.runs.get((job_id, run_id))
+            if kept is not None:
+                notes = {**kept.notifications, channel: outcome}
+                self.runs[(job_id, run_id)] = kept.model_copy(update={"notifications": notes})
+
+    def update_run(self, job_id: str, run_id: str, **changes: object) -> None:
+        """What the run state machine writes (MarkRunning, MarkSucceeded, ...): for tests
+        that play its part."""
+        with self._lock:
+            kept = self.runs[(job_id, run_id)]
+            self.runs[(job_id, run_id)] = kept.model_copy(update=changes)
