@@ -159,8 +159,8 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/usecases/timeindex.py",
         (
             (
-                "o.job_id for o in late), now, dispatched)\n",
-                "o.job_id for o in late), now, checkpoints)\n",
+                "self.chain(late, jobs, now, dispatched)\n",
+                "self.chain(late, jobs, now, checkpoints)\n",
             ),
         ),
         (INTERLEAVINGS,),

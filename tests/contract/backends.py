@@ -242,12 +242,20 @@ class MotoBackend(Backend):
         messages: list[RunMessage] = []
         while True:
             answer = self._sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0
+                QueueUrl=url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                MessageSystemAttributeNames=["MessageGroupId"],
             )
             received = answer.get("Messages", [])
             if not received:
                 return messages
-            messages.extend(RunMessage.model_validate_json(m["Body"]) for m in received)
+            messages.extend(
+                RunMessage.model_validate_json(m["Body"]).model_copy(
+                    update={"owner": m.get("Attributes", {}).get("MessageGroupId", "")}
+                )
+                for m in received
+            )
 
     def express_executions(self, run_ids: set[str]) -> int:
         pages = self._sfn.get_paginator("list_executions").paginate(

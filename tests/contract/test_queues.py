@@ -60,6 +60,21 @@ def test_given_a_message_when_sent_then_received_as_it_was_sent(backend: Backend
     assert backend.receivable(Priority.LOW) == [message]
 
 
+def test_given_messages_of_two_owners_when_sent_then_each_is_in_its_owners_group(
+    backend: Backend,
+) -> None:
+    alice = [a_message(a_job(), NOW).model_copy(update={"owner": "alice"}) for _ in range(3)]
+    bob = [a_message(a_job(), NOW).model_copy(update={"owner": "bob"}) for _ in range(2)]
+
+    backend.queues.send([(Priority.NORMAL, m) for m in (*alice, *bob)], NOW)
+
+    received = backend.receivable(Priority.NORMAL)
+    assert {m.run_id: m.owner for m in received} == {
+        **{m.run_id: "alice" for m in alice},
+        **{m.run_id: "bob" for m in bob},
+    }
+
+
 def test_given_a_message_due_far_ahead_when_sent_then_held_back_unlike_one_due_now(
     backend: Backend,
 ) -> None:

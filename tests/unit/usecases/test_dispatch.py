@@ -557,3 +557,22 @@ def test_given_ticks_at_any_second_of_their_minute_when_runs_are_due_in_the_firs
     # to two: five seconds ahead leaves time to spare)
     for s in fakes.queues.sent:
         assert s.message.scheduled_at - sent_at[s.message.run_id] >= timedelta(seconds=5)
+
+
+def test_given_jobs_of_two_owners_when_their_runs_are_sent_then_each_message_carries_its_owner(
+    fakes: Fakes,
+) -> None:
+    """Queues are keyed by owner as well as priority: the dispatcher, a run sent at once
+    (its minute already dispatched) and a manual run each name the job's owner, the
+    message's group on SQS."""
+    alices = fakes.jobs.create_job("alice", job_spec(cron("* * * * *")))
+    fakes.jobs.create_job("bob", job_spec(cron("* * * * *")))
+    fakes.dispatcher.dispatch()
+    late = fakes.jobs.create_job("carol", job_spec(at(t(21, 48, 20))))  # minute opened
+    fakes.jobs.trigger_job("alice", alices.id)
+
+    owners = {m.message.job_id: m.message.owner for m in fakes.queues.sent}
+
+    assert sorted(owners.values()) == ["alice", "bob", "carol"]
+    assert owners[late.id] == "carol"
+    assert all(m.message.owner for m in fakes.queues.sent)

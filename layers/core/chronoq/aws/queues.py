@@ -1,7 +1,9 @@
-"""SQS adapter: one queue per priority, batched sends with per-message delays."""
+"""SQS adapter: one queue per priority, batched sends with per-message delays, each message in its
+owner's message group."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -41,22 +43,41 @@ def message_delay(message: RunMessage, now: datetime, priority: Priority) -> int
     return delay_seconds(message.due_at, now, priority)
 
 
+#: What SQS allows in a message group id: up to 128 of these characters.
+_GROUP_CHARACTERS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+)
+
+
+def message_group(owner: str) -> str:
+    """The message group of an owner's runs: the owner itself when SQS allows it as a group
+    id, else a digest of it (a group per owner either way; SQS fair queues keep one owner's
+    backlog from delaying the others')."""
+    if 0 < len(owner) <= 128 and set(owner) <= _GROUP_CHARACTERS:
+        return owner
+    return "owner-" + hashlib.sha256(owner.encode()).hexdigest()[:40]
+
+
 class SqsQueues:
     def __init__(self, client: SQSClient, urls: Mapping[str, str]) -> None:
         self._sqs = client
         self._urls = urls
 
     def send(self, messages: Iterable[tuple[Priority, RunMessage]], now: datetime) -> int:
-        """Send every message to its priority's queue, ten per request. Returns the count."""
+        """Send every message to its priority's queue, in its owner's message group, ten per
+        request. Returns the count."""
         by_queue: dict[str, list[SendMessageBatchRequestEntryTypeDef]] = defaultdict(list)
         for priority, message in messages:
-            by_queue[self._urls[priority.value]].append(
-                {
-                    "Id": str(len(by_queue[self._urls[priority.value]])),
-                    "MessageBody": message.body(),
-                    "DelaySeconds": message_delay(message, now, priority),
-                }
-            )
+            queue = by_queue[self._urls[priority.value]]
+            entry: SendMessageBatchRequestEntryTypeDef = {
+                "Id": str(len(queue)),
+                "MessageBody": message.body(),
+                "DelaySeconds": message_delay(message, now, priority),
+            }
+            if message.owner:
+                entry["MessageGroupId"] = message_group(message.owner)
+            queue.append(entry)
         sent = 0
         for url, entries in by_queue.items():
             for start in range(0, len(entries), 10):

@@ -150,6 +150,8 @@ class Occurrence(BaseModel):
     generation: int = 1
     #: (The time index holds scheduled occurrences only; a manual run is sent at once.)
     trigger: Trigger = Trigger.SCHEDULE
+    #: Its job's owner, when known (not kept in the time index: the dispatcher has the job).
+    owner: str = ""
 
     @property
     def starts_at(self) -> datetime:
@@ -166,6 +168,7 @@ class Occurrence(BaseModel):
             priority=run.priority,
             generation=run.generation,
             trigger=run.trigger,
+            owner=run.owner,
         )
 
 
@@ -187,6 +190,22 @@ class RunMessage(BaseModel):
     #: the second its flow reserved for its start.
     not_before: Instant | None = None
     reserved: bool = False
+    #: The job's owner: the message's group on its queue (queues are keyed by owner as well
+    #: as by priority), not part of its body.
+    owner: str = ""
+
+    @classmethod
+    def of(cls, run: Run, queued_at: datetime) -> RunMessage:
+        """The message that asks for ``run`` (queued at ``queued_at`` if it never was)."""
+        return cls(
+            job_id=run.job_id,
+            run_id=run.id,
+            scheduled_at=run.scheduled_at,
+            queued_at=run.queued_at or queued_at,
+            generation=run.generation,
+            trigger=run.trigger,
+            owner=run.owner,
+        )
 
     @property
     def starts_at(self) -> datetime:
@@ -201,7 +220,7 @@ class RunMessage(BaseModel):
     def body(self) -> str:
         """The message as sent (JSON): the flow's fields only when a flow held the run."""
         unused = {"held_at", "not_before", "reserved"} if self.held_at is None else set()
-        return self.model_dump_json(exclude=unused)
+        return self.model_dump_json(exclude={"owner", *unused})
 
 
 # --- Log lines --------------------------------------------------------------------------------

@@ -356,14 +356,7 @@ def give_back(
         (
             (
                 run.priority,
-                RunMessage(
-                    job_id=run.job_id,
-                    run_id=run.id,
-                    scheduled_at=run.scheduled_at,
-                    queued_at=run.queued_at or now,
-                    generation=run.generation,
-                    trigger=run.trigger,
-                ),
+                RunMessage.of(run, now),
             )
             for run in pending
         ),

@@ -130,7 +130,7 @@ class Dispatcher:
             else:
                 due.append(o)
         if due:
-            report.dispatched += self.index.enqueue(due, now)
+            report.dispatched += self.index.enqueue(due, now, jobs)
         # the next occurrences in packs named by the minute dispatched: a re-dispatch of the
         # minute writes the same items again
         (minute,) = {m for m in dispatched.values() if m is not None}

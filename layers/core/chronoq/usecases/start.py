@@ -345,10 +345,20 @@ class RunStarter:
             if answer.start is None:  # no slot: look again shortly
                 after = now + timedelta(seconds=r.FLOW_POLL_SECONDS)
                 return message.model_copy(
-                    update={"held_at": held_at, "not_before": after, "reserved": False}
+                    update={
+                        "held_at": held_at,
+                        "not_before": after,
+                        "reserved": False,
+                        "owner": job.owner,
+                    }
                 )
             return message.model_copy(  # its second is reserved: wait for it on the queue
-                update={"held_at": held_at, "not_before": answer.start, "reserved": True}
+                update={
+                    "held_at": held_at,
+                    "not_before": answer.start,
+                    "reserved": True,
+                    "owner": job.owner,
+                }
             )
         if gated.exclusive:
             claim = self._claim(job, run, message)
@@ -371,7 +381,7 @@ class RunStarter:
         if not self.store.create_run(run, now):
             return
         try:
-            self.queues.send([(run.priority, _message_of(run))], now)
+            self.queues.send([(run.priority, RunMessage.of(run, run.scheduled_at))], now)
         except Exception:  # not sent: not made either (the next look makes it again)
             self.store.delete_pending_run(run.job_id, run.id)
             raise
@@ -411,17 +421,6 @@ class RunStarter:
             else:
                 active.add(other)
         return active
-
-
-def _message_of(run: Run) -> RunMessage:
-    return RunMessage(
-        job_id=run.job_id,
-        run_id=run.id,
-        scheduled_at=run.scheduled_at,
-        queued_at=run.queued_at or run.scheduled_at,
-        generation=run.generation,
-        trigger=run.trigger,
-    )
 
 
 T = TypeVar("T")

@@ -94,8 +94,9 @@ class TimeIndex:
             # next occurrences are checked against the minutes opened once they are written,
             # not against those read above: the dispatcher may open theirs meanwhile.)
             try:
-                self.enqueue(late, now)
-                self.chain(late, self.store.get_jobs(o.job_id for o in late), now, dispatched)
+                jobs = self.store.get_jobs(o.job_id for o in late)
+                self.enqueue(late, now, jobs)
+                self.chain(late, jobs, now, dispatched)
             except Exception:
                 # Not sent (or not chained on): the dispatcher reads those minutes again.
                 for shard, minute in {
@@ -104,7 +105,12 @@ class TimeIndex:
                     self.store.reopen_minute(shard, minute)
                 raise
 
-    def enqueue(self, occurrences: list[Occurrence], now: datetime) -> int:
+    def enqueue(
+        self, occurrences: list[Occurrence], now: datetime, jobs: Mapping[str, Job] | None = None
+    ) -> int:
+        """Send the occurrences' runs, each in its owner's group (the owner from ``jobs``
+        when the occurrence, read from the time index, does not carry it)."""
+        jobs = jobs or {}
         return self.queues.send(
             (
                 (
@@ -116,6 +122,7 @@ class TimeIndex:
                         queued_at=now,
                         generation=o.generation,
                         trigger=o.trigger,
+                        owner=o.owner or (jobs[o.job_id].owner if o.job_id in jobs else ""),
                     ),
                 )
                 for o in occurrences

@@ -20,6 +20,7 @@ class FakeSchedule(FakeTables):
     ) -> None:
         with self._lock:
             for o in occurrences:
+                o = o.model_copy(update={"owner": ""}) if o.owner else o  # (not kept)
                 bucket = ids.bucket(o.starts_at, ids.shard_of(o.job_id, shards))
                 due = f"{o.starts_at.isoformat()}#{o.run_id}"
                 self.schedule.setdefault(bucket, {})[due] = o

@@ -47,6 +47,7 @@ def recover(
                     queued_at=datetime.fromisoformat(execution.queued_at or execution.scheduled_at),
                     generation=execution.generation,
                     trigger=execution.trigger,
+                    owner=execution.owner,
                 ),
             )
             for execution in unrecorded.values()
