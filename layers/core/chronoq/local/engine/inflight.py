@@ -14,8 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from chronoq.execution import batches
+from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
 
+#: The schema this code writes, kept in PRAGMA user_version: one per step of STEPS (see
+#: chronoq.local.engine.schema).
 SCHEMA_VERSION = 1
+STEPS: tuple[Step, ...] = (
+    statements("CREATE TABLE executions (arn TEXT PRIMARY KEY, runs TEXT NOT NULL)"),
+)
 
 
 class InFlight:
@@ -29,15 +35,11 @@ class InFlight:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{path} was written by a newer chronoq (schema {version}); upgrade chronoq"
-            )
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS executions (arn TEXT PRIMARY KEY, runs TEXT NOT NULL)"
-        )
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        try:
+            migrate(self._db, STEPS, f"{path or 'the executions database'}")
+        except NewerSchema:
+            self._db.close()
+            raise
         self._lock = threading.Lock()
         #: Executions that ended before their start was noted (a fast one).
         self._ended_early: set[str] = set()

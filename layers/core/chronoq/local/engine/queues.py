@@ -34,11 +34,14 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError, ParamValidationError
 
+from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
+
 Observer = Callable[[str, dict[str, Any], dict[str, Any]], None]
 Clock = Callable[[], datetime]
 Answer = dict[str, Any]
 
-#: The schema this code writes, kept in PRAGMA user_version.
+#: The schema this code writes, kept in PRAGMA user_version: one per step of STEPS (see
+#: chronoq.local.engine.schema).
 SCHEMA_VERSION = 1
 #: Most entries in one batch request.
 MAX_BATCH_ENTRIES = 10
@@ -84,6 +87,9 @@ CREATE INDEX messages_in_flight ON messages (queue, visible_at) WHERE receive_co
 CREATE INDEX messages_group ON messages (queue, group_id, visible_at)
     WHERE group_id IS NOT NULL;
 """
+#: The steps of the database's layout (see chronoq.local.engine.schema).
+STEPS: tuple[Step, ...] = (statements(_SCHEMA),)
+
 
 _INSERT = (
     "INSERT INTO messages (queue, message_id, body, body_md5, attributes, attributes_md5,"
@@ -214,8 +220,8 @@ class SqsExceptions:
     InvalidParameterValue = InvalidParameterValue
 
 
-class QueuesSchemaError(RuntimeError):
-    """The queues database was written by a newer chronoq."""
+#: The queues database was written by a newer chronoq.
+QueuesSchemaError = NewerSchema
 
 
 class _Refusal(Exception):
@@ -1153,13 +1159,9 @@ def _open(path: Path | None) -> sqlite3.Connection:
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
     db.execute("PRAGMA busy_timeout = 5000")
-    (version,) = db.execute("PRAGMA user_version").fetchone()
-    if version > SCHEMA_VERSION:
+    try:
+        migrate(db, STEPS, f"the queues database {path or '(in memory)'}")
+    except NewerSchema:
         db.close()
-        raise QueuesSchemaError(
-            f"The queues database {path} has schema version {version}; this chronoq reads up"
-            f" to version {SCHEMA_VERSION}. Use a newer chronoq, or another data directory."
-        )
-    if version == 0:
-        db.executescript(f"BEGIN; {_SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;")
+        raise
     return db

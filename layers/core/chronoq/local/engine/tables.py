@@ -46,8 +46,10 @@ from botocore.exceptions import ClientError, ParamValidationError
 from chronoq import resources as r
 from chronoq.local.engine import expressions as ex
 from chronoq.local.engine.expressions import ExpressionError, Item, Typed
+from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
 
-#: The version of the database layout this code writes (``PRAGMA user_version``).
+#: The version of the database layout this code writes (``PRAGMA user_version``): one per
+#: step of STEPS (see chronoq.local.engine.schema).
 SCHEMA_VERSION = 1
 #: What a Query or Scan reads at most before it answers a page (DynamoDB's 1 MB).
 PAGE_BYTES = 1024 * 1024
@@ -97,8 +99,8 @@ class TableErrors:
     ValidationException = ValidationException
 
 
-class UnsupportedDatabase(RuntimeError):
-    """The database file was written by a newer chronoq (a later schema version)."""
+#: The database file was written by a newer chronoq (a later schema version).
+UnsupportedDatabase = NewerSchema
 
 
 def _invalid(message: str, operation: str) -> ValidationException:
@@ -488,6 +490,12 @@ _READ_STREAM = (
 )
 
 
+#: The steps of the database's layout (see chronoq.local.engine.schema); each table's own
+#: storage is made from its definition when the database is opened.
+STEPS: tuple[Step, ...] = (statements(_STREAM_SCHEMA),)
+assert len(STEPS) == SCHEMA_VERSION
+
+
 def _schema(table: _Table) -> list[str]:
     """The SQL creating a table's storage (none of it replaces what exists)."""
     index_columns = "".join(f", {i.column}_pk, {i.column}_sk" for i in table.indexes.values())
@@ -608,20 +616,17 @@ class SqliteTables:
             db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA temp_store=MEMORY")
-        found = db.execute("PRAGMA user_version").fetchone()[0]
-        if found > SCHEMA_VERSION:
+        try:
+            migrate(db, STEPS, f"{path or 'the tables database'}")
+        except NewerSchema:
             db.close()
-            raise UnsupportedDatabase(
-                f"{path} holds chronoq's tables at schema version {found}; this chronoq "
-                f"reads up to version {SCHEMA_VERSION}: open it with a newer chronoq"
-            )
+            raise
+        # (a table the deployment has gained since the database was made: created empty)
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute(_STREAM_SCHEMA)
             for table in self._tables.values():
                 for statement in _schema(table):
                     db.execute(statement)
-            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
