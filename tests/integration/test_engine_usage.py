@@ -13,7 +13,9 @@ import os
 from collections import Counter
 from typing import Any
 
+import pytest
 from chronoq.local.aws import ENGINE_LOCAL, ENGINE_MOTO, LocalAWS
+from chronoq.local.durations import MODEL
 from chronoq.local.usage import EVENT_SOURCES, STATE_MACHINE
 
 from tests.infra import least_privilege as lp
@@ -74,3 +76,14 @@ def test_given_one_workload_when_driven_on_both_engines_then_it_makes_the_same_r
     per_run = {k: n for k, n in engine_work.items() if k[0] in PER_RUN}
     assert per_run == {k: n for k, n in moto_work.items() if k[0] in PER_RUN}
     assert engine_document["runs_finished"] == moto_document["runs_finished"]
+    # Durations come from the model, not from either machine's speed: the API's billed
+    # milliseconds are its invocations' handler time and its requests' round trips, exactly,
+    # on both engines (it waits on nothing outside AWS).
+    for requests, document in ((on_engine, engine_document), (on_moto, moto_document)):
+        api = document["lambda"]["api"]
+        modeled = api["invocations"] * MODEL.handler("api") + sum(
+            n * MODEL.request(operation)
+            for (caller, operation), n in requests.items()
+            if caller == "api"
+        )
+        assert api["billed_ms"] == pytest.approx(modeled, abs=api["invocations"])

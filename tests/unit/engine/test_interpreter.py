@@ -908,3 +908,83 @@ def test_given_a_task_running_under_a_timeout_when_it_waits_on_the_clock_then_th
     assert wait_for(lambda: outcomes)[0].status == "SUCCEEDED"
     assert clock.announced
     assert not any(clock.announced)
+
+
+# --- the cost model of an execution's duration ------------------------------------------------
+
+
+def test_given_a_cost_model_when_an_execution_runs_then_its_billed_duration_follows_its_path_not_the_machine() -> (
+    None
+):
+    """States entered, each task's modeled call (a failed one too), the seconds of its waits
+    and retries, and a Map's iterations side by side up to its MaxConcurrency: 5 states at the
+    top, 2 in each iteration; the top task fails once (30 ms) then succeeds (99 ms) after a 1 s
+    retry; iterations of 50, 10 and 40 ms of work, two at a time: 60 and 20, then 50 after the
+    second, so 70 ms; and a 2 s wait."""
+    first = iter([30.0, 99.0])
+
+    def cost(call: Callable[[], Any], spend: Callable[[float], None]) -> Any:
+        result: Any = None
+        try:
+            result = call()
+            return result
+        finally:
+            spend(
+                float(result["ms"]) if isinstance(result, dict) and "ms" in result else next(first)
+            )
+
+    flaky = Handler(TaskFailed("Boom", ""), {"ok": True})
+    tasks: dict[str, TaskHandler] = {
+        **flaky.tasks(),
+        "arn:aws:states:::work:": lambda resource, parameters, context: parameters,
+    }
+    definition = {
+        "StartAt": "Wait",
+        "States": {
+            "Wait": {"Type": "Wait", "Seconds": 2, "Next": "Task"},
+            "Task": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::test:do",
+                "Retry": [{"ErrorEquals": ["Boom"], "IntervalSeconds": 1, "BackoffRate": 1}],
+                "ResultPath": None,
+                "Next": "Map",
+            },
+            "Map": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "MaxConcurrency": 2,
+                "ItemProcessor": {
+                    "StartAt": "Pass",
+                    "States": {
+                        "Pass": {"Type": "Pass", "Next": "Work"},
+                        "Work": {
+                            "Type": "Task",
+                            "Resource": "arn:aws:states:::work:do",
+                            "Parameters": {"ms.$": "$"},
+                            "End": True,
+                        },
+                    },
+                },
+                "ResultPath": None,
+                "Next": "Done",
+            },
+            "Done": {"Type": "Pass", "Next": "End"},
+            "End": {"Type": "Succeed"},
+        },
+    }
+    interpreter = Interpreter(definition, tasks, RecordingClock(), task_cost=cost, state_ms=5.0)
+    ran = execution({"items": [50, 10, 40]})
+
+    outcome = interpreter.execute(ran)
+
+    assert (outcome.status, outcome.error, outcome.cause) == ("SUCCEEDED", None, None)
+    assert ran.billed_ms == pytest.approx(5 * 5 + 2000 + 30 + 1000 + 99 + 70)
+
+
+def test_given_no_cost_model_when_an_execution_runs_then_only_its_waits_and_states_count() -> None:
+    interpreter = Interpreter(one({"Type": "Wait", "Seconds": 3}), {}, RecordingClock())
+    ran = execution()
+
+    interpreter.execute(ran)
+
+    assert ran.billed_ms == pytest.approx(3000)

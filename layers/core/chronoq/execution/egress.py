@@ -21,6 +21,7 @@ import urllib3
 
 from chronoq.domain.errors import PermanentError
 from chronoq.domain.network import OPEN, Address, NetworkPolicy, literal_address
+from chronoq.execution import waits
 
 #: Host name, port -> the addresses it resolves to.
 Resolve = Callable[[str, int], list[str]]
@@ -85,6 +86,18 @@ class Egress:
     ) -> Any:
         """One request, no redirect followed, no retry. Raises BlockedTarget before any
         connection when the guard refuses the host, urllib3's errors otherwise."""
+        with waits.waiting():
+            return self._request(method, url, body, headers, timeout, preload_content)
+
+    def _request(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: urllib3.Timeout,
+        preload_content: bool,
+    ) -> Any:
         if not self.policy.checks_addresses:
             return self._http.request(
                 method,

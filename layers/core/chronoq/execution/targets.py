@@ -25,6 +25,7 @@ from chronoq import tasks
 from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.runs import log_line
 from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
+from chronoq.execution import waits
 from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.origin import target_client_context
 
@@ -185,7 +186,8 @@ def run_python(
     with task_logger(run_id, log) as logger:
         context = tasks.RunContext(job_id, run_id, attempt, scheduled_at, logger)
         try:
-            result = within(timeout_seconds, lambda: function(dict(target.args), context))
+            with waits.waiting():
+                result = within(timeout_seconds, lambda: function(dict(target.args), context))
         except PermanentError as error:
             log(f"{target.task} raised {type(error).__name__}: {error}")
             if type(error) is PermanentError:
@@ -207,16 +209,17 @@ def run_lambda(
     payload = default_payload if target.payload is None else target.payload
     log(f"invoking {target.function_arn}")
     try:
-        answer = client.invoke(
-            FunctionName=target.function_arn,
-            InvocationType="RequestResponse",
-            LogType="Tail",
-            Payload=json.dumps(payload).encode(),
-            # marks the invocation as a target's: chronoq's own functions refuse it
-            ClientContext=target_client_context(
-                str(default_payload.get("job_id", "")), str(default_payload.get("run_id", ""))
-            ),
-        )
+        with waits.waiting():
+            answer = client.invoke(
+                FunctionName=target.function_arn,
+                InvocationType="RequestResponse",
+                LogType="Tail",
+                Payload=json.dumps(payload).encode(),
+                # marks the invocation as a target's: chronoq's own functions refuse it
+                ClientContext=target_client_context(
+                    str(default_payload.get("job_id", "")), str(default_payload.get("run_id", ""))
+                ),
+            )
     except client.exceptions.ResourceNotFoundException as error:
         raise PermanentError(f"{target.function_arn}: {error}") from None
     except ClientError as error:

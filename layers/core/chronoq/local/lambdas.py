@@ -34,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from chronoq.execution import waits
+from chronoq.local import durations
 from chronoq.local.usage import Usage, calling_as
 from chronoq.resources import DISPATCHER_FUNCTION, Function
 from chronoq.settings import environment
@@ -125,6 +127,8 @@ class LambdaRuntime:
         self._lock = threading.Lock()
         self._loading = threading.Lock()
         self._region = region
+        # an invocation's waits on targets and webhooks count in its modeled duration
+        waits.listen(durations.outside)
         self._account = account
 
     def retire_containers(self) -> None:
@@ -191,7 +195,6 @@ class LambdaRuntime:
         """One invocation in ``container`` (given back to the idle ones after it)."""
         context = self._context(name, function.memory_mb, function.timeout_seconds)
         attr = function.handler.rsplit(".", 1)[1]
-        started = time.perf_counter()
         # a dispatcher tick is priced as the stack invokes it: once a minute per group
         tick = self.usage is not None and function.name == DISPATCHER_FUNCTION.name
         counting: contextlib.AbstractContextManager[None] = (
@@ -199,9 +202,17 @@ class LambdaRuntime:
             if self.usage is not None and tick
             else contextlib.nullcontext()
         )
+        # its billed duration, as modeled (chronoq.local.durations; a tick models its own)
+        spent = durations.Ledger(durations.MODEL.handler(function.name))
+        ledger = contextlib.nullcontext() if tick else durations.kept_in(spent)
         try:
             # Lambda hands over a JSON document: so do we (no shared mutable objects).
-            with environment(self.environments[name]), calling_as(function.name), counting:
+            with (
+                environment(self.environments[name]),
+                calling_as(function.name),
+                counting,
+                ledger,
+            ):
                 answer = getattr(container, attr)(json.loads(json.dumps(event)), context)
             return json.loads(json.dumps(answer))
         except Exception as error:
@@ -215,8 +226,7 @@ class LambdaRuntime:
             ) from error
         finally:
             if self.usage is not None and not tick:
-                elapsed = (time.perf_counter() - started) * 1000
-                self.usage.invocation(function.name, function.memory_mb, elapsed)
+                self.usage.invocation(function.name, function.memory_mb, spent.milliseconds)
             with self._lock:
                 self._idle[name].append(container)
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain.runs import TERMINAL_STATUSES
+from chronoq.local import durations
 
 #: Who makes the AWS request being counted: a function's name, or the state machine.
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", default="")
@@ -218,6 +219,7 @@ class Usage:
             self.priced_ticks.clear()
 
     def request(self, operation: str, caller: str) -> None:
+        durations.request(operation)  # (the invocation or task making it waits for it)
         with self._lock:
             tick = _tick.get()
             if tick is not None:
@@ -249,12 +251,13 @@ class Usage:
         invocation, and otherwise not at all (it only read the checkpoints again)."""
         tick = Tick()
         token = _tick.set(tick)
-        started = time.perf_counter()
+        spent = durations.Ledger(durations.MODEL.handler(r.DISPATCHER_FUNCTION.name))
         try:
-            yield
+            with durations.kept_in(spent):
+                yield
         finally:
             _tick.reset(token)
-            elapsed = math.ceil((time.perf_counter() - started) * 1000)
+            elapsed = math.ceil(spent.milliseconds)
             key = (group, int(self.clock() // 60))
             with self._lock:
                 self.local_ticks += 1

@@ -192,6 +192,9 @@ class TaskContext:
 
 
 TaskHandler = Callable[[str, dict[str, Any], TaskContext], Any]
+#: Runs a task's call (its result), telling ``spend`` its modeled milliseconds, also when it
+#: fails (see Interpreter).
+TaskCost = Callable[[Callable[[], Any], Callable[[float], None]], Any]
 
 
 @dataclass
@@ -214,6 +217,9 @@ class Execution:
     scope: Scope = field(default_factory=Scope)
     #: States entered so far (how AWS bills STANDARD executions).
     transitions: int = 0
+    #: What AWS would bill for its duration once it has ended (EXPRESS), in milliseconds,
+    #: as the interpreter's cost model has it (see Interpreter).
+    billed_ms: float = 0.0
     _context: dict[str, Any] | None = None
 
     def context(self) -> dict[str, Any]:
@@ -366,6 +372,7 @@ class Frame:
         "item_value",
         "retry_count",
         "scope",
+        "spent",
         "state",
         "task_token",
         "transitions",
@@ -383,6 +390,8 @@ class Frame:
         self.retry_count = 0
         self.task_token: str | None = None
         self.transitions = 0
+        #: Its modeled milliseconds so far (see Interpreter).
+        self.spent = 0.0
 
     def context(self) -> dict[str, Any]:
         """The context object, as ``$$`` paths see it."""
@@ -1061,6 +1070,7 @@ class WaitState(State):
         seconds = float(self.seconds(effective, frame))
         scope = frame.scope
         if seconds > 0:
+            frame.spent += seconds * 1000
             self.clock.wait(seconds, scope.event, scope.running)
         if scope.stopped:
             raise Stopped
@@ -1121,6 +1131,7 @@ class _Retrying(State):
                 frame.retry_count += 1
                 scope = frame.scope
                 if seconds > 0:
+                    frame.spent += seconds * 1000
                     self.interpreter.clock.wait(seconds, scope.event, scope.running)
                 if scope.stopped:
                     raise Stopped
@@ -1206,7 +1217,15 @@ class TaskState(_Retrying):
         if tokens is not None and context.task_token is not None:
             tokens[context.task_token] = context
         try:
-            return self.handler(self.resource, parameters, context)
+            cost = self.interpreter.task_cost
+            if cost is None:
+                return self.handler(self.resource, parameters, context)
+            handler = self.handler
+
+            def spend(milliseconds: float) -> None:
+                frame.spent += milliseconds
+
+            return cost(lambda: handler(self.resource, parameters, context), spend)
         except StatesFailure:
             raise
         except Exception as error:  # a handler's own failure: the task failed
@@ -1309,19 +1328,36 @@ class MapState(_Retrying):
                 "MapStateStarted", self.interpreter.clock.now(), {"length": len(items)}
             )
         results: list[Any] = [None] * len(items)
+        spent = [0.0] * len(items)
         scope = Scope(frame.scope)
         try:
-            self._iterate(effective, items, results, frame, scope)
+            self._iterate(effective, items, results, spent, frame, scope)
         finally:
             frame.scope.leave(scope)
+            frame.spent += self._makespan(spent)
         if frame.scope.stopped:
             raise Stopped
         if execution.events is not None:
             execution.record("MapStateSucceeded", self.interpreter.clock.now(), {})
         return results
 
+    def _makespan(self, spent: list[float]) -> float:
+        """How long iterations of these durations take side by side, up to MaxConcurrency
+        at once, each started, in order, as soon as one ends."""
+        width = len(spent) if self.max_concurrency <= 0 else self.max_concurrency
+        lanes = [0.0] * max(1, min(width, len(spent)))
+        for milliseconds in spent:
+            lanes[lanes.index(min(lanes))] += milliseconds
+        return max(lanes)
+
     def _iterate(
-        self, effective: Any, items: list[Any], results: list[Any], frame: Frame, scope: Scope
+        self,
+        effective: Any,
+        items: list[Any],
+        results: list[Any],
+        spent: list[float],
+        frame: Frame,
+        scope: Scope,
     ) -> None:
         """Iterations side by side, up to MaxConcurrency (0: all at once): this thread runs
         some too, so a busy pool never holds a Map up. The first failure stops the rest."""
@@ -1336,7 +1372,9 @@ class MapState(_Retrying):
                 if index is None:
                     return
                 try:
-                    results[index] = self._iteration(effective, index, items[index], frame, scope)
+                    results[index] = self._iteration(
+                        effective, index, items[index], frame, scope, spent
+                    )
                 except BaseException as error:  # the Map fails with its first failure
                     with lock:
                         failures.append(error)
@@ -1354,7 +1392,15 @@ class MapState(_Retrying):
                 raise StatesFailure(first.error, first.cause)
             raise first
 
-    def _iteration(self, effective: Any, index: int, value: Any, frame: Frame, scope: Scope) -> Any:
+    def _iteration(
+        self,
+        effective: Any,
+        index: int,
+        value: Any,
+        frame: Frame,
+        scope: Scope,
+        spent: list[float],
+    ) -> Any:
         execution = frame.execution
         inner = Frame(execution, scope, (index, value))
         inner.state, inner.entered = frame.state, frame.entered
@@ -1365,6 +1411,7 @@ class MapState(_Retrying):
         try:
             output = self.machine.run(document, inner)
         finally:
+            spent[index] = inner.spent
             with _COUNTING:
                 frame.transitions += inner.transitions
         if execution.events is not None:
@@ -1398,6 +1445,7 @@ class Machine:
                 raise ValueError(f"the state {name} has an unsupported Type {state.get('Type')}")
             self.states[name] = kind(name, state, interpreter)
         self.clock = interpreter.clock
+        self.state_ms = interpreter.state_ms
         self._check()
 
     def _check(self) -> None:
@@ -1425,6 +1473,7 @@ class Machine:
             state = self.states[name]
             frame.state, frame.entered, frame.retry_count = name, self.clock.now(), 0
             frame.transitions += 1
+            frame.spent += self.state_ms
             if recording:
                 execution.record(
                     state.entered_event, frame.entered, {"name": name, "input": document}
@@ -1450,9 +1499,16 @@ class Interpreter:
         clock: Clock,
         random: Callable[[], float] = _random.random,
         spawn: Callable[[Callable[[], None]], _Piece | threading.Thread] | None = None,
+        task_cost: TaskCost | None = None,
+        state_ms: float = 0.0,
     ) -> None:
         """``random`` draws FULL jitter (in [0, 1)); ``spawn`` starts a Map iteration's thread
-        (default: a new daemon thread)."""
+        (default: a new daemon thread). The cost model of an execution's duration (what AWS
+        bills EXPRESS executions for, in milliseconds: Execution.billed_ms): ``state_ms`` per
+        state entered, ``task_cost`` of each task's call (None: nothing), the seconds of its
+        waits, and a Map's longest iteration."""
+        self.task_cost = task_cost
+        self.state_ms = state_ms
         document = json.loads(definition) if isinstance(definition, str) else definition
         self.clock = clock
         self.elapse = Elapse(clock)
@@ -1481,6 +1537,7 @@ class Interpreter:
             return Outcome("FAILED", error=failure.error, cause=failure.cause)
         finally:
             execution.transitions += frame.transitions
+            execution.billed_ms += frame.spent
         if execution.scope.stopped:
             return Outcome("ABORTED")
         return Outcome("SUCCEEDED", output=output)

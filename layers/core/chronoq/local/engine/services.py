@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.local import durations
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import messages_sent
 from chronoq.local.emulation import LOCAL_SUBNET, default_network
@@ -125,6 +126,8 @@ class Engine:
             observer=self._observe_executions,
             on_end=self._ended,
             histories=histories,
+            task_cost=durations.task_cost,
+            state_ms=durations.MODEL.state_ms,
         )
         runs = self.table_names[r.RUNS_TABLE.id]
         self.runs_stream_arn = f"arn:aws:dynamodb:{region}:{account}:table/{runs}/stream/local"
@@ -170,9 +173,9 @@ class Engine:
     def _ended(self, summary: ExecutionSummary) -> None:
         self.inflight.ended(summary.execution_arn)
         if self.meter is not None:
+            # (STANDARD is billed by transitions; EXPRESS by its modeled duration)
             kind = summary.type.lower()
-            milliseconds = (summary.stop - summary.start).total_seconds() * 1000
-            self.meter.usage.settle(kind, summary.transitions, milliseconds)
+            self.meter.usage.settle(kind, summary.transitions, summary.billed_ms)
 
     # --- upkeep -------------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from chronoq.local.engine.interpreter import (
     Outcome,
     StatesFailure,
     TaskContext,
+    TaskCost,
     TaskHandler,
 )
 
@@ -144,6 +145,8 @@ class ExecutionSummary:
     start: datetime
     stop: datetime
     transitions: int
+    #: Its duration as AWS would bill it (the interpreter's model), in milliseconds.
+    billed_ms: float = 0.0
 
 
 @dataclass
@@ -210,9 +213,15 @@ class LocalStepFunctions:
         max_ended: int = 10_000,
         max_histories: int = 1_000,
         histories: bool = True,
+        task_cost: TaskCost | None = None,
+        state_ms: float = 0.0,
     ) -> None:
         """``histories`` False: no execution keeps its events (get_execution_history answers
-        its start and end only), which makes each state a little cheaper."""
+        its start and end only), which makes each state a little cheaper. ``task_cost`` and
+        ``state_ms``: the model of an execution's billed duration (see Interpreter), which
+        ``on_end`` is told."""
+        self._task_cost = task_cost
+        self._state_ms = state_ms
         self.clock = clock
         self.region = region
         self.account = account
@@ -312,7 +321,13 @@ class LocalStepFunctions:
                 raise StateMachineAlreadyExists(f"State Machine Already Exists: '{arn}'")
             return {"stateMachineArn": arn, "creationDate": existing.created}
         try:
-            interpreter = Interpreter(definition, self._tasks, self.clock)
+            interpreter = Interpreter(
+                definition,
+                self._tasks,
+                self.clock,
+                task_cost=self._task_cost,
+                state_ms=self._state_ms,
+            )
         except (ValueError, KeyError, TypeError) as error:
             raise InvalidDefinition(f"Invalid State Machine Definition: '{error}'") from error
         machine = _Machine(arn, name, type, definition, roleArn, self.clock.now(), interpreter)
@@ -463,6 +478,7 @@ class LocalStepFunctions:
                 start=record.execution.start_time,
                 stop=record.stop,
                 transitions=record.execution.transitions,
+                billed_ms=record.execution.billed_ms,
             )
         )
 
