@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 from chronoq import resources as r
 from chronoq.domain.jobs import JobSpec
-from chronoq.local import emulation
+from chronoq.local.emulation import state as emulation
 from chronoq.origin import target_client_context
 
 from tests.integration.conftest import Harness

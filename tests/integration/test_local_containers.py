@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from chronoq import resources as r
 from chronoq.domain.runs import RunStatus
-from chronoq.local import emulation, tokens
+from chronoq.local import tokens
+from chronoq.local.emulation import state as emulation
 from chronoq.local.system import LocalSystem
 
 from tests.integration.conftest import Harness

@@ -23,20 +23,18 @@ from chronoq.aws import clients as chronoq_aws
 from chronoq.aws.streams import notifier_filters
 from chronoq.domain import notifications
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
-from chronoq.local import emulation
 from chronoq.local.clock import WALL, LocalClock
 from chronoq.local.drivers import stream_filter
-from chronoq.local.emulation import (
-    LOCAL_SECURITY_GROUP,
-    LOCAL_SUBNET,
-    check_moto,
+from chronoq.local.emulation import state as emulation
+from chronoq.local.emulation.containers import container_mode, run_containers_as_subprocesses
+from chronoq.local.emulation.ecs import LOCAL_SECURITY_GROUP, LOCAL_SUBNET
+from chronoq.local.emulation.moto_version import check_moto
+from chronoq.local.emulation.service_calls import serialize_service_calls, serve_sdk_calls_only
+from chronoq.local.emulation.sqs import queues_follow_the_clock
+from chronoq.local.emulation.stepfunctions import (
     express_executions_as_on_aws,
     parse_each_definition_once,
-    queues_follow_the_clock,
     reuse_state_machine_clients,
-    run_containers_as_subprocesses,
-    serialize_service_calls,
-    serve_sdk_calls_only,
     waits_follow_the_clock,
 )
 from chronoq.local.engine.services import Engine
@@ -205,7 +203,7 @@ class LocalAWS:
         compose.TIME = compose.Time(self.clock.now, self.clock.sleep)
         parse_each_definition_once()
         serialize_service_calls()
-        emulation.CONTAINERS[0] = emulation.container_mode(self.allow_host_commands)
+        emulation.CONTAINERS[0] = container_mode(self.allow_host_commands)
         emulation.OWN_PREFIX[0] = f"{PREFIX}-"  # targets never reach chronoq itself
         run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
