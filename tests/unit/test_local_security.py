@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from chronoq.cli.main import main
 from chronoq.local import tokens
-from chronoq.local.emulation import containers, state
+from chronoq.local.emulation import containers
+from chronoq.local.emulation.state import HOST_PROCESSES, IN_DOCKER, NOWHERE
 
 
 def test_given_a_token_minted_without_admin_when_verified_then_it_is_not_admin(
@@ -46,30 +47,28 @@ def test_given_a_data_directory_when_the_signing_secret_is_asked_for_twice_then_
 def test_given_host_commands_not_allowed_and_no_docker_when_the_mode_is_chosen_then_containers_run_nowhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(containers, "docker_available", lambda: False)
+    monkeypatch.setattr(containers, "answering_docker", lambda: None)
 
-    assert containers.container_mode(allow_host_commands=False) == state.NOWHERE
-    assert containers.container_mode(allow_host_commands=True) == state.HOST_PROCESSES
+    assert containers.container_mode(allow_host_commands=False) == (NOWHERE, None)
+    assert containers.container_mode(allow_host_commands=True) == (HOST_PROCESSES, None)
 
 
 def test_given_host_commands_not_allowed_and_a_docker_daemon_when_the_mode_is_chosen_then_containers_run_in_docker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(containers, "docker_available", lambda: True)
+    monkeypatch.setattr(containers, "answering_docker", lambda: DOCKER)
 
-    assert containers.container_mode(allow_host_commands=False) == state.IN_DOCKER
+    assert containers.container_mode(allow_host_commands=False) == (IN_DOCKER, DOCKER)
 
 
 DOCKER = "/usr/bin/docker"
 
 
-def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(state, "DOCKER", [DOCKER])
-
+def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only() -> (
+    None
+):
     command = containers.container_command(
-        state.IN_DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
+        IN_DOCKER, DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
     )
 
     assert command == [
@@ -138,29 +137,25 @@ def test_given_a_job_path_when_docker_is_looked_for_then_chronoqs_own_path_decid
         program.write_text("#!/bin/sh\nexit 0\n")
         program.chmod(0o755)
     monkeypatch.setenv("PATH", str(ours))
-    monkeypatch.setattr(state, "DOCKER", [None])
 
     assert containers.find_docker() == str(ours / "docker")
-    assert containers.docker_available()
-    assert state.DOCKER[0] == str(ours / "docker")
+    assert containers.answering_docker() == str(ours / "docker")
+    mode, docker = containers.container_mode(allow_host_commands=False)
+    assert (mode, docker) == (IN_DOCKER, str(ours / "docker"))
     command = containers.container_command(
-        state.IN_DOCKER, "n", "busybox:1.36", ["true"], {"JOB": "x"}
+        mode, docker, "n", "busybox:1.36", ["true"], {"JOB": "x"}
     )
     assert command is not None
     assert command[0] == str(ours / "docker")
 
 
-def test_given_docker_mode_without_a_docker_program_when_a_task_is_run_then_it_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(state, "DOCKER", [None])
-
+def test_given_docker_mode_without_a_docker_program_when_a_task_is_run_then_it_is_refused() -> None:
     with pytest.raises(containers.RefusedContainer, match="no docker program"):
-        containers.container_command(state.IN_DOCKER, "n", "busybox:1.36", ["true"], {})
+        containers.container_command(IN_DOCKER, None, "n", "busybox:1.36", ["true"], {})
 
 
 def test_given_no_way_to_run_containers_when_a_task_is_run_then_there_is_no_command() -> None:
-    assert containers.container_command(state.NOWHERE, "n", "i", ["echo"], {}) is None
+    assert containers.container_command(NOWHERE, None, "n", "i", ["echo"], {}) is None
     assert "--allow-host-commands" in containers.NOT_ENABLED
 
 

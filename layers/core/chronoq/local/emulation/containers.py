@@ -11,9 +11,8 @@ import threading
 import time
 from typing import Any
 
-from chronoq.local.emulation import state
 from chronoq.local.emulation.ecs import pass_ecs_parameters_as_the_api_names_them
-from chronoq.local.emulation.state import HOST_PROCESSES, IN_DOCKER, NOWHERE
+from chronoq.local.emulation.state import HOST_PROCESSES, IN_DOCKER, NOWHERE, active
 
 #: What an attempt says when containers run nowhere (state.NOWHERE).
 NOT_ENABLED = (
@@ -34,14 +33,13 @@ def find_docker() -> str | None:
     return os.path.abspath(found) if found else None
 
 
-def docker_available(timeout: float = 5.0) -> bool:
-    """Does a Docker daemon answer here? (``state.DOCKER`` is set to the program that
-    answered.)"""
+def answering_docker(timeout: float = 5.0) -> str | None:
+    """The docker program (``find_docker``) if a Docker daemon answers it here."""
     import subprocess
 
     docker = find_docker()
     if docker is None:
-        return False
+        return None
     try:
         answered = (
             subprocess.run(  # noqa: S603 - docker by absolute path, fixed arguments
@@ -53,18 +51,17 @@ def docker_available(timeout: float = 5.0) -> bool:
             == 0
         )
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    if answered:
-        state.DOCKER[0] = docker
-    return answered
+        return None
+    return docker if answered else None
 
 
-def container_mode(allow_host_commands: bool) -> str:
-    """How container targets run here: as host processes only when allowed; otherwise in
-    Docker when a daemon answers; else not at all."""
+def container_mode(allow_host_commands: bool) -> tuple[str, str | None]:
+    """How container targets run here, and the docker program that runs them: as host
+    processes only when allowed; otherwise in Docker when a daemon answers; else not at all."""
     if allow_host_commands:
-        return HOST_PROCESSES
-    return IN_DOCKER if docker_available() else NOWHERE
+        return HOST_PROCESSES, None
+    docker = answering_docker()
+    return (IN_DOCKER, docker) if docker is not None else (NOWHERE, None)
 
 
 class RefusedContainer(ValueError):
@@ -117,14 +114,18 @@ def docker_run(
 
 
 def container_command(
-    mode: str, name: str, image: str, command: list[str], environment: dict[str, str]
+    mode: str,
+    docker: str | None,
+    name: str,
+    image: str,
+    command: list[str],
+    environment: dict[str, str],
 ) -> list[str] | None:
     """The host command running a task's container in ``mode`` (None: it may not run; in
-    Docker, see ``docker_run``)."""
+    Docker, with the program ``docker``: see ``docker_run``)."""
     if mode == HOST_PROCESSES:
         return command
     if mode == IN_DOCKER:
-        docker = state.DOCKER[0]
         if docker is None:
             raise RefusedContainer("no docker program was found when chronoq local started")
         return docker_run(docker, name, image, command, environment)
@@ -132,13 +133,12 @@ def container_command(
 
 
 def run_containers_as_subprocesses(region: str) -> None:
-    """ECS on moto records tasks but runs nothing. Locally a task runs as state.CONTAINERS
-    says: its command as a host process (the image is not used), or ``docker run --rm image
-    command``, or not at all (the attempt fails, saying how to enable them). Its output goes
-    to the
-    task's awslogs stream in CloudWatch Logs, its exit code to the task's container, and the
-    task stops when the process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS``
-    (killed)."""
+    """ECS on moto records tasks but runs nothing. Locally a task runs as the active state's
+    ``containers`` says (see chronoq.local.emulation.state): its command as a host process
+    (the image is not used), or ``docker run --rm image command``, or not at all (the attempt
+    fails, saying how to enable them). Its output goes to the task's awslogs stream in
+    CloudWatch Logs, its exit code to the task's container, and the task stops when the
+    process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS`` (killed)."""
     import subprocess
 
     import boto3
@@ -153,13 +153,15 @@ def run_containers_as_subprocesses(region: str) -> None:
     original_stop = EC2ContainerServiceBackend.stop_task
     # Tasks stay RUNNING until their process ends (moto would report them stopped at once).
     state_manager.set_transition("ecs::task", {"progression": "manual", "times": sys.maxsize})
-    processes: dict[str, tuple[subprocess.Popen[bytes], str | None]] = {}
+    #: Each task's process, and the docker program and the name of its container if it runs
+    #: in Docker.
+    processes: dict[str, tuple[subprocess.Popen[bytes], tuple[str, str] | None]] = {}
 
-    def remove(container: str | None) -> None:
-        docker = state.DOCKER[0]
-        if container and docker:  # killing the docker client leaves its container running
+    def remove(container: tuple[str, str] | None) -> None:
+        if container:  # killing the docker client leaves its container running
+            docker, name = container
             subprocess.run(  # noqa: S603 - fixed arguments, the name chronoq gave it
-                [docker, "rm", "-f", "--", container],
+                [docker, "rm", "-f", "--", name],
                 capture_output=True,
                 timeout=30,
                 check=False,
@@ -189,7 +191,7 @@ def run_containers_as_subprocesses(region: str) -> None:
     def supervise(
         task: Any,
         process: subprocess.Popen[bytes],
-        container: str | None,
+        container: tuple[str, str] | None,
         timeout: float,
         group: str,
     ) -> None:
@@ -214,11 +216,13 @@ def run_containers_as_subprocesses(region: str) -> None:
         group = (
             (container.get("logConfiguration") or {}).get("options", {}).get("awslogs-group", "")
         )
-        mode = state.CONTAINERS[0]
+        emulation = active()
+        mode, docker = emulation.containers, emulation.docker
         name = f"chronoq-{task.task_arn.rsplit('/', 1)[-1]}"
         try:
             command = container_command(
                 mode,
+                docker,
                 name,
                 str(container.get("image", "")),
                 [str(a) for a in override.get("command") or container.get("command") or []],
@@ -259,11 +263,12 @@ def run_containers_as_subprocesses(region: str) -> None:
                 daemon=True,
             ).start()
             return
-        processes[task.task_arn] = (process, name if mode == IN_DOCKER else None)
+        in_docker = (docker, name) if mode == IN_DOCKER and docker is not None else None
+        processes[task.task_arn] = (process, in_docker)
         timeout = float(job_env.get("CHRONOQ_TIMEOUT_SECONDS", "3600"))
         threading.Thread(
             target=supervise,
-            args=(task, process, name if mode == IN_DOCKER else None, timeout, group),
+            args=(task, process, in_docker, timeout, group),
             daemon=True,
         ).start()
 

@@ -8,7 +8,7 @@ import json
 import threading
 from typing import Any
 
-from chronoq.local.emulation import state
+from chronoq.local.emulation.state import active
 
 
 def serve_sdk_calls_only() -> None:
@@ -41,17 +41,17 @@ def serve_sdk_calls_only() -> None:
     MockAWS._disable_patching = disable  # type: ignore[method-assign]
 
 
-def _denied(request: Any) -> Any:
-    """AWS's answer if IAM would deny this request to its caller (chronoq.local.denials)."""
-    prefix = state.OWN_PREFIX[0]
-    if prefix is None:
+def _denied(own_prefix: str | None, request: Any) -> Any:
+    """AWS's answer if IAM would deny this request to its caller (chronoq.local.denials), its
+    roles kept from chronoq's own resources, those named ``own_prefix``."""
+    if own_prefix is None:
         return None
     from chronoq.local.denials import denial, denied_answer
     from chronoq.local.usage import _body, current_caller, operation_of
 
     body = _body(request.body)
     operation = operation_of(request.method, request.url, request.headers, body)
-    why = denial(prefix, current_caller(), operation, request.url, body)
+    why = denial(own_prefix, current_caller(), operation, request.url, body)
     return None if why is None else denied_answer(operation, why)
 
 
@@ -69,11 +69,12 @@ def serialize_service_calls() -> None:
     lock = threading.RLock()  # a service call may make nested ones in the same thread
 
     def process_request(self: Any, request: Any) -> Any:
-        denied = _denied(request)
+        emulation = active()
+        denied = _denied(emulation.own_prefix, request)
         if denied is not None:
             return denied
         call = functools.partial(original, self, request)
-        meter = state.METER[0]
+        meter = emulation.meter
         if request.url.endswith("/invocations"):
             return meter.around(request, call) if meter else call()
         with lock:

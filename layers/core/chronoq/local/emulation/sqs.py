@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import datetime
 
-from chronoq.local.emulation import state
+from chronoq.local.emulation.state import active
 
 
 def queues_follow_the_clock() -> None:
     """moto's SQS times message delays, visibility timeouts and retention by the wall clock:
-    make it follow chronoq local's clock (state.CLOCK) too, so that a run sent with a delay
-    reaches a worker when that clock says, as everything else in chronoq local sees it."""
+    make it follow chronoq local's clock (the active state's: see chronoq.local.emulation.state)
+    too, so that a run sent with a delay reaches a worker when that clock says, as everything
+    else in chronoq local sees it."""
     from moto.sqs import models
 
     if getattr(models.unix_time, "clocked", False):  # type: ignore[attr-defined]
         return
 
     def unix_time(dt: datetime.datetime | None = None) -> float:
-        instant = state.CLOCK[0].now() if dt is None else dt.replace(tzinfo=datetime.UTC)
+        instant = active().clock.now() if dt is None else dt.replace(tzinfo=datetime.UTC)
         return instant.timestamp()
 
     def unix_time_millis(dt: datetime.datetime | None = None) -> float:

@@ -9,7 +9,7 @@ import functools
 import sys
 from typing import Any
 
-from chronoq.local.emulation import state as emulation
+from chronoq.local.emulation.state import active
 
 
 def reuse_state_machine_clients() -> None:
@@ -118,16 +118,17 @@ class _StateDatetime:
     class datetime:
         @staticmethod
         def now(tz: datetime.tzinfo | None = None) -> datetime.datetime:
-            instant = emulation.CLOCK[0].now()
+            instant = active().clock.now()
             return instant.astimezone(tz) if tz is not None else instant.replace(tzinfo=None)
 
 
 def waits_follow_the_clock() -> None:
     """moto's Wait states wait by the wall clock, a Timestamp whole seconds truncated (one
     0.7 s away is not waited for at all), and its states enter at the wall clock's time. Make
-    them follow chronoq local's clock (state.CLOCK): a Timestamp waited for to the millisecond,
-    as Step Functions does; Seconds and SecondsPath waits, and state entry times, by that
-    clock too (a test's clock may skip the waits, or hold them until it moves)."""
+    them follow chronoq local's clock (the active state's: see chronoq.local.emulation.state):
+    a Timestamp waited for to the millisecond, as Step Functions does; Seconds and SecondsPath
+    waits, and state entry times, by that clock too (a test's clock may skip the waits, or
+    hold them until it moves)."""
     from moto.stepfunctions.parser.asl.component.state import state
     from moto.stepfunctions.parser.asl.component.state.wait.wait_function.timestamp import (
         Timestamp,
@@ -149,12 +150,12 @@ def waits_follow_the_clock() -> None:
             )
 
             raise FailureEventException(self._create_failure_event(env, text))
-        now = emulation.CLOCK[0].now()
+        now = active().clock.now()
         now = now.replace(tzinfo=None)  # (moto reads the timestamp as naive UTC)
         return float((timestamp - now).total_seconds())
 
     def wait(self: Any, env: Any, wait_seconds: float) -> None:
-        emulation.CLOCK[0].wait(wait_seconds, env.program_state_event, env.is_running)
+        active().clock.wait(wait_seconds, env.program_state_event, env.is_running)
 
     wait.precise = True  # type: ignore[attr-defined]
     Timestamp._get_wait_seconds = seconds  # type: ignore[method-assign,assignment]
