@@ -13,7 +13,6 @@ import pytest
 from botocore.exceptions import ClientError
 from chronoq import resources as r
 from chronoq.domain.jobs import JobSpec
-from chronoq.local import emulation
 from chronoq.origin import target_client_context
 
 from tests.integration.conftest import Harness
@@ -101,7 +100,7 @@ def test_given_a_stored_job_targeting_the_api_function_when_it_runs_then_the_cal
 def test_given_the_denial_gone_when_a_job_invokes_the_api_function_then_the_api_refuses_the_invocation(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(emulation, "OWN_PREFIX", [None])  # as if IAM let it through
+    monkeypatch.setattr(harness.aws.emulation, "own_prefix", None)  # as if IAM let it through
     harness.api(api_event("create_at_job", user="bob", body=job_body(name="bobs")))
     job = _stored_around_the_api(
         harness,

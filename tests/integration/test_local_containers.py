@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from chronoq import resources as r
 from chronoq.domain.runs import RunStatus
-from chronoq.local import emulation, tokens
+from chronoq.local import tokens
+from chronoq.local.emulation.state import NOWHERE
 from chronoq.local.system import LocalSystem
 
 from tests.integration.conftest import Harness
@@ -18,7 +19,7 @@ from tests.integration.test_targets import logs_of
 def test_given_host_commands_not_allowed_and_no_docker_when_a_container_runs_then_the_attempt_fails_saying_how_to_enable_them(
     harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(emulation, "CONTAINERS", [emulation.NOWHERE])  # as chosen at start
+    monkeypatch.setattr(harness.aws.emulation, "containers", NOWHERE)  # as chosen at start
     marker = tmp_path / "ran"
     job = harness.create_job(
         {"type": "container", "image": "alpine", "command": ["touch", str(marker)]}

@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import moto
 import pytest
-from chronoq.local import emulation
+from chronoq.local.emulation import moto_version
 
 
 def test_given_the_pinned_moto_when_checked_then_it_is_the_version_the_patches_were_written_for() -> (
     None
 ):
-    assert moto.__version__ == emulation.WRITTEN_FOR_MOTO, (
-        f"chronoq local's moto patches were written for moto {emulation.WRITTEN_FOR_MOTO}, "
-        f"moto {moto.__version__} is installed: check every entry of emulation.PATCHED "
+    assert moto.__version__ == moto_version.WRITTEN_FOR_MOTO, (
+        f"chronoq local's moto patches were written for moto {moto_version.WRITTEN_FOR_MOTO}, "
+        f"moto {moto.__version__} is installed: check every entry of moto_version.PATCHED "
         "and update WRITTEN_FOR_MOTO"
     )
-    assert emulation.missing_moto_internals() == []
+    assert moto_version.missing_moto_internals() == []
 
 
 def test_given_a_moto_without_a_patched_internal_when_checked_then_the_error_names_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        emulation, "PATCHED", (*emulation.PATCHED, ("moto.ecs.models", "Gone.run_task"))
+        moto_version, "PATCHED", (*moto_version.PATCHED, ("moto.ecs.models", "Gone.run_task"))
     )
 
-    with pytest.raises(emulation.UnsupportedMoto, match=r"moto\.ecs\.models\.Gone\.run_task"):
-        emulation.check_moto()
+    with pytest.raises(moto_version.UnsupportedMoto, match=r"moto\.ecs\.models\.Gone\.run_task"):
+        moto_version.check_moto()

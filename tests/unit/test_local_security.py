@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from chronoq.cli.main import main
-from chronoq.local import emulation, tokens
+from chronoq.local import tokens
+from chronoq.local.emulation import containers
+from chronoq.local.emulation.state import HOST_PROCESSES, IN_DOCKER, NOWHERE
 
 
 def test_given_a_token_minted_without_admin_when_verified_then_it_is_not_admin(
@@ -45,30 +47,28 @@ def test_given_a_data_directory_when_the_signing_secret_is_asked_for_twice_then_
 def test_given_host_commands_not_allowed_and_no_docker_when_the_mode_is_chosen_then_containers_run_nowhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(emulation, "docker_available", lambda: False)
+    monkeypatch.setattr(containers, "answering_docker", lambda: None)
 
-    assert emulation.container_mode(allow_host_commands=False) == emulation.NOWHERE
-    assert emulation.container_mode(allow_host_commands=True) == emulation.HOST_PROCESSES
+    assert containers.container_mode(allow_host_commands=False) == (NOWHERE, None)
+    assert containers.container_mode(allow_host_commands=True) == (HOST_PROCESSES, None)
 
 
 def test_given_host_commands_not_allowed_and_a_docker_daemon_when_the_mode_is_chosen_then_containers_run_in_docker(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(emulation, "docker_available", lambda: True)
+    monkeypatch.setattr(containers, "answering_docker", lambda: DOCKER)
 
-    assert emulation.container_mode(allow_host_commands=False) == emulation.IN_DOCKER
+    assert containers.container_mode(allow_host_commands=False) == (IN_DOCKER, DOCKER)
 
 
 DOCKER = "/usr/bin/docker"
 
 
-def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(emulation, "DOCKER", [DOCKER])
-
-    command = emulation.container_command(
-        emulation.IN_DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
+def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_environment_by_name_only() -> (
+    None
+):
+    command = containers.container_command(
+        IN_DOCKER, DOCKER, "chronoq-t1", "busybox:1.36", ["echo", "hi"], {"TOKEN": "s3cret"}
     )
 
     assert command == [
@@ -84,8 +84,8 @@ def test_given_docker_when_a_task_is_run_then_docker_runs_its_image_with_the_env
 def test_given_an_image_that_reads_as_an_option_when_docker_run_is_built_then_it_is_refused(
     image: str,
 ) -> None:
-    with pytest.raises(emulation.RefusedContainer, match="not an image reference"):
-        emulation.docker_run(DOCKER, "n", image, ["true"], {})
+    with pytest.raises(containers.RefusedContainer, match="not an image reference"):
+        containers.docker_run(DOCKER, "n", image, ["true"], {})
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_given_an_image_that_reads_as_an_option_when_docker_run_is_built_then_it
 def test_given_a_command_that_looks_like_options_when_docker_run_is_built_then_it_follows_the_image(
     command: list[str],
 ) -> None:
-    built = emulation.docker_run(DOCKER, "n", "busybox:1.36", command, {})
+    built = containers.docker_run(DOCKER, "n", "busybox:1.36", command, {})
 
     separator = built.index("--")
     assert built[separator + 1] == "busybox:1.36"
@@ -116,15 +116,15 @@ def test_given_a_command_that_looks_like_options_when_docker_run_is_built_then_i
 def test_given_an_environment_docker_itself_would_read_when_docker_run_is_built_then_it_is_refused(
     environment: dict[str, str], why: str
 ) -> None:
-    with pytest.raises(emulation.RefusedContainer, match=why):
-        emulation.docker_run(DOCKER, "n", "busybox:1.36", ["true"], environment)
+    with pytest.raises(containers.RefusedContainer, match=why):
+        containers.docker_run(DOCKER, "n", "busybox:1.36", ["true"], environment)
 
 
 def test_given_a_docker_program_by_relative_name_when_docker_run_is_built_then_it_is_refused() -> (
     None
 ):
-    with pytest.raises(emulation.RefusedContainer, match="absolute path"):
-        emulation.docker_run("docker", "n", "busybox:1.36", ["true"], {})
+    with pytest.raises(containers.RefusedContainer, match="absolute path"):
+        containers.docker_run("docker", "n", "busybox:1.36", ["true"], {})
 
 
 def test_given_a_job_path_when_docker_is_looked_for_then_chronoqs_own_path_decides(
@@ -137,30 +137,26 @@ def test_given_a_job_path_when_docker_is_looked_for_then_chronoqs_own_path_decid
         program.write_text("#!/bin/sh\nexit 0\n")
         program.chmod(0o755)
     monkeypatch.setenv("PATH", str(ours))
-    monkeypatch.setattr(emulation, "DOCKER", [None])
 
-    assert emulation.find_docker() == str(ours / "docker")
-    assert emulation.docker_available()
-    assert emulation.DOCKER[0] == str(ours / "docker")
-    command = emulation.container_command(
-        emulation.IN_DOCKER, "n", "busybox:1.36", ["true"], {"JOB": "x"}
+    assert containers.find_docker() == str(ours / "docker")
+    assert containers.answering_docker() == str(ours / "docker")
+    mode, docker = containers.container_mode(allow_host_commands=False)
+    assert (mode, docker) == (IN_DOCKER, str(ours / "docker"))
+    command = containers.container_command(
+        mode, docker, "n", "busybox:1.36", ["true"], {"JOB": "x"}
     )
     assert command is not None
     assert command[0] == str(ours / "docker")
 
 
-def test_given_docker_mode_without_a_docker_program_when_a_task_is_run_then_it_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(emulation, "DOCKER", [None])
-
-    with pytest.raises(emulation.RefusedContainer, match="no docker program"):
-        emulation.container_command(emulation.IN_DOCKER, "n", "busybox:1.36", ["true"], {})
+def test_given_docker_mode_without_a_docker_program_when_a_task_is_run_then_it_is_refused() -> None:
+    with pytest.raises(containers.RefusedContainer, match="no docker program"):
+        containers.container_command(IN_DOCKER, None, "n", "busybox:1.36", ["true"], {})
 
 
 def test_given_no_way_to_run_containers_when_a_task_is_run_then_there_is_no_command() -> None:
-    assert emulation.container_command(emulation.NOWHERE, "n", "i", ["echo"], {}) is None
-    assert "--allow-host-commands" in emulation.NOT_ENABLED
+    assert containers.container_command(NOWHERE, None, "n", "i", ["echo"], {}) is None
+    assert "--allow-host-commands" in containers.NOT_ENABLED
 
 
 def test_given_the_token_command_with_admin_when_run_then_the_token_is_admin(

@@ -23,20 +23,18 @@ from chronoq.aws import clients as chronoq_aws
 from chronoq.aws.streams import notifier_filters
 from chronoq.domain import notifications
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
-from chronoq.local import emulation
-from chronoq.local.clock import WALL, LocalClock
+from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import stream_filter
-from chronoq.local.emulation import (
-    LOCAL_SECURITY_GROUP,
-    LOCAL_SUBNET,
-    check_moto,
+from chronoq.local.emulation.containers import container_mode, run_containers_as_subprocesses
+from chronoq.local.emulation.ecs import LOCAL_SECURITY_GROUP, LOCAL_SUBNET
+from chronoq.local.emulation.moto_version import check_moto
+from chronoq.local.emulation.service_calls import serialize_service_calls, serve_sdk_calls_only
+from chronoq.local.emulation.sqs import queues_follow_the_clock
+from chronoq.local.emulation.state import EmulationState, activate, deactivate
+from chronoq.local.emulation.stepfunctions import (
     express_executions_as_on_aws,
     parse_each_definition_once,
-    queues_follow_the_clock,
     reuse_state_machine_clients,
-    run_containers_as_subprocesses,
-    serialize_service_calls,
-    serve_sdk_calls_only,
     waits_follow_the_clock,
 )
 from chronoq.local.engine.services import Engine
@@ -154,6 +152,9 @@ class LocalAWS:
     services: Engine | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
+    #: What chronoq local's patches of moto read while this embedded AWS runs (its clock, its
+    #: meter, how containers run: see chronoq.local.emulation.state).
+    emulation: EmulationState = field(default_factory=EmulationState)
     _meter: Meter | None = None
     _usage_since: datetime = field(default_factory=lambda: datetime.now(UTC))
     _mock: Any = None
@@ -201,12 +202,13 @@ class LocalAWS:
         express_executions_as_on_aws()
         waits_follow_the_clock()
         queues_follow_the_clock()
-        emulation.CLOCK[0] = self.clock
+        self.emulation.clock = self.clock
+        activate(self.emulation)
         compose.TIME = compose.Time(self.clock.now, self.clock.sleep)
         parse_each_definition_once()
         serialize_service_calls()
-        emulation.CONTAINERS[0] = emulation.container_mode(self.allow_host_commands)
-        emulation.OWN_PREFIX[0] = f"{PREFIX}-"  # targets never reach chronoq itself
+        self.emulation.containers, self.emulation.docker = container_mode(self.allow_host_commands)
+        self.emulation.own_prefix = f"{PREFIX}-"  # targets never reach chronoq itself
         run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -231,7 +233,7 @@ class LocalAWS:
         if self.state_dir is not None and self.services is None:
             self._keep_tables(self.state_dir)
         self._meter = Meter(self.usage, {table_name(t): t for t in r.TABLES}, REGION, ACCOUNT)
-        emulation.METER[0] = self._meter
+        self.emulation.meter = self._meter
         if self.services is not None:
             self.services.meter = self._meter
         self.runtime.usage = self.usage
@@ -307,12 +309,10 @@ class LocalAWS:
             chronoq_aws.serve({})
             self.services.close()
             self.services = None
-        if emulation.METER[0] is self._meter:
-            emulation.METER[0] = None
-        if emulation.CLOCK[0] is self.clock:
-            emulation.CLOCK[0] = WALL
+        self.emulation.meter = None
+        self.emulation.own_prefix = None
+        if deactivate(self.emulation):
             compose.TIME = compose.Time()
-        emulation.OWN_PREFIX[0] = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None

@@ -113,7 +113,7 @@ def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 def messages_sent(delays: list[float]) -> None:
     """The embedded SQS took messages visible after these delays (seconds): every Pace hears
-    of them (see chronoq.local.emulation.serialize_service_calls)."""
+    of them (see chronoq.local.emulation.service_calls.serialize_service_calls)."""
     for pace in list(_PACES):
         pace.sent(delays)
 

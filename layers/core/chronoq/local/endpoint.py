@@ -7,8 +7,9 @@ Only requests signed with the local deployment's credentials are served (see
 chronoq.local.sigv4: kept in the data directory, printed at start-up); anything else is
 refused as AWS refuses it. A request is routed by the service and region it is signed for:
 it is given the address it would have on AWS, then passed through moto's request handling,
-as the in-process SDK calls are (one at a time: see emulation.serialize_service_calls).
-Calls made here are not counted as the workload's (``chronoq cost``)."""
+as the in-process SDK calls are (one at a time: see
+chronoq.local.emulation.service_calls.serialize_service_calls). Calls made here are not
+counted as the workload's (``chronoq cost``)."""
 
 from __future__ import annotations
 

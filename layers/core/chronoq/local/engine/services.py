@@ -25,7 +25,7 @@ from chronoq import resources as r
 from chronoq.local import durations
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import messages_sent
-from chronoq.local.emulation import LOCAL_SUBNET, default_network
+from chronoq.local.emulation.ecs import LOCAL_SUBNET, default_network
 from chronoq.local.engine.functions import LocalFunctions
 from chronoq.local.engine.inflight import InFlight
 from chronoq.local.engine.interpreter import TaskContext, TaskHandler

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from chronoq.local.emulation import lower_camel, upper_camel
+from chronoq.local.emulation.ecs import lower_camel, upper_camel
 from chronoq.local.engine.interpreter import TaskContext, TaskFailed, TaskHandler
 
 Clients = Callable[[str], Any]
