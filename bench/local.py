@@ -9,8 +9,9 @@ process as the jobs' target (another process than chronoq local's), once per ``-
   ``GET /jobs/{id}/runs`` are asked for without pause: their latency p50, p99 and max;
 - sustained: ``--rate`` runs a second for ``--seconds``: ``rate * 60`` jobs on ``* * * * *``
   with a 60 s window (each run starts at its own offset in its minute), created ahead; then
-  the runs that reached the sink per second over the whole period, and the start lag of a
-  sample of them;
+  the runs that reached the sink per second over the whole period, the runs planned to start
+  within the period that reached it (per second, and how many did not), and the start lag of
+  a sample of them;
 - history: ``--history`` run records (1 KB each) seeded straight into a fresh data
   directory's tables (spread over ``--history-jobs`` jobs), then a start on it: seconds from
   the process's start to its first API answer, its resident memory then and after a page of
@@ -164,7 +165,11 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
         time.sleep(1)
         if clock.left() <= 0:
             break
-    steady = [at for at in list(sink.arrived.values()) if begin <= at < end]
+    arrived = dict(sink.arrived)
+    steady = [at for at in arrived.values() if begin <= at < end]
+    # runs planned to start within the period that reached the sink (whenever they did: the
+    # runs of its last seconds arrive after it, by their start lag)
+    planned = [run_id for run_id in arrived if begin <= _planned_start(run_id) < end]
     per_second: dict[int, int] = {}
     for at in steady:
         key = int((at - begin).total_seconds())
@@ -182,6 +187,8 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
         api.call("PATCH", f"/jobs/{job_id}", {"state": "PAUSED"})
     figures = {
         "runs_per_second": round(len(steady) / seconds, 1),
+        "planned_runs_done_per_second": round(len(planned) / seconds, 1),
+        "planned_runs_missing": rate * seconds - len(planned),
         "slowest_second": min(per_second.get(s, 0) for s in range(seconds)),
         # the seconds of the period (from its start) that saw under half the rate
         "slow_seconds": [s for s in range(seconds) if per_second.get(s, 0) < rate / 2][:30],
@@ -191,6 +198,14 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
     }
     _print(f"{rate} runs a second for {seconds} s", figures)
     return figures
+
+
+def _planned_start(run_id: str) -> datetime:
+    """When a scheduled run was planned to start: its fire time (in its id) plus its window
+    offset."""
+    stamp = run_id.partition("-")[0].rpartition("_")[2]
+    fire = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    return fire + timedelta(seconds=ids.window_offset_of(run_id))
 
 
 # --- history ----------------------------------------------------------------------------------

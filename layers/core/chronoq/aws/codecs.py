@@ -94,12 +94,17 @@ def spec_json(job: Job) -> str:
     return spec.model_dump_json(exclude=unset)
 
 
+_SPEC_FIELDS = tuple(JobSpec.model_fields)
+
+
 def job_from_item(item: Mapping[str, Any]) -> Job:
     data = load(item)
     spec = JobSpec.model_validate_json(data.pop("spec"), context=STORED)
     return Job.model_validate(
         {
-            **spec.model_dump(),
+            # (the spec's fields as validated: its models are taken as they are, not
+            # dumped and validated again)
+            **{name: getattr(spec, name) for name in _SPEC_FIELDS},
             **data,
             "id": data["job_id"],
             "version": int(data["version"]),

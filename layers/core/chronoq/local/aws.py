@@ -64,6 +64,10 @@ def table_name(table: r.Table) -> str:
     return f"{PREFIX}-{table.id.lower()}"
 
 
+def output_bucket_name() -> str:
+    return f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
+
+
 @functools.cache
 def _client(service: str) -> Any:
     """A client of the embedded AWS (one per service and process: a client costs tens of
@@ -226,6 +230,7 @@ class LocalAWS:
                 REGION,
                 ACCOUNT,
                 histories=self.execution_histories,
+                buckets=[output_bucket_name()],
             )
             chronoq_aws.serve(self.services.clients())
         self._create(audience)
@@ -512,7 +517,7 @@ class LocalAWS:
         self.env = env
 
     def _create_notifications_and_outputs(self, env: dict[str, str]) -> None:
-        bucket = f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
+        bucket = output_bucket_name()
         self.client("s3").create_bucket(Bucket=bucket)
         env[r.ENV_OUTPUT_BUCKET] = bucket
         env[r.ENV_OUTPUT_BUCKETS] = "*"  # locally any bucket created in the embedded S3

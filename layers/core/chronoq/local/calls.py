@@ -138,6 +138,9 @@ def calls_in(
             function = f"arn:aws:lambda:{own}:function:{function}"
         yield call(function)
     elif service == "s3":
+        if not url:  # (a client's arguments: chronoq local's engine)
+            yield call(f"arn:aws:s3:::{document.get('Bucket', '')}/{document.get('Key', '')}")
+            return
         parts = urlsplit(url)
         host, path = parts.hostname or "", unquote(parts.path).lstrip("/")
         # path style (s3.amazonaws.com/bucket/key) or virtual host (bucket.s3.amazonaws.com/key)

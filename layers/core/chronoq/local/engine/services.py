@@ -9,6 +9,8 @@ runs stream that chronoq's own functions call, as clients of the services AWS wo
   embedded AWS for what a user's target reaches (a queue, a topic, a bus, a container).
 - The runs stream, from the tables' own change records (engine.streams).
 - The executions under way (``executions.db``): what a restart must give back.
+- chronoq's own S3 bucket (``objects.db``): outputs and logs too large for a run record
+  (engine.objects).
 
 Every call is metered as the AWS request it stands for (chronoq.local.usage.Meter.observe),
 with the IAM call it makes (chronoq.local.calls): ``chronoq cost`` and the least-privilege
@@ -29,6 +31,7 @@ from chronoq.local.emulation.ecs import LOCAL_SUBNET, default_network
 from chronoq.local.engine.functions import LocalFunctions
 from chronoq.local.engine.inflight import InFlight
 from chronoq.local.engine.interpreter import TaskContext, TaskHandler
+from chronoq.local.engine.objects import LocalObjects
 from chronoq.local.engine.queues import SqliteQueues
 from chronoq.local.engine.stepfunctions import ExecutionSummary, LocalStepFunctions
 from chronoq.local.engine.streams import LocalStreams
@@ -42,7 +45,8 @@ logger = logging.getLogger(__name__)
 TABLES_FILE = "tables.db"
 QUEUES_FILE = "queues.db"
 EXECUTIONS_FILE = "executions.db"
-FILES = (TABLES_FILE, QUEUES_FILE, EXECUTIONS_FILE)
+OBJECTS_FILE = "objects.db"
+FILES = (TABLES_FILE, QUEUES_FILE, EXECUTIONS_FILE, OBJECTS_FILE)
 
 
 def _as_the_state_machine(handler: TaskHandler) -> TaskHandler:
@@ -89,9 +93,11 @@ class Engine:
         region: str,
         account: str,
         histories: bool = True,
+        buckets: Iterable[str] = (),
     ) -> None:
         """``histories`` False: executions keep no history of their states (what
-        get_execution_history answers), a little less work per state."""
+        get_execution_history answers), a little less work per state. ``buckets``: the S3
+        buckets kept on disk here (chronoq's own: engine.objects)."""
         self.directory = directory
         #: Did the directory hold an engine's data already (a restart)?
         self.restored = directory is not None and (directory / TABLES_FILE).exists()
@@ -111,6 +117,9 @@ class Engine:
             self._path(QUEUES_FILE), clock.now, region, account, observer=self._observe_queue
         )
         self.inflight = InFlight(self._path(EXECUTIONS_FILE))
+        self.objects = LocalObjects(
+            self._path(OBJECTS_FILE), buckets, lambda: embedded("s3"), clock.now, self._observe
+        )
         self.functions = LocalFunctions(runtime, lambda: embedded("lambda"), observer=self._observe)
         own: dict[str, Any] = {
             "dynamodb": self.tables,
@@ -146,6 +155,7 @@ class Engine:
             "sqs": self.queues,
             "stepfunctions": self.stepfunctions,
             "dynamodbstreams": self.streams,
+            "s3": self.objects,
         }
 
     # --- metering -----------------------------------------------------------------------------
@@ -181,7 +191,7 @@ class Engine:
 
     def sweep(self) -> int:
         """Expired items deleted, a few at a time (the engine's upkeep calls this often)."""
-        return self.tables.sweep_expired()
+        return self.tables.sweep_expired() + self.objects.sweep_expired()
 
     def load_items(self, items: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Put items kept elsewhere (table id, typed item) into the tables; how many."""
@@ -195,4 +205,5 @@ class Engine:
         self.stepfunctions.close()
         self.queues.close()
         self.inflight.close()
+        self.objects.close()
         self.tables.close()
