@@ -1,6 +1,6 @@
 """One codec per stored record: how a job, a schedule item and a run look in DynamoDB. Every
 Python writer goes through these; the run state machine writes run items too, and
-tests/unit/test_codecs.py holds its writes to ``RUN_ATTRIBUTES``."""
+tests/unit/test_contracts.py holds its writes to ``RUN_ATTRIBUTES``."""
 
 from __future__ import annotations
 
@@ -28,7 +28,28 @@ _deserializer = TypeDeserializer()
 
 def dump(item: Mapping[str, Any]) -> dict[str, Any]:
     """Python values to DynamoDB's typed values (None values left out)."""
-    return {k: _serializer.serialize(v) for k, v in item.items() if v is not None}
+    return {k: _typed(v) for k, v in item.items() if v is not None}
+
+
+#: The largest integer DynamoDB's numbers hold exactly (38 digits).
+_MAX_EXACT = 10**38
+
+
+def _typed(value: Any) -> Any:
+    """A value as TypeSerializer types it: strings, booleans, integers, maps and lists
+    directly (most of what chronoq writes), anything else by TypeSerializer itself."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is bool:
+        return {"BOOL": value}
+    if kind is int and -_MAX_EXACT < value < _MAX_EXACT:
+        return {"N": str(value)}
+    if kind is dict:
+        return {"M": {k: _typed(v) for k, v in value.items()}}
+    if kind is list:
+        return {"L": [_typed(v) for v in value]}
+    return _serializer.serialize(value)
 
 
 def load(item: Mapping[str, Any]) -> dict[str, Any]:
