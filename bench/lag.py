@@ -97,6 +97,9 @@ def http_sink() -> Iterator[Sink]:
     sink = Sink()
 
     class Handler(BaseHTTPRequestHandler):
+        # keeps connections open between requests, as web servers do (HTTP/1.1)
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self) -> None:
             at = datetime.now(UTC)
             self.rfile.read(int(self.headers.get("Content-Length") or 0))

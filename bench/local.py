@@ -176,11 +176,14 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
         per_second[key] = per_second.get(key, 0) + 1
     sample = created[:: max(1, len(created) // 200)]
     lags = []
+    statuses: dict[str, int] = {}
     for job_id in sample:
         for run in api.runs(job_id):
             scheduled = datetime.fromisoformat(run["scheduled_at"])
-            if begin <= scheduled < end and run["lag_ms"] is not None:
-                lags.append(float(run["lag_ms"]))
+            if begin <= scheduled < end:
+                statuses[run["status"]] = statuses.get(run["status"], 0) + 1
+                if run["lag_ms"] is not None:
+                    lags.append(float(run["lag_ms"]))
     for job_id in created:  # (stop them: the next engine starts afresh anyway)
         if clock.left() <= 0:
             break
@@ -195,6 +198,7 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
         "jobs": count,
         **{f"start_{k}": v for k, v in _ms(lags).items()},
         "lag_sample": len(lags),
+        "sample_statuses": statuses,
     }
     _print(f"{rate} runs a second for {seconds} s", figures)
     return figures
