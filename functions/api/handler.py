@@ -23,7 +23,7 @@ from chronoq.domain.notifications import signing_secret
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
-from chronoq.domain.time import utc_now
+from chronoq.domain.time import IsoInstant, utc_now
 from chronoq.http_api import (
     CONFLICT,
     INVALID_FIELD,
@@ -44,7 +44,7 @@ from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 logger = Logger(service="chronoq-api")
 app = HttpResolver(enable_validation=True)
@@ -228,7 +228,7 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
 
 
 Status = Annotated[str | None, Query(max_length=200)]
-Instant = Annotated[AwareDatetime | None, Query()]
+Instant = Annotated[IsoInstant | None, Query()]
 BackfillId = Annotated[str | None, Query(min_length=1, max_length=40)]
 
 

@@ -341,7 +341,7 @@ def _raw(
     return answer
 
 
-@pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "TRACE", "CONNECT"])
+@pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "TRACE", "CONNECT", "PROPFIND"])
 @pytest.mark.parametrize(
     ("path", "allowed"), [("/jobs", "GET, POST"), ("/jobs/job_x/pause", "POST")]
 )

@@ -337,6 +337,9 @@ def test_given_runs_when_listed_by_page_status_and_time_then_newest_first_each_o
     assert (status, body["error"]["field"]) == (422, "status")
     status, body = listed(harness, f"{base}&since=2030-01-01T00:00:00")  # no time zone
     assert (status, body["error"]["field"]) == (422, "since")
+    for number in ("1893456000", "1893456000.5"):  # (ISO 8601 only, not a Unix time)
+        status, body = listed(harness, f"{base}&until={number}")
+        assert (status, body["error"]["field"]) == (422, "until")
 
 
 def test_given_a_deleted_job_when_its_runs_are_listed_by_job_id_then_its_owner_sees_them_and_bob_none(

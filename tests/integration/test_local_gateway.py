@@ -152,6 +152,18 @@ def test_given_a_token_and_a_body_within_the_limit_when_sent_then_the_api_gets_i
     assert [e["body"] for e in gateway.events] == ['{"name": "x"}']
 
 
+@pytest.mark.parametrize("method", ["PROPFIND", "MKCOL", "BREW"])
+def test_given_a_method_outside_http_s_standard_ones_when_sent_then_the_api_answers_it(
+    gateway: Gateway, method: str
+) -> None:
+    """(Not the server's own 501 page: the API answers, 405 with Allow where a route takes
+    other methods.)"""
+    status, _ = gateway.send(head(method, "/jobs", gateway.token(), "0"))
+
+    assert status == 200
+    assert [e["requestContext"]["http"]["method"] for e in gateway.events] == [method]
+
+
 def test_given_an_ordinary_token_when_a_local_control_is_called_then_403_and_it_is_not_run(
     gateway: Gateway,
 ) -> None:

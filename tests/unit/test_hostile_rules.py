@@ -591,8 +591,8 @@ def test_given_a_job_stored_before_the_rules_when_read_paused_and_saved_then_it_
     None
 ):
     from chronoq.aws.codecs import dump, job_from_item, job_item
+    from chronoq.domain.base import STORED
     from chronoq.domain.jobs import Job
-    from chronoq.domain.targets import STORED
 
     from tests.builders import Fakes, job_spec
 

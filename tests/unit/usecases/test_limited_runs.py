@@ -431,3 +431,20 @@ class Hooks:
 
     def request(self, *_: Any, **__: Any) -> Any:
         return type("Answer", (), {"status": 200})()
+
+
+def test_given_a_completed_limited_job_when_max_runs_is_lowered_below_what_it_ran_then_invalid_as_for_an_active_one(
+    fakes: Fakes,
+) -> None:
+    """The same rule whatever the job's state: max_runs may not fall below the runs it has
+    had (2 here)."""
+    job = limited(fakes, 2)
+    play(fakes, minute(4))
+    completed = fakes.jobs.get_job(OWNER, job.id)
+    assert completed.state is JobState.COMPLETED
+
+    with pytest.raises(InvalidRequest) as refused:
+        fakes.jobs.update_job(OWNER, job.id, JobPatch.model_validate({"max_runs": 1}))
+
+    assert refused.value.field == "max_runs"
+    assert fakes.store.get_job(job.id) == fakes.store.get_job(completed.id)

@@ -15,10 +15,10 @@ from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
 from chronoq.domain.backfills import Backfill
+from chronoq.domain.base import STORED
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.runs import Attempt, Occurrence, Run
-from chronoq.domain.targets import STORED
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
 

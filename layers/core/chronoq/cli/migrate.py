@@ -58,3 +58,46 @@ def names(jobs_table: str, region: str | None, endpoint_url: str | None, output:
             )
     if report.duplicates:
         raise click.exceptions.Exit(API_ERROR)
+
+
+@migrate.command()
+@click.option(
+    "--jobs-table",
+    required=True,
+    metavar="NAME",
+    help="the deployment's jobs table (stack output, or aws dynamodb list-tables)",
+)
+@click.option("--region", help="its region [default: the AWS configuration's]")
+@click.option("--endpoint-url", metavar="URL", help="another DynamoDB endpoint (chronoq local's)")
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def jobs(jobs_table: str, region: str | None, endpoint_url: str | None, output: str) -> None:
+    """List the jobs stored before a rule of the API was made stricter that today's rules
+    refuse (they still run; a change to one must pass today's rules): each with the fields
+    to change and why. Reads only. Exits 1 while any remain."""
+    import boto3
+
+    from chronoq.aws.store import DynamoJobs
+    from chronoq.usecases.validity import jobs_needing_change
+
+    client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint_url)
+    found = jobs_needing_change(DynamoJobs(client, jobs_table))
+    if output == "json":
+        document = [
+            {
+                "owner": n.owner,
+                "job_id": n.job_id,
+                "name": n.name,
+                "problems": [{"field": p.field, "message": p.message} for p in n.problems],
+            }
+            for n in found
+        ]
+        click.echo(render.dump_json(document))
+    else:
+        click.echo(f"{len(found)} stored job(s) today's rules refuse")
+        for n in found:
+            for p in n.problems:
+                click.echo(f"{n.owner!r} {n.job_id} ({n.name!r}): {p.field!r}: {p.message}")
+    if found:
+        raise click.exceptions.Exit(API_ERROR)

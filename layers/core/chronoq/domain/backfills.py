@@ -14,14 +14,14 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from chronoq import resources as r
 from chronoq.domain import keys
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.schedules import AnySchedule, Schedule, bounded_instant, next_fire
-from chronoq.domain.time import Instant, format_instant
+from chronoq.domain.time import Instant, IsoInstant, format_instant
 
 #: Prefix of a backfill's item in its job's partition of the runs table (see domain.keys).
 ITEM_PREFIX = keys.BACKFILL
@@ -37,8 +37,8 @@ class BackfillRequest(Model):
     """The body of ``POST /jobs/{id}/backfill``: every fire time from ``from`` (inclusive)
     to ``to`` (exclusive), both in the past."""
 
-    start: AwareDatetime = Field(alias="from")
-    to: AwareDatetime
+    start: IsoInstant = Field(alias="from")
+    to: IsoInstant
 
     @field_validator("start", "to")
     @classmethod

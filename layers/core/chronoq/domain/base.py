@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo
 
 
 class Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+#: The validation context of what chronoq reads back from its store: the rules added since a
+#: job was stored do not make it unreadable (a user changing it is told, naming the field).
+STORED: dict[str, bool] = {"stored": True}
+
+
+def is_stored(info: ValidationInfo | None) -> bool:
+    """Is this validation reading back what chronoq stored (see STORED)?"""
+    return bool(info is not None and isinstance(info.context, dict) and info.context.get("stored"))

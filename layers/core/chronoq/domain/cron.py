@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 import functools
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -207,11 +208,21 @@ def _days_of(cron: Cron, year: int, month: int) -> int:
     return (by_day | by_weekday) if cron.either_day else (by_day & by_weekday)
 
 
+_SEPARATOR = re.compile(r"[ \t]+")
+
+
+def split_fields(text: str) -> list[str]:
+    """``text``'s fields, separated by spaces and tabs only (no other whitespace)."""
+    stripped = text.strip(" \t")
+    return _SEPARATOR.split(stripped) if stripped else []
+
+
 @functools.lru_cache(maxsize=4096)
 def parse(expression: str) -> Cron:
-    """The expression (five fields separated by whitespace), parsed; CronSyntaxError naming
-    the field and term when it is outside the dialect."""
-    fields = expression.split()
+    """The expression (five fields separated by spaces or tabs), parsed; CronSyntaxError
+    naming the field and term when it is outside the dialect (other whitespace, a no-break
+    space say, is no separator: the field holding it is refused)."""
+    fields = split_fields(expression)
     if len(fields) != 5:
         raise CronSyntaxError("must have five fields: minute hour day-of-month month day-of-week")
     texts = dict(zip((MINUTE, HOUR, DAY, MONTH, WEEKDAY), fields, strict=True))

@@ -21,7 +21,7 @@ from pydantic.fields import FieldInfo
 
 from chronoq import resources as r
 from chronoq.domain import ids, windows
-from chronoq.domain.base import Model
+from chronoq.domain.base import STORED, Model
 from chronoq.domain.labels import Labels
 from chronoq.domain.runs import (
     REQUESTED,
@@ -35,11 +35,11 @@ from chronoq.domain.runs import (
 from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import (
     OUTPUT_LOCATION_PATTERN,
-    STORED,
     ContainerTarget,
     Target,
     http_url,
     shown_text,
+    visible_text,
 )
 from chronoq.domain.time import Instant
 from chronoq.resources import Priority
@@ -163,6 +163,7 @@ class JobSpec(Model):
     output_location: str | None = Field(default=None, pattern=OUTPUT_LOCATION_PATTERN)
 
     _name = field_validator("name")(shown_text)
+    _visible_name = field_validator("name")(visible_text)
 
     # --- run features: flow control ---
     #: Limits its runs share with the owner's other jobs of the same flow key.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic import AfterValidator, Field, ValidationInfo, WithJsonSchema
 
 from chronoq import resources as r
+from chronoq.domain.base import is_stored as _stored
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -26,9 +27,11 @@ MAX_PREFIX = 253
 MAX_NAME = 63
 
 
-def label_key(key: str) -> str:
+def label_key(key: str, info: ValidationInfo | None) -> str:
     prefix = key.rpartition("/")[0]
-    if not _KEY.match(key) or len(prefix) > MAX_PREFIX:
+    # (the whole key: a "$" would let a final newline through; one stored so before
+    # still reads back)
+    if not (_KEY.fullmatch(key) or (_stored(info) and _KEY.match(key))) or len(prefix) > MAX_PREFIX:
         raise ValueError(
             f"{key!r} is not a label key: a name of 1-{MAX_NAME} letters, digits, '-', '_'"
             " or '.' (a letter or digit at each end), optionally after a DNS prefix and '/'"
@@ -37,8 +40,8 @@ def label_key(key: str) -> str:
     return key
 
 
-def label_value(value: str) -> str:
-    if not _VALUE.match(value):
+def label_value(value: str, info: ValidationInfo | None) -> str:
+    if not (_VALUE.fullmatch(value) or (_stored(info) and _VALUE.match(value))):
         raise ValueError(
             f"{value!r} is not a label value: empty, or 1-{MAX_NAME} letters, digits, '-', '_'"
             " or '.' (a letter or digit at each end)"
@@ -72,7 +75,7 @@ def selector(text: str) -> Selector:
     key, equals, value = text.partition("=")
     if not equals:
         raise ValueError(f"{text!r} is not a selector: give key=value, e.g. team=data")
-    return label_key(key.strip()), label_value(value.strip())
+    return label_key(key.strip(), None), label_value(value.strip(), None)
 
 
 def selectors(texts: list[str] | None) -> tuple[Selector, ...]:

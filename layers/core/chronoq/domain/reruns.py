@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pydantic import AwareDatetime, Field, field_validator
+from pydantic import Field, field_validator
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
@@ -13,6 +13,7 @@ from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import FinalStatus
 from chronoq.domain.runs import RunStatus
 from chronoq.domain.schedules import bounded_instant
+from chronoq.domain.time import IsoInstant
 
 
 def _default_statuses() -> list[RunStatus]:
@@ -23,8 +24,8 @@ class RerunRequest(Model):
     """The body of ``POST /jobs/{id}/rerun``: the runs scheduled from ``from`` (inclusive)
     to ``to`` (exclusive) that ended with one of ``statuses``."""
 
-    start: AwareDatetime = Field(alias="from")
-    to: AwareDatetime
+    start: IsoInstant = Field(alias="from")
+    to: IsoInstant
     statuses: list[FinalStatus] = Field(
         default_factory=_default_statuses, min_length=1, max_length=len(RunStatus)
     )

@@ -17,13 +17,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain import cron
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
-from chronoq.domain.time import format_instant, utc_second
+from chronoq.domain.time import IsoInstant, format_instant, utc_second
 
 _EARLIEST = datetime(r.EARLIEST_YEAR, 1, 1, tzinfo=UTC)
 _LATEST = datetime(r.LATEST_YEAR, 1, 1, tzinfo=UTC)
@@ -53,7 +53,7 @@ class AtSchedule(Model):
     """Once, at an instant. Fractions of a second are rounded up to the next whole second."""
 
     type: Literal["at"]
-    at: AwareDatetime
+    at: IsoInstant
 
     @field_validator("at")
     @classmethod
@@ -66,8 +66,8 @@ class _Recurring(Model):
     before ``end_at``. Fire times are whole seconds: ``start_at`` is rounded up to one,
     ``end_at`` down, which keeps exactly the fire times inside the bounds as given."""
 
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    start_at: IsoInstant | None = None
+    end_at: IsoInstant | None = None
     #: Each occurrence starts within this many seconds after its fire time, at an offset
     #: derived from the job and the instant (see chronoq.domain.windows); 0: at its fire time.
     window_seconds: int = Field(default=0, ge=0, le=r.MAX_WINDOW_SECONDS, strict=True)
@@ -114,7 +114,7 @@ class CronSchedule(_Recurring):
     @field_validator("expression")
     @classmethod
     def _valid_expression(cls, value: str) -> str:
-        value = " ".join(value.split())
+        value = " ".join(cron.split_fields(value))
         try:
             parsed = cron.parse(value)
         except cron.CronSyntaxError as error:
@@ -139,7 +139,7 @@ class CronSchedule(_Recurring):
         return zone_named(self.timezone)
 
 
-_RATE = re.compile(r"^(\d+)\s+(minute|minutes|hour|hours|day|days)$")
+_RATE = re.compile(r"([0-9]+) (minute|minutes|hour|hours|day|days)")
 _UNIT = {"minute": 60, "hour": 3600, "day": 86400}
 
 
@@ -154,8 +154,8 @@ class RateSchedule(_Recurring):
     @field_validator("every")
     @classmethod
     def _valid_every(cls, value: str) -> str:
-        value = " ".join(value.lower().split())
-        match = _RATE.match(value)
+        value = " ".join(cron.split_fields(value)).lower()
+        match = _RATE.fullmatch(value)
         if not match:
             raise ValueError('must be "<n> minutes", "<n> hours" or "<n> days" (at least 1 minute)')
         count, unit = int(match[1]), match[2].rstrip("s")

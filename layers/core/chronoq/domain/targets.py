@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
-from chronoq.domain.base import Model
+from chronoq.domain.base import Model, is_stored
 
 #: Bidirectional formatting characters: they reorder what a terminal or page shows around them.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
-#: The validation context of what chronoq reads back from its store: the rules added since a
-#: job was stored do not make it unreadable (a user changing it is told, naming the field).
-STORED: dict[str, bool] = {"stored": True}
-
-
-def _stored(info: ValidationInfo | None) -> bool:
-    return bool(info is not None and isinstance(info.context, dict) and info.context.get("stored"))
+_stored = is_stored
 
 
 def shown_text(value: str, info: ValidationInfo) -> str:
@@ -38,6 +33,26 @@ def shown_text(value: str, info: ValidationInfo) -> str:
     if not value.isprintable():
         raise ValueError("must not contain NUL, control or other non-printing characters")
     return value
+
+
+#: Characters that show as nothing though Unicode counts them as letters or symbols (fillers,
+#: the blank Braille pattern, invisible separators and operators).
+_BLANK_LOOKING = frozenset(
+    "\u115f\u1160\u17b4\u17b5\u180e\u2800\u3164\uffa0\u2061\u2062\u2063\u2064"
+)
+#: Unicode categories that show nothing by themselves: spaces, separators, controls,
+#: formatting, marks that combine with a character before them, unassigned and private use.
+_UNSEEN_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Mc", "Me"})
+
+
+def visible_text(value: str, info: ValidationInfo) -> str:
+    """``value`` if it has a character one can see (a pydantic validator): not only spaces,
+    fillers, blank patterns, variation selectors or combining marks."""
+    if _stored(info) or any(
+        c not in _BLANK_LOOKING and unicodedata.category(c) not in _UNSEEN_CATEGORIES for c in value
+    ):
+        return value
+    raise ValueError("must contain a visible character (not only spaces, fillers or marks)")
 
 
 def http_url(value: str) -> str:
@@ -61,8 +76,8 @@ def http_url(value: str) -> str:
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
-def _header_name(name: str) -> str:
-    if not _TOKEN.match(name) or len(name) > r.MAX_HEADER_NAME_LENGTH:
+def _header_name(name: str, info: ValidationInfo) -> str:
+    if not whole(_TOKEN, name, info) or len(name) > r.MAX_HEADER_NAME_LENGTH:
         raise ValueError(
             f"is not a valid header name (letters, digits and !#$%&'*+-.^_`|~, at most"
             f" {r.MAX_HEADER_NAME_LENGTH})"
@@ -109,16 +124,23 @@ IMAGE_REFERENCE = re.compile(
     rf"^(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?"
     rf"{_PATH_PART}(?:/{_PATH_PART})*"
     r"(?::[\w][\w.-]{0,127})?"
-    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$",
+    re.ASCII,
 )
 #: An environment variable's name (as POSIX shells and ECS take it).
 ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def image_reference(value: str) -> str:
+def whole(pattern: re.Pattern[str], value: str, info: ValidationInfo | None) -> bool:
+    """Does ``pattern`` match all of ``value``? (Its ``$`` alone lets a final newline through:
+    what was stored so before still reads back.)"""
+    return bool(pattern.fullmatch(value) or (_stored(info) and pattern.match(value)))
+
+
+def image_reference(value: str, info: ValidationInfo | None) -> str:
     """``value`` if it is an image reference (a pydantic validator): never anything a
     command line could take for an option."""
-    if not IMAGE_REFERENCE.match(value):
+    if not whole(IMAGE_REFERENCE, value, info):
         raise ValueError(
             "is not an image reference ([registry[:port]/]name[:tag][@digest], the name in"
             " lower case)"
@@ -268,8 +290,8 @@ class ContainerTarget(Model):
 
     @field_validator("environment")
     @classmethod
-    def _no_reserved_names(cls, value: dict[str, str]) -> dict[str, str]:
-        invalid = sorted(k for k in value if not ENVIRONMENT_NAME.match(k))
+    def _no_reserved_names(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        invalid = sorted(k for k in value if not whole(ENVIRONMENT_NAME, k, info))
         if invalid:
             raise ValueError(
                 f"names must be letters, digits and _, not starting with a digit: {invalid[0]!r}"

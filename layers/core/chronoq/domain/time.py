@@ -2,10 +2,35 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import PlainSerializer, WithJsonSchema
+from pydantic import AwareDatetime, BeforeValidator, PlainSerializer, WithJsonSchema
+
+#: The shape of an ISO 8601 date and time (ASCII digits): a date, ``T`` (or a space), hours and
+#: minutes, then optionally seconds, a fraction and the offset (pydantic reads the rest).
+_ISO = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}"
+    r"(?::[0-9]{2}(?:[.,][0-9]+)?)?(?:[Zz]|[+-][0-9]{2}(?::?[0-9]{2})?)?"
+)
+
+
+def iso_text(value: Any) -> Any:
+    """An instant given as ISO 8601 text (a pydantic validator, run before parsing): a
+    number, or text of another shape, is refused (pydantic would read "1700000000" or
+    1700000000 as a Unix time). A datetime made in code passes as it is."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str) or not _ISO.fullmatch(value):
+        raise ValueError(
+            "must be an ISO 8601 date and time with its offset, e.g. 2026-11-27T12:00:00Z"
+        )
+    return value
+
+
+#: An instant as the API takes it: ISO 8601 text with an offset.
+IsoInstant = Annotated[AwareDatetime, BeforeValidator(iso_text)]
 
 
 def utc_now() -> datetime:

@@ -244,9 +244,15 @@ def serve(
                 self.close_connection = True
 
         # Every method reaches the API (which answers 405 with Allow for those a route does
-        # not take), none is left to the server's default 501 page.
+        # not take), none is left to the server's default 501 page: the standard ones, and
+        # any other a client sends (PROPFIND, ...).
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
         do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _handle
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("do_"):
+                return self._handle
+            raise AttributeError(name)
 
         def log_message(self, format: str, *args: Any) -> None:
             logger.info("%s %s", self.address_string(), format % args)

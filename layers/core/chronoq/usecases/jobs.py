@@ -10,13 +10,14 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.domain import ids, windows
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
+from chronoq.domain.base import STORED
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.labels import Selector, matches
 from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
-from chronoq.domain.targets import STORED, HttpTarget, PythonTarget, split_location
+from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, JobStore, Store
