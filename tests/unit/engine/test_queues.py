@@ -850,3 +850,59 @@ def test_given_a_database_of_a_newer_schema_when_opened_then_it_is_refused_clear
 
     with pytest.raises(QueuesSchemaError, match="schema version 2"):
         SqliteQueues(path, clock.now)
+
+
+# --- fair receives: message groups (owners) served in turn ------------------------------------
+
+
+def send_as(queues: SqliteQueues, url: str, group: str | None, *texts: str) -> None:
+    for text in texts:
+        queues.send_message(
+            QueueUrl=url, MessageBody=text, **({"MessageGroupId": group} if group else {})
+        )
+
+
+def test_given_one_groups_backlog_when_another_group_sends_then_its_messages_come_in_the_next_receive(
+    queues: SqliteQueues, clock: FakeClock
+) -> None:
+    url = make_queue(queues)
+    send_as(queues, url, "alice", *(f"alice-{n}" for n in range(100)))
+    clock.move(1)
+    send_as(queues, url, "bob", "bob-0", "bob-1")
+
+    first = bodies(receive(queues, url, MaxNumberOfMessages=4))
+
+    # one of each group in turn, the longest visible first within each
+    assert sorted(first) == ["alice-0", "alice-1", "bob-0", "bob-1"]
+
+
+def test_given_three_groups_when_received_one_at_a_time_then_they_are_served_in_turn(
+    queues: SqliteQueues,
+) -> None:
+    url = make_queue(queues)
+    send_as(queues, url, "carol", "c0", "c1")
+    send_as(queues, url, "alice", "a0", "a1", "a2")
+    send_as(queues, url, "bob", "b0")
+
+    served = [bodies(receive(queues, url, MaxNumberOfMessages=1)) for _ in range(6)]
+
+    assert served == [["a0"], ["b0"], ["c0"], ["a1"], ["c1"], ["a2"]]
+
+
+def test_given_one_group_alone_when_received_then_it_gets_every_message_it_has(
+    queues: SqliteQueues,
+) -> None:
+    url = make_queue(queues)
+    send_as(queues, url, "alice", *(f"a{n}" for n in range(10)))
+
+    assert bodies(receive(queues, url)) == [f"a{n}" for n in range(10)]
+
+
+def test_given_messages_without_a_group_when_received_then_they_take_their_turn_as_one_group(
+    queues: SqliteQueues,
+) -> None:
+    url = make_queue(queues)
+    send_as(queues, url, None, "n0", "n1", "n2")
+    send_as(queues, url, "alice", "a0", "a1", "a2")
+
+    assert sorted(bodies(receive(queues, url, MaxNumberOfMessages=4))) == ["a0", "a1", "n0", "n1"]

@@ -103,17 +103,24 @@ _REDRIVEN = (
     "UPDATE messages SET queue = ?, visible_at = ?, receive_count = 0,"
     " first_received_at = NULL, receipt = NULL WHERE seq = ?"
 )
-#: The next messages a queue serves: visible, unexpired, the longest visible first.
-_READY = (
-    "SELECT seq, message_id, body, body_md5, attributes, attributes_md5, group_id, sent_at,"
-    " visible_at, receive_count, first_received_at FROM messages INDEXED BY messages_ready"
-    " WHERE queue = ? AND visible_at <= ? AND sent_at > ? ORDER BY visible_at, seq LIMIT ?"
+#: The message groups of a queue, in order, from one after a given group: the index jumps
+#: from group to group (one look per group, whatever its backlog).
+_NEXT_GROUP = (
+    "SELECT group_id FROM messages INDEXED BY messages_group"
+    " WHERE queue = ? AND group_id IS NOT NULL AND group_id > ? ORDER BY group_id LIMIT 1"
 )
-#: The same, after a given message (its visible_at and seq).
-_READY_AFTER = (
+#: A group's next visible, unexpired messages, the longest visible first.
+_GROUP_READY = (
+    "SELECT seq, message_id, body, body_md5, attributes, attributes_md5, group_id, sent_at,"
+    " visible_at, receive_count, first_received_at FROM messages INDEXED BY messages_group"
+    " WHERE queue = ? AND group_id = ? AND visible_at <= ? AND sent_at > ?"
+    " ORDER BY visible_at, seq LIMIT ?"
+)
+#: The next visible messages sent without a group.
+_UNGROUPED_READY = (
     "SELECT seq, message_id, body, body_md5, attributes, attributes_md5, group_id, sent_at,"
     " visible_at, receive_count, first_received_at FROM messages INDEXED BY messages_ready"
-    " WHERE queue = ? AND visible_at <= ? AND sent_at > ? AND (visible_at, seq) > (?, ?)"
+    " WHERE queue = ? AND visible_at <= ? AND sent_at > ? AND group_id IS NULL"
     " ORDER BY visible_at, seq LIMIT ?"
 )
 #: A queue's messages visible, in flight and delayed.
@@ -294,6 +301,8 @@ class _Queue:
     dead_letters: int | None = None
     max_receives: int = 0
     next_sweep: int = 0
+    #: The message group served last (fair receives go on from the next one).
+    last_group: str | None = None
 
 
 def _number(name: str, value: str) -> int:
@@ -957,12 +966,10 @@ class SqliteQueues:
         queue (the transaction begun); and whether any moved."""
         taken: list[_Row] = []
         redriven = False
-        after: tuple[int, int] | None = None
         while len(taken) < limit:
-            rows = self._ready(queue, now, limit - len(taken), after)
+            rows = self._fair(queue, now, limit - len(taken), {r.seq for r in taken})
             if not rows:
                 break
-            after = (rows[-1].visible_at, rows[-1].seq)
             spent = [r.seq for r in rows if _spent(queue, r)]
             taken += [r for r in rows if not _spent(queue, r)]
             if not spent:
@@ -971,19 +978,57 @@ class SqliteQueues:
             redriven = True
         return taken, redriven
 
-    def _ready(
-        self, queue: _Queue, now: int, limit: int, after: tuple[int, int] | None
-    ) -> list[_Row]:
-        """The next visible, unexpired messages of ``queue`` in the order it serves them
-        (after the message ``after`` names: its visible_at and seq)."""
-        cursor = (
-            self._db.execute(_READY, (queue.id, now, now - queue.retention_ms, limit))
-            if after is None
-            else self._db.execute(
-                _READY_AFTER, (queue.id, now, now - queue.retention_ms, *after, limit)
+    def _fair(self, queue: _Queue, now: int, limit: int, skip: set[int]) -> list[_Row]:
+        """Up to ``limit`` visible messages, as SQS fair queues aim to serve them: one of
+        each message group in turn (round robin, from the group after the one served last;
+        messages sent without a group are one more group), the longest visible first within
+        a group. So one group's backlog, however long, delays another group's messages by
+        one turn of the groups that have some, not by the backlog."""
+        oldest = now - queue.retention_ms
+        ready: dict[str | None, list[_Row]] = {}
+        ungrouped = [
+            _Row(*row)
+            for row in self._db.execute(
+                _UNGROUPED_READY, (queue.id, now, oldest, limit + len(skip))
             )
-        )
-        return [_Row(*row) for row in cursor]
+            if row[0] not in skip
+        ]
+        if ungrouped:
+            ready[None] = ungrouped
+        group = ""
+        while (found := self._db.execute(_NEXT_GROUP, (queue.id, group)).fetchone()) is not None:
+            group = found[0]
+            rows = [
+                _Row(*row)
+                for row in self._db.execute(
+                    _GROUP_READY, (queue.id, group, now, oldest, limit + len(skip))
+                )
+                if row[0] not in skip
+            ]
+            if rows:
+                ready[group] = rows
+        if not ready:
+            return []
+        order = sorted(ready, key=lambda g: "" if g is None else g)
+        last = queue.last_group
+        turn: list[str | None] = [
+            g for g in order if last is not None and g is not None and g > last
+        ]
+        turn += [g for g in order if g not in turn]
+        served: list[_Row] = []
+        depth = 0
+        while len(served) < limit:
+            added = False
+            for g in turn:
+                rows = ready[g]
+                if depth < len(rows) and len(served) < limit:
+                    served.append(rows[depth])
+                    queue.last_group = g
+                    added = True
+            if not added:
+                break
+            depth += 1
+        return served
 
     def _expire(self, queue: _Queue, now: int) -> None:
         """Delete a few of the queue's messages past their retention, now and then."""
