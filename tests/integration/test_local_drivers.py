@@ -8,9 +8,10 @@ import time
 from typing import Any
 
 from chronoq import resources as r
-from chronoq.local.drivers import QueuePoller, Ticker
+from chronoq.local.drivers import QueuePoller, Ticker, queue_pollers
 
 from tests.integration.conftest import Harness
+from tests.support import wait_for
 
 
 def _send(harness: Harness, url: str, count: int) -> None:
@@ -75,3 +76,35 @@ def test_given_groups_of_shards_when_the_ticker_ticks_then_the_dispatcher_is_inv
 
     assert sorted(e["shards"] for e in events) == sorted(groups)
     assert sorted(s for e in events for s in e["shards"]) == list(range(8))
+
+
+def test_given_a_backlog_on_one_queue_and_busy_workers_when_polled_then_another_queues_message_is_still_delivered(
+    harness: Harness,
+) -> None:
+    """Each queue has pollers of its own (as its own event source mapping on AWS): while
+    every worker taking the high queue's backlog is busy, a normal run is handed over."""
+    high, normal = harness.aws.queue_urls["high"], harness.aws.queue_urls["normal"]
+    _send(harness, high, 3 * r.WORKER_BATCH_SIZE)
+    release = threading.Event()
+    delivered: list[str] = []
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        source = event["Records"][0]["eventSourceARN"]
+        if source.endswith("high"):
+            release.wait(30)  # (the high queue's workers stay busy)
+        delivered.append(source.rsplit(":", 1)[-1])
+        return {"batchItemFailures": []}
+
+    halt = threading.Event()
+    pollers = queue_pollers(harness.aws.client("sqs"), [high, normal], invoke, halt, 2)
+    for poller in pollers:
+        poller.start()
+    try:
+        _send(harness, normal, 1)
+
+        assert wait_for(lambda: delivered) == ["chronoq-local-runsnormal"]
+    finally:
+        release.set()
+        halt.set()
+        for poller in pollers:
+            poller.join(5)

@@ -906,3 +906,18 @@ def test_given_messages_without_a_group_when_received_then_they_take_their_turn_
     send_as(queues, url, "alice", "a0", "a1", "a2")
 
     assert sorted(bodies(receive(queues, url, MaxNumberOfMessages=4))) == ["a0", "a1", "n0", "n1"]
+
+
+def test_given_first_groups_when_received_then_theirs_come_before_every_other_groups_in_each_turn(
+    clock: FakeClock,
+) -> None:
+    queues = SqliteQueues(None, clock.now, first_groups=frozenset({"chronoq:system"}))
+    url = make_queue(queues)
+    send_as(queues, url, "alice", *(f"a{n}" for n in range(5)))
+    send_as(queues, url, "bob", "b0")
+    send_as(queues, url, "chronoq:system", "heartbeat")
+
+    served = [bodies(receive(queues, url, MaxNumberOfMessages=1)) for _ in range(3)]
+
+    assert served == [["heartbeat"], ["a0"], ["b0"]]
+    queues.close()

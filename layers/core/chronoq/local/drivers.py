@@ -173,6 +173,31 @@ class Pace:
                 self._changed.wait(max(0.001, until - now))
 
 
+def queue_pollers(
+    sqs: Any,
+    urls: list[str],
+    invoke: Invoke,
+    halt: threading.Event,
+    per_queue: int,
+    listen: Callable[[Callable[[], None]], None] | None = None,
+) -> list[QueuePoller]:
+    """``per_queue`` pollers for each queue, with a pace of their own (a busy queue does not
+    make the pollers of an empty one look again and again), as each queue has its own event
+    source mapping on AWS: a backlog on one queue never holds up another's messages.
+    ``listen``: how a pace hears that the clock moved."""
+    pollers = []
+    for url in urls:
+        pace = Pace()
+        if listen is not None:
+            listen(pace.moved)
+        name = url.rsplit("/", 1)[-1]
+        pollers += [
+            QueuePoller(sqs, [url], invoke, halt, f"poller-{name}-{n}", pace)
+            for n in range(per_queue)
+        ]
+    return pollers
+
+
 class QueuePoller(threading.Thread):
     """Feeds the worker from the run queues, like SQS event source mappings, taking from
     the highest-priority queue that has messages: a run never waits behind lower-priority

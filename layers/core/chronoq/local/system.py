@@ -23,7 +23,7 @@ from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
 from chronoq.local.backup import ENGINE_DIR, running
 from chronoq.local.clock import LocalClock
-from chronoq.local.drivers import Pace, QueuePoller, StreamPoller, Ticker
+from chronoq.local.drivers import StreamPoller, Ticker, queue_pollers
 from chronoq.local.engine import recovery
 from chronoq.local.gateway import serve
 from chronoq.local.usage import uncounted
@@ -80,8 +80,8 @@ class LocalSystem:
     #: Container targets as host processes (``--allow-host-commands``; otherwise in Docker
     #: when a daemon answers, else refused).
     allow_host_commands: bool = False
-    #: Concurrent worker invocations (AWS: an SQS event source mapping starts with five
-    #: batches at a time, and scales them with the queue).
+    #: Concurrent worker invocations per run queue (AWS: each queue's SQS event source
+    #: mapping starts with five batches at a time, and scales them with the queue).
     pollers: int = 5
     #: Keep nothing in ``data_dir`` but the token secret: every start is a fresh system.
     in_memory: bool = False
@@ -117,7 +117,7 @@ class LocalSystem:
             ((r.API_FUNCTION, 1), (r.WORKER_FUNCTION, 1), (r.RUNNER_FUNCTION, 1))
             if first
             else (
-                (r.WORKER_FUNCTION, self.pollers - 1),
+                (r.WORKER_FUNCTION, self.pollers * len(r.PRIORITIES) - 1),
                 (r.RUNNER_FUNCTION, r.WORKER_BATCH_SIZE - 1),
             )
         )
@@ -337,20 +337,14 @@ class LocalSystem:
             self._threads.append(threading.Thread(target=self._compact, daemon=True))
         if self.aws.services is not None:
             self._threads.append(threading.Thread(target=self._upkeep, daemon=True))
-        urls = [self.aws.queue_urls[p] for p in r.PRIORITIES]  # highest first
-        pace = Pace()
-        self.clock.listen(pace.moved)
-        for n in range(self.pollers):
-            self._threads.append(
-                QueuePoller(
-                    sqs,
-                    urls,
-                    lambda e: self.invoke(r.WORKER_FUNCTION, e),
-                    self._halt,
-                    f"poller-{n}",
-                    pace,
-                )
-            )
+        self._threads += queue_pollers(
+            sqs,
+            [self.aws.queue_urls[p] for p in r.PRIORITIES],
+            lambda e: self.invoke(r.WORKER_FUNCTION, e),
+            self._halt,
+            self.pollers,
+            self.clock.listen,
+        )
         self._threads.append(
             StreamPoller(
                 self.aws.client("dynamodbstreams"),

@@ -567,8 +567,12 @@ class SqliteQueues:
         region: str = "us-east-1",
         account: str = "123456789012",
         observer: Observer | None = None,
+        first_groups: frozenset[str] = frozenset(),
     ) -> None:
+        """``first_groups``: message groups served before the others in each turn of a fair
+        receive (chronoq's own heartbeat: no owner's backlog makes it late)."""
         self.exceptions = SqsExceptions
+        self._first_groups = first_groups
         self._clock = clock
         self._region = region
         self._account = account
@@ -1015,6 +1019,7 @@ class SqliteQueues:
             g for g in order if last is not None and g is not None and g > last
         ]
         turn += [g for g in order if g not in turn]
+        turn.sort(key=lambda g: g not in self._first_groups)  # (stable: the rest keep their turn)
         served: list[_Row] = []
         depth = 0
         while len(served) < limit:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.aws.queues import message_group
 from chronoq.local import durations
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import messages_sent
@@ -114,7 +115,12 @@ class Engine:
             observer=self._observe,
         )
         self.queues = SqliteQueues(
-            self._path(QUEUES_FILE), clock.now, region, account, observer=self._observe_queue
+            self._path(QUEUES_FILE),
+            clock.now,
+            region,
+            account,
+            observer=self._observe_queue,
+            first_groups=frozenset({message_group(r.SYSTEM_OWNER)}),
         )
         self.inflight = InFlight(self._path(EXECUTIONS_FILE))
         self.objects = LocalObjects(
