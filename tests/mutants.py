@@ -326,6 +326,30 @@ MUTANTS: tuple[Mutant, ...] = (
         (("            step = r.EXPRESS_BILLING_STEP_MS\n", "            step = 1\n"),),
         ("tests/unit/test_usage.py",),
     ),
+    Mutant(
+        "create-idempotency-ignored",
+        "POST /jobs applies its Idempotency-Key: a create sent again makes no second job",
+        "functions/api/handler.py",
+        (
+            (
+                "    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec)))\n",
+                "    answer, headers = view(service.jobs.create_job(owner, spec)), None\n",
+            ),
+        ),
+        ("tests/unit/test_api_routes.py",),
+    ),
+    Mutant(
+        "rerun-idempotency-ignored",
+        "POST /runs/{id}/rerun applies its Idempotency-Key: a rerun sent again makes no second run",
+        "functions/api/handler.py",
+        (
+            (
+                "    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id)))\n",
+                "    answer, headers = view(service.reruns.rerun_run(owner, run_id)), None\n",
+            ),
+        ),
+        ("tests/unit/test_api_routes.py",),
+    ),
 )
 
 
