@@ -455,6 +455,19 @@ def test_given_a_new_run_when_created_then_got_back_as_it_was(backend: Backend) 
     assert backend.store.get_run(job.id, run.id) == run
 
 
+def test_given_a_requested_run_with_its_own_start_deadline_when_created_then_the_deadline_is_kept(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    run = a_run(job, trigger=Trigger.RERUN).model_copy(update={"start_deadline_seconds": 60})
+
+    assert backend.store.create_run(run, NOW)
+
+    kept = backend.store.get_run(job.id, run.id)
+    assert kept is not None
+    assert kept.start_deadline_seconds == 60
+
+
 @pytest.mark.parametrize("notify", [True, False])
 def test_given_a_new_run_marked_notify_or_not_when_created_then_the_mark_is_kept_through_its_end(
     backend: Backend, notify: bool

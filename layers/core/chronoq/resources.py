@@ -36,6 +36,9 @@ DEFAULT_TIMEOUT_SECONDS = 60
 MAX_RATE_SECONDS = 365 * 24 * 3600
 #: Default start deadline: a run that cannot start this long after its time is MISSED.
 DEFAULT_START_DEADLINE_SECONDS = 900
+#: The start deadline of a requested run (a backfill's, a re-run's), counted from when it was
+#: asked for (or, a backfill's, made), unless the request sets one.
+DEFAULT_REQUESTED_START_DEADLINE_SECONDS = 3600
 MAX_START_DEADLINE_SECONDS = 24 * 3600
 #: The runner gives up on an attempt this much (at most a tenth of the timeout) before the
 #: state machine's timeout, so that it answers, and keeps the attempt's log, in time.

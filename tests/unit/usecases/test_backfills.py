@@ -164,15 +164,32 @@ def test_given_a_forbid_job_with_a_run_under_way_when_a_backfill_run_comes_then_
     assert backfill.total == 3
 
 
-def test_given_a_backfill_run_past_any_start_deadline_when_started_then_it_is_not_missed(
+def test_given_a_backfill_run_past_its_jobs_start_deadline_when_started_then_it_is_not_missed(
     fakes: Fakes,
 ) -> None:
+    """(Its fire time is long past on purpose: its own deadline counts from when it was made.)"""
     job = every_ten_minutes(fakes, start_deadline_seconds=1)
     fakes.queues.sent.clear()
     fakes.backfills.create(OWNER, job.id, hours_back(fakes, 48, 47))
-    fakes.clock.advance(3600)  # even an hour after it was asked for
+    fakes.clock.advance(r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS)  # its own, to the second
 
     assert set(take_and_start(fakes)) == {"started"}
+
+
+def test_given_a_backfill_run_past_its_own_start_deadline_when_a_worker_takes_it_then_it_is_missed(
+    fakes: Fakes,
+) -> None:
+    job = every_ten_minutes(fakes)
+    fakes.queues.sent.clear()
+    request = hours_back(fakes, 1).model_copy(update={"start_deadline_seconds": 60})
+    backfill = fakes.backfills.create(OWNER, job.id, request)
+    fakes.clock.advance(61)
+
+    assert set(take_and_start(fakes)) == {"missed"}
+    runs = backfill_runs(fakes, job)
+    assert {run.status for run in runs} == {RunStatus.MISSED}
+    assert all("(60 s) of its request" in str(run.reason) for run in runs)
+    assert backfill.start_deadline_seconds == 60
 
 
 def test_given_a_running_backfill_when_cancelled_then_no_further_run_is_made_and_its_runs_not_ended_are_cancelled(

@@ -48,7 +48,7 @@ def test_given_a_run_that_ended_when_rerun_then_a_new_run_of_the_same_job_and_fi
     assert kept.starts_at == fakes.clock()  # its lag counts from now, not its fire time
     (sent,) = fakes.queues.sent
     assert (sent.message.run_id, sent.delay_seconds) == (rerun.id, 0)
-    assert fakes.starter.start_run(sent.message) == "started"  # no start deadline applies
+    assert fakes.starter.start_run(sent.message) == "started"  # (its deadline counts from now)
     assert mark_running(fakes, rerun)
     assert stored(fakes, rerun).lag_ms == 0
 
@@ -178,3 +178,40 @@ def test_given_statuses_that_are_not_final_when_a_rerun_is_asked_then_the_reques
             {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z", "statuses": ["RUNNING"]}
         )
     assert "statuses" in str(refused.value)
+
+
+def test_given_a_rerun_that_waits_past_its_start_deadline_when_a_worker_takes_it_then_it_is_missed(
+    fakes: Fakes,
+) -> None:
+    original = ended(fakes)
+    fakes.queues.sent.clear()
+    scheduled = original.scheduled_at - timedelta(seconds=1)
+    request = RerunRequest.model_validate(
+        {
+            "from": scheduled.isoformat(),
+            "to": (original.scheduled_at + timedelta(seconds=1)).isoformat(),
+            "start_deadline_seconds": 60,
+        }
+    )
+    (rerun,) = fakes.reruns.rerun_job(OWNER, original.job_id, request)
+    (sent,) = fakes.queues.sent
+    fakes.clock.advance(61)
+
+    assert fakes.starter.start_run(sent.message) == "missed"
+    kept = stored(fakes, rerun)
+    assert (kept.status, kept.start_deadline_seconds) == (RunStatus.MISSED, 60)
+    assert "start_deadline_seconds (60 s) of its request" in str(kept.reason)
+
+
+def test_given_a_single_rerun_when_it_waits_past_the_default_deadline_then_it_is_missed_and_not_before(
+    fakes: Fakes,
+) -> None:
+    original = ended(fakes)
+    fakes.queues.sent.clear()
+    rerun = fakes.reruns.rerun_run(OWNER, original.id)
+    (sent,) = fakes.queues.sent
+
+    fakes.clock.advance(r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS + 1)
+
+    assert fakes.starter.start_run(sent.message) == "missed"
+    assert stored(fakes, rerun).status is RunStatus.MISSED

@@ -226,6 +226,7 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: (absent unless so).
     "rerun_of": "S",
     "backfill_id": "S",
+    "start_deadline_seconds": "N",
     "held_at": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
@@ -275,6 +276,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "rerun_of": run.rerun_of,
         "backfill_id": run.backfill_id,
         "held_at": instant(run.held_at),
+        "start_deadline_seconds": run.start_deadline_seconds,
     }
 
 

@@ -39,6 +39,13 @@ class BackfillRequest(Model):
 
     start: IsoInstant = Field(alias="from")
     to: IsoInstant
+    #: Each of its runs must start within this many seconds of being made (MISSED if not).
+    start_deadline_seconds: int = Field(
+        default=r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
+        ge=1,
+        le=r.MAX_START_DEADLINE_SECONDS,
+        strict=True,
+    )
 
     @field_validator("start", "to")
     @classmethod
@@ -64,6 +71,8 @@ class Backfill(BaseModel):
     schedule: Schedule
     created_at: Instant
     finished_at: Instant | None = None
+    #: Each of its runs must start within this many seconds of being made.
+    start_deadline_seconds: int = r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
 
     def view(self) -> dict[str, Any]:
         """The API's JSON form."""

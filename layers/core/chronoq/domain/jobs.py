@@ -240,13 +240,22 @@ class Job(JobSpec):
         return self.starts_at(self.next_run_at) if self.next_run_at else None
 
     def is_late(
-        self, starts_at: datetime, now: datetime, trigger: Trigger = Trigger.SCHEDULE
+        self,
+        starts_at: datetime,
+        now: datetime,
+        trigger: Trigger = Trigger.SCHEDULE,
+        requested_deadline: int | None = None,
     ) -> bool:
-        """Past the job's start deadline: a run planned to start at ``starts_at`` must not
-        start. (Backfills and re-runs run late on purpose: no deadline applies to them.)"""
+        """Past its start deadline: a run planned to start at ``starts_at`` must not start.
+        A scheduled or manual run has the job's; a requested one (a backfill's, a re-run:
+        late on purpose, ``starts_at`` is when it was asked for) its own, or the default."""
+        return now - starts_at > timedelta(seconds=self.deadline_of(trigger, requested_deadline))
+
+    def deadline_of(self, trigger: Trigger, requested_deadline: int | None = None) -> int:
+        """The start deadline of a run of this trigger, in seconds."""
         if trigger in REQUESTED:
-            return False
-        return now - starts_at > timedelta(seconds=self.start_deadline_seconds)
+            return requested_deadline or r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
+        return self.start_deadline_seconds
 
     def occurrence_id(self, at: datetime) -> str:
         """The run id of the occurrence of its current schedule at fire time ``at``."""
@@ -297,8 +306,13 @@ class Job(JobSpec):
             return self.model_copy(update={"state": JobState.COMPLETED, "next_run_at": None})
         return self.model_copy(update={"next_run_at": following})
 
-    def missed_reason(self) -> str:
-        return f"could not start within start_deadline_seconds ({self.start_deadline_seconds} s)"
+    def missed_reason(
+        self, trigger: Trigger = Trigger.SCHEDULE, requested_deadline: int | None = None
+    ) -> str:
+        seconds = self.deadline_of(trigger, requested_deadline)
+        if trigger in REQUESTED:
+            return f"could not start within start_deadline_seconds ({seconds} s) of its request"
+        return f"could not start within start_deadline_seconds ({seconds} s)"
 
     # --- limited runs and deletion on completion ---------------------------------------------
 

@@ -29,6 +29,13 @@ class RerunRequest(Model):
     statuses: list[FinalStatus] = Field(
         default_factory=_default_statuses, min_length=1, max_length=len(RunStatus)
     )
+    #: Each re-run must start within this many seconds of the request (MISSED if not).
+    start_deadline_seconds: int = Field(
+        default=r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
+        ge=1,
+        le=r.MAX_START_DEADLINE_SECONDS,
+        strict=True,
+    )
 
     @field_validator("start", "to")
     @classmethod

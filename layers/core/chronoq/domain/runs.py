@@ -110,6 +110,9 @@ class Run(BaseModel):
     rerun_of: str | None = None
     #: A backfill's run: the backfill.
     backfill_id: str | None = None
+    #: A requested run's own start deadline (seconds after it was asked for: see
+    #: Job.is_late); None: the default one.
+    start_deadline_seconds: int | None = None
     #: When it first had to wait for its job's flow limits (or its backfill's pacing): it
     #: waited from then until ``started_at``.
     held_at: Instant | None = None
@@ -152,6 +155,9 @@ class Occurrence(BaseModel):
     trigger: Trigger = Trigger.SCHEDULE
     #: Its job's owner, when known (not kept in the time index: the dispatcher has the job).
     owner: str = ""
+    #: A requested run's own start deadline (not kept in the time index: no scheduled run
+    #: has one).
+    start_deadline_seconds: int | None = None
 
     @property
     def starts_at(self) -> datetime:
@@ -169,6 +175,7 @@ class Occurrence(BaseModel):
             generation=run.generation,
             trigger=run.trigger,
             owner=run.owner,
+            start_deadline_seconds=run.start_deadline_seconds,
         )
 
 
@@ -193,6 +200,8 @@ class RunMessage(BaseModel):
     #: The job's owner: the message's group on its queue (queues are keyed by owner as well
     #: as by priority), not part of its body.
     owner: str = ""
+    #: A requested run's own start deadline (in the body only when it has one).
+    start_deadline_seconds: int | None = None
 
     @classmethod
     def of(cls, run: Run, queued_at: datetime) -> RunMessage:
@@ -205,6 +214,7 @@ class RunMessage(BaseModel):
             generation=run.generation,
             trigger=run.trigger,
             owner=run.owner,
+            start_deadline_seconds=run.start_deadline_seconds,
         )
 
     @property
@@ -220,6 +230,8 @@ class RunMessage(BaseModel):
     def body(self) -> str:
         """The message as sent (JSON): the flow's fields only when a flow held the run."""
         unused = {"held_at", "not_before", "reserved"} if self.held_at is None else set()
+        if self.start_deadline_seconds is None:
+            unused.add("start_deadline_seconds")
         return self.model_dump_json(exclude={"owner", *unused})
 
 

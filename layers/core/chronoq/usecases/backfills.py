@@ -62,6 +62,7 @@ class BackfillOperations:
             max_in_flight=1 if exclusive else r.BACKFILL_MAX_IN_FLIGHT,
             schedule=job.schedule,
             created_at=now,
+            start_deadline_seconds=request.start_deadline_seconds,
         )
         self.store.put_backfill(backfill)
         first = [self._run(job, backfill, fire, now) for fire in fires[: backfill.max_in_flight]]
@@ -132,7 +133,13 @@ class BackfillOperations:
     @staticmethod
     def _run(job: Job, backfill: Backfill, fire: datetime, now: datetime) -> Run:
         run = new_run(job, ids.backfill_run_id(job.id, fire, backfill.id), fire, Trigger.BACKFILL)
-        return run.model_copy(update={"queued_at": now, "backfill_id": backfill.id})
+        return run.model_copy(
+            update={
+                "queued_at": now,
+                "backfill_id": backfill.id,
+                "start_deadline_seconds": backfill.start_deadline_seconds,
+            }
+        )
 
     def _runs(self, backfill: Backfill) -> Iterator[Run]:
         """Every run of the backfill made so far (its fire times' range of the job's runs)."""

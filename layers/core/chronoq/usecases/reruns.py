@@ -65,13 +65,18 @@ class RerunOperations:
             if page.after is None:
                 break
             after = page.after
-        return self._send(job, sorted(found, key=lambda run: run.id))
+        return self._send(
+            job, sorted(found, key=lambda run: run.id), request.start_deadline_seconds
+        )
 
-    def _send(self, job: Job, originals: list[Run]) -> list[Run]:
+    def _send(self, job: Job, originals: list[Run], deadline: int | None = None) -> list[Run]:
         """Record a re-run of each run and send them; none is left recorded if they cannot
-        be sent."""
+        be sent. ``deadline``: their start deadline (None: the default)."""
         now = self.clock()
-        runs = [_rerun(job, original, now) for original in originals]
+        runs = [
+            _rerun(job, original, now).model_copy(update={"start_deadline_seconds": deadline})
+            for original in originals
+        ]
         for run in runs:
             self.store.create_run(run, now)
         try:

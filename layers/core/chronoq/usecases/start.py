@@ -219,12 +219,14 @@ class RunStarter:
             if kept is not None:
                 self.store.delete_pending_run(run.job_id, run.id)
             return "superseded"
-        if job.is_late(message.starts_at, now, run.trigger):
+        deadline = message.start_deadline_seconds or run.start_deadline_seconds
+        if job.is_late(message.starts_at, now, run.trigger, deadline):
             if not exclusive:
                 kept = self.store.get_run(message.job_id, message.run_id)
                 if kept is not None and kept.status not in not_started:
                     return "duplicate"
-            self._end(kept, run, RunStatus.MISSED, job.missed_reason())
+            reason = job.missed_reason(run.trigger, deadline)
+            self._end(kept, run, RunStatus.MISSED, reason)
             if claimed:
                 self.store.release_run(job.id, run.id)
             return "missed"
@@ -377,7 +379,13 @@ class RunStarter:
             return
         now = self.clock()
         run = new_run(job, ids.backfill_run_id(job.id, later, backfill.id), later, Trigger.BACKFILL)
-        run = run.model_copy(update={"queued_at": now, "backfill_id": backfill.id})
+        run = run.model_copy(
+            update={
+                "queued_at": now,
+                "backfill_id": backfill.id,
+                "start_deadline_seconds": backfill.start_deadline_seconds,
+            }
+        )
         if not self.store.create_run(run, now):
             return
         try:
@@ -410,11 +418,10 @@ class RunStarter:
             if (
                 found is not None
                 and found.status is RunStatus.QUEUED
-                and job.is_late(found.starts_at, now, found.trigger)
+                and job.is_late(found.starts_at, now, found.trigger, found.start_deadline_seconds)
             ):
-                self.store.end_run(
-                    found, RunStatus.MISSED, now, job.missed_reason(), [RunStatus.QUEUED]
-                )
+                reason = job.missed_reason(found.trigger, found.start_deadline_seconds)
+                self.store.end_run(found, RunStatus.MISSED, now, reason, [RunStatus.QUEUED])
                 found = self.store.get_run(job.id, other)
             if found is None or found.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
                 self.store.release_run(job.id, other)

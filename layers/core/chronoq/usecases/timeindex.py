@@ -123,6 +123,7 @@ class TimeIndex:
                         generation=o.generation,
                         trigger=o.trigger,
                         owner=o.owner or (jobs[o.job_id].owner if o.job_id in jobs else ""),
+                        start_deadline_seconds=o.start_deadline_seconds,
                     ),
                 )
                 for o in occurrences

@@ -30,6 +30,7 @@ class FakeRuns(FakeTables):
                 rerun_of=run.rerun_of,
                 backfill_id=run.backfill_id,
                 held_at=run.held_at,
+                start_deadline_seconds=run.start_deadline_seconds,
             )
             return True
 
