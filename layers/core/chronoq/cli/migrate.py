@@ -3,12 +3,43 @@ run with AWS credentials against its tables (not through the API)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 import click
 
 from chronoq.cli import render
 from chronoq.cli.errors import API_ERROR
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _on_the_jobs_table(command: F) -> F:
+    """The options of a command run on a deployment's jobs table."""
+    for option in reversed(
+        (
+            click.option(
+                "--jobs-table",
+                required=True,
+                metavar="NAME",
+                help="the deployment's jobs table (stack output, or aws dynamodb list-tables)",
+            ),
+            click.option("--region", help="its region [default: the AWS configuration's]"),
+            click.option(
+                "--endpoint-url", metavar="URL", help="another DynamoDB endpoint (chronoq local's)"
+            ),
+            click.option(
+                "-o",
+                "--output",
+                type=click.Choice(["table", "json"]),
+                default="table",
+                show_default=True,
+            ),
+        )
+    ):
+        command = option(command)
+    return command
 
 
 @click.group()
@@ -17,17 +48,7 @@ def migrate() -> None:
 
 
 @migrate.command()
-@click.option(
-    "--jobs-table",
-    required=True,
-    metavar="NAME",
-    help="the deployment's jobs table (stack output, or aws dynamodb list-tables)",
-)
-@click.option("--region", help="its region [default: the AWS configuration's]")
-@click.option("--endpoint-url", metavar="URL", help="another DynamoDB endpoint (chronoq local's)")
-@click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@_on_the_jobs_table
 def names(jobs_table: str, region: str | None, endpoint_url: str | None, output: str) -> None:
     """Claim the name of every job stored before names were unique per owner (the oldest
     job of a name gets it), and list the names several jobs of an owner still share: rename
@@ -61,17 +82,7 @@ def names(jobs_table: str, region: str | None, endpoint_url: str | None, output:
 
 
 @migrate.command()
-@click.option(
-    "--jobs-table",
-    required=True,
-    metavar="NAME",
-    help="the deployment's jobs table (stack output, or aws dynamodb list-tables)",
-)
-@click.option("--region", help="its region [default: the AWS configuration's]")
-@click.option("--endpoint-url", metavar="URL", help="another DynamoDB endpoint (chronoq local's)")
-@click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+@_on_the_jobs_table
 def jobs(jobs_table: str, region: str | None, endpoint_url: str | None, output: str) -> None:
     """List the jobs stored before a rule of the API was made stricter that today's rules
     refuse (they still run; a change to one must pass today's rules): each with the fields
