@@ -224,6 +224,9 @@ def test_given_a_backfill_when_its_runs_reach_the_worker_then_they_run_on_the_st
     assert status == 202, backfill
     assert backfill["max_in_flight"] == 1
 
+    # the backfill's slot is given back by the state machine at each run's end (its last
+    # state, after the run's end is recorded): the next run waits for it
+    key = flow.backfill_item_key("alice", backfill["id"])
     for _ in range(backfill["total"]):
         pending = [m for m in harness.bodies() if m["run_id"].endswith(backfill["id"])]
         last = RunMessage.model_validate(pending[-1])
@@ -234,9 +237,7 @@ def test_given_a_backfill_when_its_runs_reach_the_worker_then_they_run_on_the_st
             "backfill",
             backfill["id"],
         )
-    # the backfill's slot is given back by the state machine at each run's end
-    key = flow.backfill_item_key("alice", backfill["id"])
-    wait_for(lambda: harness.wiring().store.get_flow(key).holders == {})
+        wait_for(lambda: harness.wiring().store.get_flow(key).holders == {})
     status, done = call(
         harness, "get_job", f"/jobs/{job['id']}/backfills/{backfill['id']}", method="GET"
     )
