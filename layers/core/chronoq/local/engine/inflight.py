@@ -8,13 +8,12 @@ nothing else, without reading the history (see chronoq.local.engine.services: ``
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
 
 from chronoq.execution import batches
-from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
+from chronoq.local.engine.schema import Step, connect, statements
 
 #: The schema this code writes, kept in PRAGMA user_version: one per step of STEPS (see
 #: chronoq.local.engine.schema).
@@ -28,18 +27,7 @@ class InFlight:
     """Executions started and not yet ended: ARN -> the run documents of their input."""
 
     def __init__(self, path: Path | None) -> None:
-        self._db = sqlite3.connect(
-            ":memory:" if path is None else str(path),
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        try:
-            migrate(self._db, STEPS, f"{path or 'the executions database'}")
-        except NewerSchema:
-            self._db.close()
-            raise
+        self._db = connect(path, STEPS, f"{path or 'the executions database'}")
         self._lock = threading.Lock()
         #: Executions that ended before their start was noted (a fast one).
         self._ended_early: set[str] = set()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from chronoq import resources as r
-from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
+from chronoq.local.engine.schema import Step, connect, statements
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any]], None]
 
@@ -54,18 +53,7 @@ class LocalObjects:
         self._clock = clock
         self._observer = observer
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            ":memory:" if path is None else str(path),
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        try:
-            migrate(self._db, STEPS, f"{path or 'the objects database'}")
-        except NewerSchema:
-            self._db.close()
-            raise
+        self._db = connect(path, STEPS, f"{path or 'the objects database'}")
 
     @property
     def exceptions(self) -> Any:

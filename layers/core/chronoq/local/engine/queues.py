@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError, ParamValidationError
 
-from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
+from chronoq.local.engine.schema import NewerSchema, Step, connect, statements
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any]], None]
 Clock = Callable[[], datetime]
@@ -1203,15 +1203,4 @@ def _received(row: _Row, receipt: int, now: int, shape: _Shape) -> Answer:
 
 def _open(path: Path | None) -> sqlite3.Connection:
     """The queues database at ``path``, its schema made or checked."""
-    db = sqlite3.connect(
-        ":memory:" if path is None else str(path), isolation_level=None, check_same_thread=False
-    )
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
-    db.execute("PRAGMA busy_timeout = 5000")
-    try:
-        migrate(db, STEPS, f"the queues database {path or '(in memory)'}")
-    except NewerSchema:
-        db.close()
-        raise
-    return db
+    return connect(path, STEPS, f"the queues database {path or '(in memory)'}")

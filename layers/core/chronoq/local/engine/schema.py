@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 #: One step of a database's layout (DDL and data changes; no COMMIT of its own).
 Step = Callable[[sqlite3.Connection], None]
@@ -35,6 +36,24 @@ def statements(script: str) -> Step:
 def version_of(db: sqlite3.Connection) -> int:
     (version,) = db.execute("PRAGMA user_version").fetchone()
     return int(version)
+
+
+def connect(path: Path | None, steps: Sequence[Step], what: str) -> sqlite3.Connection:
+    """The database at ``path`` (None: in memory), in WAL mode, for any thread (callers keep
+    their own lock), migrated to its last step; refused, and closed, if a newer chronoq
+    wrote it."""
+    db = sqlite3.connect(
+        ":memory:" if path is None else str(path), isolation_level=None, check_same_thread=False
+    )
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA busy_timeout=5000")  # (a backup or another reader may hold a lock)
+    try:
+        migrate(db, steps, what)
+    except NewerSchema:
+        db.close()
+        raise
+    return db
 
 
 def migrate(db: sqlite3.Connection, steps: Sequence[Step], what: str) -> tuple[int, int]:
