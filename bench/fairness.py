@@ -8,7 +8,11 @@ and API requests wait while alice floods the system.
   served by this process), and ``GET /jobs`` asked twice a second.
 
 After ``--minutes`` whole minutes of this, it prints bob's start lag (from his run records:
-p50, p99, max), his API latency, and how far alice got. The last line is one JSON object.
+p50, p99, max), his API latency, and how far alice got. Then, on a fresh ``chronoq local``,
+what a run that waits for a flow slot costs on AWS: ``--waiting`` triggers of a job whose flow
+lets one run at a time (each ``--run-seconds``), priced per million runs from
+``GET /_local/usage`` once all have ended, beside their average wait. The last line is one
+JSON object.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from chronoq.local import tokens
+from chronoq.local.usage import per_million_runs
 
 from bench.lag import Api, Clock, chronoq_local, http_sink, percentile
 
@@ -45,6 +50,48 @@ def _create(api: Api, body: dict[str, Any]) -> str:
     return str(job["id"])
 
 
+def waiting_cost(count: int, run_seconds: float, clock: Clock) -> dict[str, Any]:
+    """What ``count`` runs queued behind one flow slot cost per million, and how long they
+    waited on average."""
+    options = ["--no-heartbeat", "--aws-port", "0", "--task-modules", "bench.tasks"]
+    with (
+        tempfile.TemporaryDirectory(prefix="chronoq-bench-") as data_dir,
+        chronoq_local(Path(data_dir), clock, options) as admin,
+    ):
+        job = _create(
+            admin,
+            {
+                "name": "one-at-a-time",
+                "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
+                "flow": {"key": "one", "max_running": 1},
+                "target": {
+                    "type": "python",
+                    "task": "bench.tasks:sleep",
+                    "args": {"seconds": run_seconds},
+                },
+            },
+        )
+        admin.call("POST", "/_local/usage/reset")
+        for _ in range(count):
+            admin.call("POST", f"/jobs/{job}/trigger")
+        while clock.left() > 0:
+            runs = admin.runs(job)
+            if len(runs) >= count and all(r["status"] == "SUCCEEDED" for r in runs):
+                break
+            time.sleep(1)
+        _, usage = admin.call("GET", "/_local/usage")
+        lags = [float(r["lag_ms"]) for r in admin.runs(job) if r["lag_ms"] is not None]
+    costs = per_million_runs(usage)
+    return {
+        "waiting_runs": count,
+        "waiting_average_wait_s": round(sum(lags) / max(1, len(lags)) / 1000, 1),
+        "waiting_cost_per_million": round(float(costs.get("total", 0)), 2),
+        "waiting_requests_per_run": round(
+            sum(usage["aws_requests"].values()) / max(1, usage["runs_finished"]), 1
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -54,6 +101,7 @@ def main() -> None:
     parser.add_argument("--run-seconds", type=float, default=1.0)
     parser.add_argument("--bob-jobs", type=int, default=20)
     parser.add_argument("--minutes", type=int, default=3)
+    parser.add_argument("--waiting", type=int, default=20)
     parser.add_argument("--time-limit", type=float, default=900.0)
     args = parser.parse_args()
     clock = Clock(args.time_limit)
@@ -159,7 +207,14 @@ def main() -> None:
             f"{_ms(lags)}; GET /jobs {_ms(latencies)}",
             flush=True,
         )
-        print(json.dumps(figures))
+    figures |= waiting_cost(args.waiting, args.run_seconds, clock)
+    print(
+        f"  {args.waiting} runs behind one flow slot: waited {figures['waiting_average_wait_s']} s"
+        f" on average; ${figures['waiting_cost_per_million']} per million runs,"
+        f" {figures['waiting_requests_per_run']} AWS requests per run",
+        flush=True,
+    )
+    print(json.dumps(figures))
 
 
 if __name__ == "__main__":
