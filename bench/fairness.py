@@ -30,17 +30,7 @@ from typing import Any
 from chronoq.local import tokens
 from chronoq.local.usage import per_million_runs
 
-from bench.lag import Api, Clock, chronoq_local, http_sink, percentile
-
-
-def _ms(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    return {
-        "p50_ms": round(percentile(values, 50), 1),
-        "p99_ms": round(percentile(values, 99), 1),
-        "max_ms": round(max(values), 1),
-    }
+from bench.lag import Api, Clock, chronoq_local, http_sink, spread
 
 
 def _create(api: Api, body: dict[str, Any]) -> str:
@@ -193,8 +183,8 @@ def main() -> None:
             "machine": f"{os.cpu_count()} cores",
             "date": f"{datetime.now(UTC):%Y-%m-%d}",
             "bob_runs": f"{len(lags)} of {planned}",
-            **{f"bob_start_lag_{k}": v for k, v in _ms(lags).items()},
-            **{f"bob_get_jobs_{k}": v for k, v in _ms(latencies).items()},
+            **{f"bob_start_lag_{k}": v for k, v in spread(lags).items()},
+            **{f"bob_get_jobs_{k}": v for k, v in spread(latencies).items()},
             "alice_slow_runs_ended_of_last_100": sum(
                 1 for run in slow_runs["runs"] if run["status"] == "SUCCEEDED"
             ),
@@ -204,7 +194,7 @@ def main() -> None:
         }
         print(
             f"  bob, while alice floods: {figures['bob_runs']} runs, start lag "
-            f"{_ms(lags)}; GET /jobs {_ms(latencies)}",
+            f"{spread(lags)}; GET /jobs {spread(latencies)}",
             flush=True,
         )
     figures |= waiting_cost(args.waiting, args.run_seconds, clock)

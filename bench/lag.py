@@ -247,6 +247,17 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 
 
+def spread(values: list[float]) -> dict[str, float]:
+    """Milliseconds' p50, p99 and max (none of no values)."""
+    if not values:
+        return {}
+    return {
+        "p50_ms": round(percentile(values, 50), 1),
+        "p99_ms": round(percentile(values, 99), 1),
+        "max_ms": round(max(values), 1),
+    }
+
+
 def finished_run(api: Api, job_id: str) -> dict[str, Any] | None:
     runs = api.runs(job_id)
     return runs[0] if runs and runs[0]["status"] in FINISHED else None

@@ -47,22 +47,12 @@ from chronoq.domain.runs import Run, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.local.aws import table_name
 
-from bench.lag import Api, Clock, Sink, burst, chronoq_local, http_sink, percentile
+from bench.lag import Api, Clock, Sink, burst, chronoq_local, http_sink, spread
 
 #: An owner whose jobs the seeded history belongs to.
 OWNER = "bench"
 #: How much a seeded run record carries besides its keys (its output): about 1 KB in all.
 PADDING = 640
-
-
-def _ms(values: list[float]) -> dict[str, float]:
-    if not values:
-        return {}
-    return {
-        "p50_ms": round(percentile(values, 50), 1),
-        "p99_ms": round(percentile(values, 99), 1),
-        "max_ms": round(max(values), 1),
-    }
 
 
 def _print(name: str, figures: dict[str, Any]) -> None:
@@ -115,14 +105,14 @@ def bursts(
             sampler.join()
         lags = result.lags
         figures[f"burst_{size}"] = {
-            **{f"start_{k}": v for k, v in _ms(lags.start).items()},
+            **{f"start_{k}": v for k, v in spread(lags.start).items()},
             "measured": len(lags.start),
             "missing": len(lags.missing),
         }
         _print(f"{size} runs due in one second", figures[f"burst_{size}"])
         if sampler is not None:
             for name, values in sampler.latencies.items():
-                figures[f"api_during_burst_{name}"] = {**_ms(values), "answers": len(values)}
+                figures[f"api_during_burst_{name}"] = {**spread(values), "answers": len(values)}
                 _print(f"GET /{name} during that burst", figures[f"api_during_burst_{name}"])
     return figures
 
@@ -196,7 +186,7 @@ def sustained(api: Api, sink: Sink, rate: int, seconds: int, clock: Clock) -> di
         # the seconds of the period (from its start) that saw under half the rate
         "slow_seconds": [s for s in range(seconds) if per_second.get(s, 0) < rate / 2][:30],
         "jobs": count,
-        **{f"start_{k}": v for k, v in _ms(lags).items()},
+        **{f"start_{k}": v for k, v in spread(lags).items()},
         "lag_sample": len(lags),
         "sample_statuses": statuses,
     }

@@ -14,7 +14,7 @@ from chronoq.aws import codecs
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.aws.store._tables import Tables, chunks, remove
-from chronoq.aws.store.runs import read_run
+from chronoq.aws.store.runs import filled_if_missing, read_run
 from chronoq.domain import keys
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Run, RunStatus
@@ -294,18 +294,13 @@ class DynamoJobs(Tables):
         entered_before = run.id in _load(before).get("active_runs", set())
         try:
             # A scheduled run has no record yet: the claim creates it.
-            base = {
-                k: v
-                for k, v in codecs.new_run_item(run, run.scheduled_at).items()
-                if k not in ("job_id", "run_id", "status", "queued_at") and v is not None
-            }
-            names = {f"#b{i}": name for i, name in enumerate(base)}
+            filled, names, values = filled_if_missing(run, run.scheduled_at, "queued_at")
             self._db.update_item(
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression=(
                     "SET #s = :queued, queued_at = if_not_exists(queued_at, :q), claimed_at = :now"
-                    + "".join(f", {n} = if_not_exists({n}, :b{n[2:]})" for n in names)
+                    + filled
                 ),
                 ConditionExpression=(
                     "attribute_not_exists(run_id) OR #s = :scheduled OR (#s = :queued AND "
@@ -319,7 +314,7 @@ class DynamoJobs(Tables):
                         ":q": format_instant(queued_at),
                         ":now": codecs.millis(now),
                         ":lapsed": codecs.millis(now) - r.CLAIM_LEASE_SECONDS * 1000,
-                        **{f":b{i}": value for i, value in enumerate(base.values())},
+                        **values,
                     }
                 ),
             )

@@ -19,6 +19,24 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
+def filled_if_missing(
+    run: Run, now: datetime, *set_apart: str
+) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """What an update that may create ``run``'s record adds to its SET: every attribute a new
+    record has (but the keys, ``status`` and ``set_apart``, which the update sets itself),
+    each only where the record has none yet. Answers the clauses (each after a comma), their
+    names and their values."""
+    base = {
+        k: v
+        for k, v in codecs.new_run_item(run, now).items()
+        if k not in ("job_id", "run_id", "status", *set_apart) and v is not None
+    }
+    clauses = "".join(f", #b{i} = if_not_exists(#b{i}, :b{i})" for i in range(len(base)))
+    names = {f"#b{i}": name for i, name in enumerate(base)}
+    values = {f":b{i}": value for i, value in enumerate(base.values())}
+    return clauses, names, values
+
+
 def read_run(db: DynamoDBClient, table: str, job_id: str, run_id: str) -> Run | None:
     """A run as stored (a consistent read)."""
     item = db.get_item(
@@ -174,19 +192,13 @@ class DynamoRuns(Tables):
     def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
         """One conditional update: the record created SCHEDULED if it has none, with
         ``held_at``; refused if it is no longer SCHEDULED or notes a wait already."""
-        base = {
-            k: v
-            for k, v in codecs.new_run_item(run, now).items()
-            if k not in ("job_id", "run_id", "status", "held_at") and v is not None
-        }
-        names = {f"#b{i}": name for i, name in enumerate(base)}
+        filled, names, values = filled_if_missing(run, now, "held_at")
         try:
             self._db.update_item(
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression=(
-                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held"
-                    + "".join(f", {n} = if_not_exists({n}, :b{n[2:]})" for n in names)
+                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held" + filled
                 ),
                 ConditionExpression=(
                     "attribute_not_exists(run_id) OR (#s = :scheduled AND "
@@ -197,7 +209,7 @@ class DynamoRuns(Tables):
                     {
                         ":scheduled": RunStatus.SCHEDULED.value,
                         ":held": format_instant(held_at),
-                        **{f":b{i}": value for i, value in enumerate(base.values())},
+                        **values,
                     }
                 ),
             )
