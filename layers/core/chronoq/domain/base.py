@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, ValidationInfo
 
 
@@ -17,3 +19,9 @@ STORED: dict[str, bool] = {"stored": True}
 def is_stored(info: ValidationInfo | None) -> bool:
     """Is this validation reading back what chronoq stored (see STORED)?"""
     return bool(info is not None and isinstance(info.context, dict) and info.context.get("stored"))
+
+
+def whole(pattern: re.Pattern[str], value: str, info: ValidationInfo | None) -> bool:
+    """Does ``pattern`` match all of ``value``? (Its ``$`` alone lets a final newline through:
+    what was stored so before still reads back.)"""
+    return bool(pattern.fullmatch(value) or (is_stored(info) and pattern.match(value)))

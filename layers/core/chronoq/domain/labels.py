@@ -14,7 +14,7 @@ from typing import Annotated
 from pydantic import AfterValidator, Field, ValidationInfo, WithJsonSchema
 
 from chronoq import resources as r
-from chronoq.domain.base import is_stored as _stored
+from chronoq.domain.base import whole
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
 _DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
@@ -29,9 +29,7 @@ MAX_NAME = 63
 
 def label_key(key: str, info: ValidationInfo | None) -> str:
     prefix = key.rpartition("/")[0]
-    # (the whole key: a "$" would let a final newline through; one stored so before
-    # still reads back)
-    if not (_KEY.fullmatch(key) or (_stored(info) and _KEY.match(key))) or len(prefix) > MAX_PREFIX:
+    if not whole(_KEY, key, info) or len(prefix) > MAX_PREFIX:
         raise ValueError(
             f"{key!r} is not a label key: a name of 1-{MAX_NAME} letters, digits, '-', '_'"
             " or '.' (a letter or digit at each end), optionally after a DNS prefix and '/'"
@@ -41,7 +39,7 @@ def label_key(key: str, info: ValidationInfo | None) -> str:
 
 
 def label_value(value: str, info: ValidationInfo | None) -> str:
-    if not (_VALUE.fullmatch(value) or (_stored(info) and _VALUE.match(value))):
+    if not whole(_VALUE, value, info):
         raise ValueError(
             f"{value!r} is not a label value: empty, or 1-{MAX_NAME} letters, digits, '-', '_'"
             " or '.' (a letter or digit at each end)"

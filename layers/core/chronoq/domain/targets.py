@@ -11,20 +11,17 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
-from chronoq.domain.base import Model, is_stored
+from chronoq.domain.base import Model, is_stored, whole
 
 #: Bidirectional formatting characters: they reorder what a terminal or page shows around them.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-_stored = is_stored
 
 
 def shown_text(value: str, info: ValidationInfo) -> str:
     """``value`` if it can be shown as it is in a table or a terminal (a pydantic validator):
     no NUL or other control characters (ANSI escapes start with one), no bidirectional
     overrides, no other invisible formatting characters."""
-    if _stored(info):
+    if is_stored(info):
         return value
     if any(c in _BIDI for c in value):
         raise ValueError("must not contain bidirectional formatting characters (e.g. U+202E)")
@@ -48,7 +45,7 @@ _UNSEEN_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co", "Cn", 
 def visible_text(value: str, info: ValidationInfo) -> str:
     """``value`` if it has a character one can see (a pydantic validator): not only spaces,
     fillers, blank patterns, variation selectors or combining marks."""
-    if _stored(info) or any(
+    if is_stored(info) or any(
         c not in _BLANK_LOOKING and unicodedata.category(c) not in _UNSEEN_CATEGORIES for c in value
     ):
         return value
@@ -96,7 +93,7 @@ def _header_value(value: str, info: ValidationInfo) -> str:
         raise ValueError("must not contain CR, LF or NUL")
     if len(value) > r.MAX_HEADER_VALUE_LENGTH:
         raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
-    if _stored(info):
+    if is_stored(info):
         return value
     try:
         value.encode("latin-1")
@@ -129,12 +126,6 @@ IMAGE_REFERENCE = re.compile(
 )
 #: An environment variable's name (as POSIX shells and ECS take it).
 ENVIRONMENT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def whole(pattern: re.Pattern[str], value: str, info: ValidationInfo | None) -> bool:
-    """Does ``pattern`` match all of ``value``? (Its ``$`` alone lets a final newline through:
-    what was stored so before still reads back.)"""
-    return bool(pattern.fullmatch(value) or (_stored(info) and pattern.match(value)))
 
 
 def image_reference(value: str, info: ValidationInfo | None) -> str:
