@@ -387,6 +387,7 @@ DOCUMENT: dict[str, Any] = {
     "expires_at": 1_900_000_000,
     "notify": True,
     "flow": "flow#alice#f",
+    "slots": "flow#alice#f",
     "attempt": {"number": 1},
     "attempt_started": {"at": "2026-11-26T12:00:00.100Z"},
     "attempt_finished": {"at": "2026-11-26T12:00:01.100Z"},

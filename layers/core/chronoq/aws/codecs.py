@@ -228,6 +228,13 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "backfill_id": "S",
     "start_deadline_seconds": "N",
     "held_at": "S",
+    #: the flow items the run holds slots in, space-separated ("" for none), written as it
+    #: starts: its end wakes the runs parked on them (see chronoq.usecases.wake).
+    "slots": "S",
+    #: a parked run's flow item and place among its runs (the waiting index's keys; absent
+    #: once it starts or ends).
+    "waits_on": "S",
+    "wait_order": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -325,6 +332,7 @@ def flow_from_item(item: Mapping[str, Any] | None) -> FlowState:
         frontier=int(data.get("frontier", 0)),
         starts=int(data.get("starts", 0)),
         version=int(data.get("version", 0)),
+        max_running=int(data["max_running"]) if data.get("max_running") is not None else None,
     )
 
 

@@ -7,6 +7,11 @@ from another status) and someone is to hear of it: its status is one the SNS top
 about, or the run is marked ``notify`` (its job has a notify block). Everything else (most
 successful runs, later changes of an ended run such as the notes of its notifications) never
 invokes the notifier.
+
+A record also passes when a run that held flow slots ends (its ``slots``, noted as it started,
+name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake). That
+pattern does not look at the old image (a run's later changes pass too, and are dropped by the
+notifier), so that the patterns stay within the five Lambda allows.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chronoq.domain.keys import FLOW
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 
 #: Every status a run ends in, as the stream shows it.
@@ -22,7 +28,7 @@ FINAL = sorted(s.value for s in TERMINAL_STATUSES)
 
 def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
     """The filter patterns (Lambda event filtering, any one passes a record) for a deployment
-    whose topic hears of ``topic_statuses``: at most four (Lambda allows five)."""
+    whose topic hears of ``topic_statuses``: at most five (what Lambda allows)."""
     audience = sorted(s.value for s in topic_statuses)
     images: list[dict[str, Any]] = [{"status": {"S": audience}}]
     if audience != FINAL:  # (otherwise every run that ends passes already)
@@ -39,7 +45,15 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
                 },
             }
         )
+    if audience != FINAL:  # (otherwise it passes already)
+        patterns.append(SLOTS_GIVEN_BACK)
     return patterns
+
+
+#: The end of a run that held flow slots (any change of it once ended: see above).
+SLOTS_GIVEN_BACK: dict[str, Any] = {
+    "dynamodb": {"NewImage": {"status": {"S": FINAL}, "slots": {"S": [{"prefix": FLOW}]}}}
+}
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -63,5 +77,7 @@ def _allows(choice: Any, value: Any) -> bool:
         ((operator, operand),) = choice.items()
         if operator == "anything-but":
             return isinstance(value, str | int | float) and value not in operand
+        if operator == "prefix":
+            return isinstance(value, str) and value.startswith(operand)
         raise ValueError(f"filter rule {operator!r} is not supported here")
     return type(choice) is type(value) and bool(choice == value)

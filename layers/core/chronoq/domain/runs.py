@@ -202,6 +202,9 @@ class RunMessage(BaseModel):
     owner: str = ""
     #: A requested run's own start deadline (in the body only when it has one).
     start_deadline_seconds: int | None = None
+    #: Sent by a wake: a slot of the flow it was parked on was given back (in the body only
+    #: then).
+    woken: bool = False
 
     @classmethod
     def of(cls, run: Run, queued_at: datetime) -> RunMessage:
@@ -232,6 +235,8 @@ class RunMessage(BaseModel):
         unused = {"held_at", "not_before", "reserved"} if self.held_at is None else set()
         if self.start_deadline_seconds is None:
             unused.add("start_deadline_seconds")
+        if not self.woken:
+            unused.add("woken")
         return self.model_dump_json(exclude={"owner", *unused})
 
 

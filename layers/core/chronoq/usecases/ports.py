@@ -189,6 +189,19 @@ class RunStore(Protocol):
         SCHEDULED or already notes a wait (left untouched)."""
         ...
 
+    def park_run(self, run: Run, held_at: datetime, flow_key: str, now: datetime) -> bool:
+        """Park a run not started yet until a slot of the flow ``flow_key`` is given back:
+        creates its record (SCHEDULED) if it has none, notes ``held_at`` unless a wait is
+        noted already, and enters it among the flow's parked runs (woken in the order of
+        chronoq.domain.flow.wait_order). False when its record is no longer SCHEDULED. A run
+        leaves its flow's parked runs when it starts or ends."""
+        ...
+
+    def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
+        """Up to ``limit`` runs parked on ``flow_key`` that have not started, in the order
+        they are woken (what the store shows a moment after they were parked)."""
+        ...
+
 
 class FlowStore(Protocol):
     """Flow control's items, in the jobs table (see chronoq.domain.flow)."""

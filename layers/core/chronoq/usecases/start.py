@@ -35,9 +35,20 @@ class ClaimHeld(Conflict):
 
 
 #: What became of a message. ``held``: its flow holds the run back (sent again, to look
-#: again or to wait for the second its flow reserved); ``cancelled``: its backfill was.
+#: again or to wait for the second its flow reserved); ``parked``: a woken run found no slot
+#: free after all and is parked again (its look-again message is on the queue already);
+#: ``cancelled``: its backfill was.
 Outcome = Literal[
-    "started", "duplicate", "gone", "superseded", "missed", "skipped", "taken", "held", "cancelled"
+    "started",
+    "duplicate",
+    "gone",
+    "superseded",
+    "missed",
+    "skipped",
+    "taken",
+    "held",
+    "parked",
+    "cancelled",
 ]
 
 
@@ -315,7 +326,7 @@ class RunStarter:
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                admitted = self._admitted(decision, answer)
+                admitted: Outcome | ExecutionInput | RunMessage = self._admitted(decision, answer)
                 if isinstance(admitted, RunMessage):
                     resend.append((n, decision.job.priority, admitted))
                     admitted = "held"
@@ -340,27 +351,31 @@ class RunStarter:
             # it starts: the backfill's run max_in_flight fire times later may be made
             self._chain(job, gated.backfill, run.scheduled_at)
         ahead = timedelta(seconds=r.FLOW_START_AHEAD_SECONDS)
+        held_at = message.held_at or max(message.starts_at, now)
+        flow_fields = {"held_at": held_at, "owner": job.owner, "woken": False}
+        if answer.start is None and answer.held_by is not None:
+            # no slot: parked until a run of the flow gives one back (its end wakes it)
+            if not self.store.park_run(run, held_at, answer.held_by, now):
+                return "duplicate"  # started or ended meanwhile
+            if message.woken:  # woken too early: its look-again message is under way
+                return "parked"
+            deadline = message.starts_at + timedelta(
+                seconds=job.deadline_of(run.trigger, message.start_deadline_seconds) + 1
+            )
+            relook = min(now + timedelta(seconds=r.FLOW_RELOOK_SECONDS), max(deadline, now))
+            return message.model_copy(
+                update={**flow_fields, "not_before": relook, "reserved": False}
+            )
         if answer.start is None or answer.start > utc_second(now) + ahead:
-            held_at = message.held_at or max(message.starts_at, now)
             if message.held_at is None:
                 self.store.hold_run(run, held_at, now)
-            if answer.start is None:  # no slot: look again shortly
-                after = now + timedelta(seconds=r.FLOW_POLL_SECONDS)
+            if answer.start is None:  # lost races on its flow's item: look again shortly
+                after = now + timedelta(seconds=r.FLOW_RETRY_SECONDS)
                 return message.model_copy(
-                    update={
-                        "held_at": held_at,
-                        "not_before": after,
-                        "reserved": False,
-                        "owner": job.owner,
-                    }
+                    update={**flow_fields, "not_before": after, "reserved": False}
                 )
             return message.model_copy(  # its second is reserved: wait for it on the queue
-                update={
-                    "held_at": held_at,
-                    "not_before": answer.start,
-                    "reserved": True,
-                    "owner": job.owner,
-                }
+                update={**flow_fields, "not_before": answer.start, "reserved": True}
             )
         if gated.exclusive:
             claim = self._claim(job, run, message)
