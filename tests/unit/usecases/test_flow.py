@@ -16,7 +16,7 @@ from chronoq.domain import flow
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Run, RunMessage, RunStatus
-from chronoq.domain.time import utc_second
+from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeExecutor, FakeStore
 from chronoq.usecases.wake import Ended
@@ -80,6 +80,10 @@ def end(fakes: Fakes, run_id: str) -> None:
         fakes.waker.runs_ended([Ended.of(run_id, started.slots)])
 
 
+def stored_id(fakes: Fakes, run_id: str) -> Run:
+    return next(run for (_, rid), run in fakes.store.runs.items() if rid == run_id)
+
+
 def resent(fakes: Fakes) -> list[RunMessage]:
     return [s.message for s in fakes.queues.sent]
 
@@ -99,6 +103,7 @@ def test_given_two_jobs_of_one_flow_with_max_running_1_when_their_runs_are_due_t
     assert set(fakes.store.get_flow(key).holders) == {run_a.id}
     waiting = stored(fakes, run_b)  # visible: it waits, it was not dropped
     assert (waiting.status, waiting.held_at) == (RunStatus.SCHEDULED, run_b.scheduled_at)
+    assert waiting.waiting_for == "a slot of its flow 'partner-api' (max_running 1 runs under way)"
     assert [w.id for w in fakes.store.waiting_runs(key, 10)] == [run_b.id]  # parked
     (again,) = fakes.queues.sent
     assert again.message.run_id == run_b.id
@@ -166,6 +171,9 @@ def test_given_a_rate_when_a_burst_is_due_then_no_second_holds_more_starts_and_t
     }
     (later,) = fakes.queues.sent  # its reserved second, 3 s away: it waits for it queued
     assert later.message.reserved
+    assert stored_id(fakes, later.message.run_id).waiting_for == (
+        f"its flow's rate: starts at its second, {format_instant(due + timedelta(seconds=2))}"
+    )
     assert later.message.not_before == due + timedelta(seconds=2)
     fakes.clock.set(due + timedelta(seconds=1))
     assert fakes.starter.start_run(later.message) == "started"  # its second, uncounted again

@@ -235,6 +235,8 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: once it starts or ends).
     "waits_on": "S",
     "wait_order": "S",
+    #: why it waits (absent once it starts or ends).
+    "wait_reason": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {

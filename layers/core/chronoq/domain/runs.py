@@ -116,6 +116,17 @@ class Run(BaseModel):
     #: When it first had to wait for its job's flow limits (or its backfill's pacing): it
     #: waited from then until ``started_at``.
     held_at: Instant | None = None
+    #: Why it waits, noted by the worker while it holds it back (a flow's slot, a flow's
+    #: rate); shown as ``waiting_for``.
+    wait_reason: str | None = Field(default=None, exclude=True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def waiting_for(self) -> str | None:
+        """Why a run that has not started waits: what holds it back, else its turn."""
+        if self.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+            return None
+        return self.wait_reason or "its turn: due, or queued behind runs due before it"
 
     @computed_field  # type: ignore[prop-decorator]
     @property

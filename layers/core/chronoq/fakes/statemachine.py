@@ -66,9 +66,9 @@ def mark_running(store: FakeStore, execution: ExecutionInput, now: datetime) -> 
                 notify=execution.notify,
             )
         store.runs[(kept.job_id, kept.id)] = kept.model_copy(
-            update={"status": RunStatus.RUNNING, "started_at": now}
+            update={"status": RunStatus.RUNNING, "started_at": now, "wait_reason": None}
         )
-        store.parked.pop((kept.job_id, kept.id), None)  # (REMOVE waits_on, wait_order)
+        store.parked.pop((kept.job_id, kept.id), None)  # (REMOVE waits_on, wait_order, wait_reason)
         return True
 
 

@@ -12,12 +12,12 @@ from functools import partial
 from typing import Literal, TypeVar
 
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import flow, ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
-from chronoq.domain.time import utc_second
+from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 from chronoq.usecases.cancel import Canceller
@@ -355,7 +355,8 @@ class RunStarter:
         flow_fields = {"held_at": held_at, "owner": job.owner, "woken": False}
         if answer.start is None and answer.held_by is not None:
             # no slot: parked until a run of the flow gives one back (its end wakes it)
-            if not self.store.park_run(run, held_at, answer.held_by, now):
+            why = _slot_reason(job, gated.backfill, answer.held_by)
+            if not self.store.park_run(run, held_at, answer.held_by, why, now):
                 return "duplicate"  # started or ended meanwhile
             if message.woken:  # woken too early: its look-again message is under way
                 return "parked"
@@ -368,7 +369,12 @@ class RunStarter:
             )
         if answer.start is None or answer.start > utc_second(now) + ahead:
             if message.held_at is None:
-                self.store.hold_run(run, held_at, now)
+                why = (
+                    f"its flow's rate: starts at its second, {format_instant(answer.start)}"
+                    if answer.start is not None
+                    else "its flow's item, busy with other workers: it looks again shortly"
+                )
+                self.store.hold_run(run, held_at, why, now)
             if answer.start is None:  # lost races on its flow's item: look again shortly
                 after = now + timedelta(seconds=r.FLOW_RETRY_SECONDS)
                 return message.model_copy(
@@ -443,6 +449,18 @@ class RunStarter:
             else:
                 active.add(other)
         return active
+
+
+def _slot_reason(job: Job, backfill: Backfill | None, key: str) -> str:
+    """Why a run parked on flow item ``key`` waits (said to its owner)."""
+    if backfill is not None and key == flow.backfill_item_key(job.owner, backfill.id):
+        return (
+            f"a slot of its backfill {backfill.id} "
+            f"(max_in_flight {backfill.max_in_flight} runs under way)"
+        )
+    limit = job.flow.max_running if job.flow is not None else None
+    name = job.flow.key if job.flow is not None else key
+    return f"a slot of its flow '{name}' (max_running {limit} runs under way)"
 
 
 T = TypeVar("T")

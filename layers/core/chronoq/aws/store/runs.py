@@ -62,7 +62,9 @@ class DynamoRuns(Tables):
             return False
         return True
 
-    def park_run(self, run: Run, held_at: datetime, flow_key: str, now: datetime) -> bool:
+    def park_run(
+        self, run: Run, held_at: datetime, flow_key: str, reason: str, now: datetime
+    ) -> bool:
         """One conditional update: the record created SCHEDULED if it has none, ``held_at``
         noted unless a wait is already, and the run among ``flow_key``'s parked runs (the
         runs table's sparse index RUNS_WAITING_INDEX; parked again, it keeps its place);
@@ -76,7 +78,7 @@ class DynamoRuns(Tables):
                 UpdateExpression=(
                     "SET #s = if_not_exists(#s, :scheduled), "
                     "held_at = if_not_exists(held_at, :held), waits_on = :flow, "
-                    "wait_order = if_not_exists(wait_order, :order)" + filled
+                    "wait_order = if_not_exists(wait_order, :order), wait_reason = :why" + filled
                 ),
                 ConditionExpression="attribute_not_exists(run_id) OR #s = :scheduled",
                 ExpressionAttributeNames={"#s": "status", **names},
@@ -86,6 +88,7 @@ class DynamoRuns(Tables):
                         ":held": format_instant(held),
                         ":flow": flow_key,
                         ":order": wait_order(run.priority.value, held, run.id),
+                        ":why": reason,
                         **values,
                     }
                 ),
@@ -208,7 +211,7 @@ class DynamoRuns(Tables):
         if attempt is not None:
             update += ", attempts = list_append(if_not_exists(attempts, :none), :attempt)"
             values.update({":none": [], ":attempt": [codecs.attempt_item(attempt)]})
-        update += " REMOVE waits_on, wait_order"
+        update += " REMOVE waits_on, wait_order, wait_reason"
         try:
             self._db.update_item(
                 TableName=self._runs,
@@ -250,7 +253,7 @@ class DynamoRuns(Tables):
         except self._db.exceptions.ConditionalCheckFailedException:
             return
 
-    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+    def hold_run(self, run: Run, held_at: datetime, reason: str, now: datetime) -> bool:
         """One conditional update: the record created SCHEDULED if it has none, with
         ``held_at``; refused if it is no longer SCHEDULED or notes a wait already."""
         filled, names, values = filled_if_missing(run, now, "held_at")
@@ -259,7 +262,8 @@ class DynamoRuns(Tables):
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression=(
-                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held" + filled
+                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held, "
+                    "wait_reason = :why" + filled
                 ),
                 ConditionExpression=(
                     "attribute_not_exists(run_id) OR (#s = :scheduled AND "
@@ -270,6 +274,7 @@ class DynamoRuns(Tables):
                     {
                         ":scheduled": RunStatus.SCHEDULED.value,
                         ":held": format_instant(held_at),
+                        ":why": reason,
                         **values,
                     }
                 ),

@@ -35,7 +35,7 @@ class FakeRuns(FakeTables):
             )
             return True
 
-    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+    def hold_run(self, run: Run, held_at: datetime, reason: str, now: datetime) -> bool:
         with self._lock:
             kept = self.runs.get((run.job_id, run.id))
             if kept is None:
@@ -43,13 +43,17 @@ class FakeRuns(FakeTables):
                     run.model_copy(update={"status": RunStatus.SCHEDULED, "held_at": held_at}),
                     now,
                 )
-                return True
-            if kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
+                kept = self.runs[(run.job_id, run.id)]
+            elif kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
                 return False
-            self.runs[(run.job_id, run.id)] = kept.model_copy(update={"held_at": held_at})
+            self.runs[(run.job_id, run.id)] = kept.model_copy(
+                update={"held_at": held_at, "wait_reason": reason}
+            )
             return True
 
-    def park_run(self, run: Run, held_at: datetime, flow_key: str, now: datetime) -> bool:
+    def park_run(
+        self, run: Run, held_at: datetime, flow_key: str, reason: str, now: datetime
+    ) -> bool:
         with self._lock:
             kept = self.runs.get((run.job_id, run.id))
             if kept is None:
@@ -58,7 +62,9 @@ class FakeRuns(FakeTables):
             if kept.status is not RunStatus.SCHEDULED:
                 return False
             held = kept.held_at or run.held_at or held_at
-            self.runs[(run.job_id, run.id)] = kept.model_copy(update={"held_at": held})
+            self.runs[(run.job_id, run.id)] = kept.model_copy(
+                update={"held_at": held, "wait_reason": reason}
+            )
             order = wait_order(kept.priority.value, held, run.id)
             _, order = self.parked.get((run.job_id, run.id), (flow_key, order))
             self.parked[(run.job_id, run.id)] = (flow_key, order)
@@ -116,6 +122,7 @@ class FakeRuns(FakeTables):
             self.parked.pop((run.job_id, run.id), None)
             self.runs[(run.job_id, run.id)] = kept.model_copy(
                 update={
+                    "wait_reason": None,
                     "status": status,
                     "finished_at": now,
                     "reason": reason,
