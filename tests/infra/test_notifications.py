@@ -92,9 +92,11 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": asked, "OldImage": not_ended}},
         # a run that held flow slots, once ended: its end wakes the runs parked on them
         {
+            "eventName": ["MODIFY"],
             "dynamodb": {
-                "NewImage": {"status": {"S": FINISHED}, "slots": {"S": [{"prefix": "flow#"}]}}
-            }
+                "NewImage": {"status": {"S": FINISHED}, "slots": {"S": [{"prefix": "flow#"}]}},
+                "OldImage": not_ended,
+            },
         },
     ]
     assert patterns == notifier_filters(topic_statuses(r.DEFAULT_TOPIC_STATUSES))

@@ -133,6 +133,7 @@ def test_given_a_pattern_when_matched_then_values_are_compared_by_type_and_a_mis
         ("RUNNING", "SUCCEEDED", "flow#ab", True),  # the common case nobody asked about: a wake
         ("RUNNING", "SUCCEEDED", "", False),  # held no slot
         (None, "SUCCEEDED", None, False),  # (no slots noted: it never started)
+        ("SUCCEEDED", "SUCCEEDED", "flow#ab", False),  # a note on an ended run
         ("SCHEDULED", "RUNNING", "flow#ab", False),  # not ended
         ("RUNNING", "FAILED", "flow#ab flow#cd", True),
     ],

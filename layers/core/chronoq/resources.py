@@ -192,6 +192,10 @@ FLOW_RELOOK_SECONDS = 300
 #: this many seconds.
 FLOW_RETRY_SECONDS = 1
 FLOW_START_AHEAD_SECONDS = 2
+#: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once:
+#: one more waits, parked, for one of them to end (see chronoq.domain.flow.owner_item_key).
+#: Scheduled runs are not counted: they never wait for it.
+MAX_ASKED_RUNS_IN_FLIGHT = 1000
 #: A slot whose run has not started this long after the second reserved for it (its worker
 #: died before starting it, or its message was lost) is taken back when the flow is full.
 FLOW_LEASE_SECONDS = 60

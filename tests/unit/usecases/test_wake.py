@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from chronoq import resources as r
 from chronoq.domain import flow
 from chronoq.domain.runs import Run, RunStatus
 from chronoq.usecases.wake import Ended
 
-from tests.builders import OWNER, Fakes
+from tests.builders import OWNER, Fakes, job_spec
 from tests.unit.usecases.helpers import mark_running, message, stored
 from tests.unit.usecases.test_flow import ONE_AT_A_TIME, due_jobs, end, resent
 
@@ -142,3 +143,29 @@ def test_given_a_claimed_run_holding_a_slot_when_cancelled_before_it_started_the
 
     assert [m.run_id for m in resent(fakes)] == [waiting.id]
     assert fakes.store.get_flow(KEY).holders == {}
+
+
+def test_given_an_owner_at_its_runs_asked_for_under_way_when_another_trigger_comes_then_it_is_parked_scheduled_runs_are_not_and_an_end_wakes_it(
+    fakes: Fakes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(r, "MAX_ASKED_RUNS_IN_FLIGHT", 2)
+    job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "0 0 1 1 *"}))
+    fakes.queues.sent.clear()
+    triggered = [fakes.jobs.trigger_job(OWNER, job.id) for _ in range(3)]
+    messages = [s.message for s in fakes.queues.sent]
+    fakes.queues.sent.clear()
+    ((_, scheduled),) = due_jobs(fakes, 1, None)
+
+    outcomes = fakes.starter.start_runs([*messages, message(fakes, scheduled)])
+
+    assert outcomes == ["started", "started", "held", "started"]
+    owner = flow.owner_item_key(OWNER)
+    assert set(fakes.store.get_flow(owner).holders) == {triggered[0].id, triggered[1].id}
+    assert stored(fakes, triggered[2]).waiting_for == (
+        "one of its owner's 2 runs asked for (manual, re-runs, backfills) under way at once to end"
+    )
+    fakes.queues.sent.clear()
+    fakes.clock.advance(1)
+    assert mark_running(fakes, triggered[0])
+    end(fakes, triggered[0].id)
+    assert [m.run_id for m in resent(fakes)] == [triggered[2].id]

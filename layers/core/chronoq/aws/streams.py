@@ -9,9 +9,7 @@ successful runs, later changes of an ended run such as the notes of its notifica
 invokes the notifier.
 
 A record also passes when a run that held flow slots ends (its ``slots``, noted as it started,
-name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake). That
-pattern does not look at the old image (a run's later changes pass too, and are dropped by the
-notifier), so that the patterns stay within the five Lambda allows.
+name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake).
 """
 
 from __future__ import annotations
@@ -50,9 +48,14 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
     return patterns
 
 
-#: The end of a run that held flow slots (any change of it once ended: see above).
+#: The end of a run that held flow slots (a run's first write, MarkRunning, notes its slots:
+#: it ends by a change of its record, never by its first write).
 SLOTS_GIVEN_BACK: dict[str, Any] = {
-    "dynamodb": {"NewImage": {"status": {"S": FINAL}, "slots": {"S": [{"prefix": FLOW}]}}}
+    "eventName": ["MODIFY"],
+    "dynamodb": {
+        "NewImage": {"status": {"S": FINAL}, "slots": {"S": [{"prefix": FLOW}]}},
+        "OldImage": {"status": {"S": [{"anything-but": FINAL}]}},
+    },
 }
 
 

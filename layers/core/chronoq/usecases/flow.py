@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from chronoq import resources as r
 from chronoq.domain import flow, ids
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.jobs import Job
@@ -34,9 +35,13 @@ def instant(second: int) -> datetime:
     return datetime.fromtimestamp(second, UTC)
 
 
-def flows_of(job: Job, backfill: Backfill | None) -> tuple[tuple[str, flow.Limits], ...]:
-    """The flow items a run of ``job`` (of ``backfill``, if any) goes through, in order:
-    its backfill's pacing first, then its job's flow."""
+def flows_of(
+    job: Job, backfill: Backfill | None, asked: bool = False
+) -> tuple[tuple[str, flow.Limits], ...]:
+    """The flow items a run of ``job`` (of ``backfill``, if any; ``asked``: a run asked for,
+    see ids.is_asked) goes through, in order: its backfill's pacing first, then its job's
+    flow, then, for a run asked for, its owner's runs asked for under way (last: a run takes
+    a slot of it only once nothing else holds it back)."""
     found: list[tuple[str, flow.Limits]] = []
     if backfill is not None:
         found.append(
@@ -48,18 +53,25 @@ def flows_of(job: Job, backfill: Backfill | None) -> tuple[tuple[str, flow.Limit
     if job.flow is not None:
         limits = flow.Limits(job.flow.max_running, job.flow.max_starts_per_second)
         found.append((flow.item_key(job.owner, job.flow.key), limits))
+    if asked:
+        found.append(
+            (flow.owner_item_key(job.owner), flow.Limits(max_running=r.MAX_ASKED_RUNS_IN_FLIGHT))
+        )
     return tuple(found)
 
 
 def held_slots(job: Job | None, owner: str, run_id: str) -> list[str]:
     """The flow items in which a run of ``job`` may hold a slot (to give back when it is
-    cancelled): its job's flow (if it limits runs at once) and its backfill's."""
+    cancelled): its job's flow (if it limits runs at once), its backfill's, and, for a run
+    asked for, its owner's."""
     keys = []
     backfill_id = ids.backfill_id_of(run_id)
     if backfill_id is not None:
         keys.append(flow.backfill_item_key(owner, backfill_id))
     if job is not None and job.flow is not None and job.flow.max_running is not None:
         keys.append(flow.item_key(owner, job.flow.key))
+    if ids.is_asked(run_id):
+        keys.append(flow.owner_item_key(owner))
     return keys
 
 

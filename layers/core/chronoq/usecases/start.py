@@ -200,7 +200,9 @@ class RunStarter:
         # not taken for a run that ran), and for a run that will not start. An `allow` run
         # starts without it: the state machine's first write settles duplicates.
         exclusive = job is not None and job.concurrency is not Concurrency.ALLOW
-        gated = job is not None and (job.flow is not None or backfill is not None)
+        gated = job is not None and (
+            job.flow is not None or backfill is not None or ids.is_asked(message.run_id)
+        )
         kept = (
             self.store.get_run(message.job_id, message.run_id)
             if job is None or exclusive or gated
@@ -306,7 +308,7 @@ class RunStarter:
                 [
                     Ask(
                         g.run.id,
-                        flows_of(g.job, g.backfill),
+                        flows_of(g.job, g.backfill, ids.is_asked(g.run.id)),
                         max(g.message.starts_at, self.clock()),
                         g.message.not_before if g.message.reserved else None,
                     )
@@ -453,6 +455,11 @@ class RunStarter:
 
 def _slot_reason(job: Job, backfill: Backfill | None, key: str) -> str:
     """Why a run parked on flow item ``key`` waits (said to its owner)."""
+    if key == flow.owner_item_key(job.owner):
+        return (
+            f"one of its owner's {r.MAX_ASKED_RUNS_IN_FLIGHT} runs asked for (manual, re-runs,"
+            " backfills) under way at once to end"
+        )
     if backfill is not None and key == flow.backfill_item_key(job.owner, backfill.id):
         return (
             f"a slot of its backfill {backfill.id} "
