@@ -92,7 +92,11 @@ def unordered(items: list[Any]) -> list[Any]:
 def error_of(error: ClientError | None) -> Any:
     if error is None:
         return None
-    return (error.response["Error"]["Code"], normal(error.response.get("Item")))
+    reasons = [
+        (reason.get("Code"), normal(reason.get("Item")))
+        for reason in error.response.get("CancellationReasons", [])
+    ]
+    return (error.response["Error"]["Code"], normal(error.response.get("Item")), reasons)
 
 
 class Twin:
@@ -157,6 +161,9 @@ class Twin:
 
     def batch_write_item(self, **request: Any) -> dict[str, Any]:
         return self._both("batch_write_item", request)
+
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        return self._both("transact_write_items", request)
 
     def get_paginator(self, operation: str) -> Any:
         twin = self
@@ -671,3 +678,58 @@ def test_given_a_scan_filtered_with_in_and_reads_of_binary_values_when_sent_to_b
     assert zlib.decompress(binary["Item"]["answer"]["B"]) == b"{}"
     assert updated["Attributes"] == {"tries": {"N": "1"}}
     twin.tables_agree()
+
+
+def test_given_transactions_when_sent_to_both_then_both_write_all_or_nothing_alike(
+    twin: Twin,
+) -> None:
+    usage = {"job_id": {"S": "usage#alice"}}
+    run = {"job_id": {"S": "j"}, "run_id": {"S": "j_1"}}
+    twin.put_item(TableName=RUNS, Item={**run, "status": {"S": "FAILED"}})
+    step = {
+        "Update": {
+            "TableName": JOBS,
+            "Key": usage,
+            "UpdateExpression": "ADD #run :ids, version :one",
+            "ConditionExpression": "attribute_not_exists(version)",
+            "ExpressionAttributeNames": {"#run": "running#j"},
+            "ExpressionAttributeValues": {":ids": {"SS": ["bf1"]}, ":one": {"N": "1"}},
+        }
+    }
+    mark: dict[str, Any] = {
+        "Update": {
+            "TableName": RUNS,
+            "Key": run,
+            "UpdateExpression": "SET counted = :yes",
+            "ConditionExpression": "#s = :s",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":yes": {"BOOL": True}, ":s": {"S": "FAILED"}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+    put = {"Put": {"TableName": RUNS, "Item": {"job_id": {"S": "j"}, "run_id": {"S": "b"}}}}
+    check = {
+        "ConditionCheck": {
+            "TableName": RUNS,
+            "Key": run,
+            "ConditionExpression": "attribute_exists(run_id)",
+        }
+    }
+
+    twin.transact_write_items(TransactItems=[step, mark, put])
+    twin.transact_write_items(
+        TransactItems=[
+            {"Delete": {"TableName": RUNS, "Key": put["Put"]["Item"]}},
+            check,
+        ]
+    )
+    refused_mark = copy.deepcopy(mark)
+    refused_mark["Update"]["ExpressionAttributeValues"][":s"] = {"S": "SUCCEEDED"}
+    with pytest.raises(ClientError) as refused:  # the version exists; the status is another
+        twin.transact_write_items(TransactItems=[step, refused_mark, put])
+    assert refused.value.response["Error"]["Code"] == "TransactionCanceledException"
+    with pytest.raises(ClientError):  # one item twice
+        twin.transact_write_items(TransactItems=[mark, mark])
+
+    twin.tables_agree()
+    assert twin.get_item(TableName=RUNS, Key=put["Put"]["Item"]).get("Item") is None
