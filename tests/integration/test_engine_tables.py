@@ -23,11 +23,12 @@ from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
+from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, RunStatus
 from chronoq.domain.schedules import CronSchedule
 from chronoq.local.engine.tables import SqliteTables
 from chronoq.resources import Priority
-from chronoq.usecases.ports import RunFilter
+from chronoq.usecases.ports import RunEnd, RunFilter, Tally, TallyRefused
 from moto import mock_aws
 
 from tests.contract.backends import NOW, SHARDS, a_job, a_run
@@ -368,8 +369,31 @@ def test_given_runs_flows_backfills_and_logs_when_kept_by_dynamostore_and_s3arti
     assert store.get_backfill(job.id, "bf_1") == backfills[1]
     listed = store.page_backfills(job.id, job.owner, 2)
     assert [b.id for b in listed.items] == ["bf_2", "bf_1"]
-    assert store.end_backfill(job.id, "bf_0", BackfillState.COMPLETED, NOW)
-    assert not store.end_backfill(job.id, "bf_0", BackfillState.COMPLETED, NOW)
+    assert store.end_backfill(backfills[0], BackfillState.COMPLETED, NOW)
+    assert not store.end_backfill(backfills[0], BackfillState.COMPLETED, NOW)
+    # counted ones: begun and ended with their owner's usage, their runs' ends counted
+    counted = backfills[1].model_copy(update={"id": "bf_c", "ended": 0, "total": 2})
+    assert store.start_backfill(counted, store.get_usage(job.owner))
+    assert not store.start_backfill(counted.model_copy(update={"id": "bf_d"}), Usage())
+    made = [
+        runs[0].model_copy(update={"id": f"{runs[0].id}-bf_c{i}", "backfill_id": "bf_c"})
+        for i in range(2)
+    ]
+    for run in made:
+        store.create_run(run, NOW)
+        store.end_run(run, RunStatus.FAILED, NOW, "x", [run.status])
+    ends = tuple(RunEnd.of(store.get_run(job.id, run.id)) for run in made)  # type: ignore[arg-type]
+    assert store.count_ends(Tally(job.owner, ends[:1], counted)) is None
+    assert store.count_ends(Tally(job.owner, ends, counted)) == TallyRefused(
+        frozenset({made[0].id}), True
+    )
+    now_read = store.get_backfill(job.id, "bf_c")
+    assert store.count_ends(Tally(job.owner, ends[1:], now_read, NOW)) is None
+    assert store.get_backfills([(job.id, "bf_c"), (job.id, "bf_x")])[0].runs == {"FAILED": 2}
+    assert store.get_usage(job.owner).running == {}
+    assert store.reserve_reruns(job.owner, 3, store.get_usage(job.owner))
+    store.release_reruns(job.owner, 3)
+    store.release_backfill(job.owner, job.id, "bf_c")
 
     artifacts = S3Artifacts(twin, s3, RUNS, BUCKET)  # type: ignore[arg-type]
     artifacts.append_logs(job.id, runs[0].id, 1, ["[attempt 1] small"], None)

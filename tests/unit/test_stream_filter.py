@@ -122,3 +122,42 @@ def test_given_a_pattern_when_matched_then_values_are_compared_by_type_and_a_mis
     assert not matches({"a": {"S": [{"anything-but": ["X"]}]}}, {"a": {"S": "X"}})
     with pytest.raises(ValueError, match="prefix"):
         matches({"a": [{"prefix": "x"}]}, {"a": "xy"})
+
+
+def counted_record(event: str, old: str | None, new: str, counted: bool | None) -> dict[str, Any]:
+    """A record of a run whose end is counted (``counted``: its mark; None: a run of another
+    kind, which has none)."""
+    change = record(event, old, new)
+    if counted is not None:
+        for image in ("OldImage", "NewImage"):
+            if image in change["dynamodb"]:
+                change["dynamodb"][image]["counted"] = {"BOOL": counted}
+    return change
+
+
+@pytest.mark.parametrize(
+    ("event", "old", "new", "counted", "kept"),
+    [
+        ("MODIFY", "RUNNING", "SUCCEEDED", False, True),  # a backfill's run or re-run ends
+        ("MODIFY", "QUEUED", "SKIPPED", False, True),  # ended by the worker, never started
+        ("INSERT", None, "CANCELLED", False, True),
+        ("MODIFY", "SUCCEEDED", "SUCCEEDED", False, True),  # ended, its end not counted yet
+        ("MODIFY", "SUCCEEDED", "SUCCEEDED", True, False),  # its mark (or a later note)
+        ("MODIFY", "SCHEDULED", "RUNNING", False, False),  # not ended
+        ("MODIFY", "RUNNING", "SUCCEEDED", None, False),  # a run whose end nobody counts
+        ("REMOVE", "SUCCEEDED", "SUCCEEDED", False, False),
+    ],
+)
+def test_given_runs_whose_ends_are_counted_when_filtered_then_an_end_passes_until_it_is_marked_counted(
+    event: str, old: str | None, new: str, counted: bool | None, kept: bool
+) -> None:
+    keep = stream_filter(notifier_filters(DEFAULT))
+
+    assert keep(counted_record(event, old, new, counted)) is kept
+
+
+@pytest.mark.parametrize("audience", [DEFAULT, EVERY_FINAL, frozenset({RunStatus.SUCCEEDED})])
+def test_given_any_topic_statuses_when_the_filters_are_made_then_lambdas_five_are_not_exceeded(
+    audience: frozenset[RunStatus],
+) -> None:
+    assert len(notifier_filters(audience)) <= 5

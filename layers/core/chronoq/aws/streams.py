@@ -4,9 +4,11 @@ applies them with ``matches``).
 
 A record passes when it ends a run (the run written with a final status, or changed into one
 from another status) and someone is to hear of it: its status is one the SNS topic is told
-about, or the run is marked ``notify`` (its job has a notify block). Everything else (most
-successful runs, later changes of an ended run such as the notes of its notifications) never
-invokes the notifier.
+about, or the run is marked ``notify`` (its job has a notify block). A record of a backfill's
+run or a re-run in a final status passes too while its end is not counted (``counted``
+false: usecases.progress counts it, and marks it counted). Everything else (most successful
+runs, later changes of an ended run such as the notes of its notifications, a counted run's
+mark) never invokes the notifier.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chronoq.aws.codecs import COUNTED, run_from_item
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.usecases.ports import RunEnd
 
 #: Every status a run ends in, as the stream shows it.
 FINAL = sorted(s.value for s in TERMINAL_STATUSES)
@@ -22,7 +26,7 @@ FINAL = sorted(s.value for s in TERMINAL_STATUSES)
 
 def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
     """The filter patterns (Lambda event filtering, any one passes a record) for a deployment
-    whose topic hears of ``topic_statuses``: at most four (Lambda allows five)."""
+    whose topic hears of ``topic_statuses``: at most five (Lambda allows five)."""
     audience = sorted(s.value for s in topic_statuses)
     images: list[dict[str, Any]] = [{"status": {"S": audience}}]
     if audience != FINAL:  # (otherwise every run that ends passes already)
@@ -39,7 +43,16 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
                 },
             }
         )
+    patterns.append(UNCOUNTED_ENDS)
     return patterns
+
+
+#: A backfill's run or a re-run in a final status whose end is not counted yet (written or
+#: changed: until it is marked counted, every write of it passes; the mark makes it stop).
+UNCOUNTED_ENDS: dict[str, Any] = {
+    "eventName": ["INSERT", "MODIFY"],
+    "dynamodb": {"NewImage": {"status": {"S": FINAL}, "counted": {"BOOL": [False]}}},
+}
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -65,3 +78,13 @@ def _allows(choice: Any, value: Any) -> bool:
             return isinstance(value, str | int | float) and value not in operand
         raise ValueError(f"filter rule {operator!r} is not supported here")
     return type(choice) is type(value) and bool(choice == value)
+
+
+def uncounted_end(image: Mapping[str, Any] | None) -> RunEnd | None:
+    """The end a record's new image shows of a backfill's run or a re-run, if it is not
+    counted yet (None: any other record)."""
+    if not image or image.get(COUNTED) != {"BOOL": False}:
+        return None
+    if image.get("status", {}).get("S") not in FINAL:
+        return None
+    return RunEnd.of(run_from_item(image))
