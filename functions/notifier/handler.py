@@ -55,8 +55,8 @@ def notify(record: DynamoDBRecord) -> None:
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     refuse_client_context(context)  # a job's lambda target, not its event source
     records = event.get("Records") or []
-    ends = [uncounted_end(rec.get("dynamodb", {}).get("NewImage")) for rec in records]
     try:
+        ends = [uncounted_end(rec.get("dynamodb", {}).get("NewImage")) for rec in records]
         progress.count(end for end in ends if end is not None)
     except Exception:
         logger.exception("counting run ends failed: the batch is retried")

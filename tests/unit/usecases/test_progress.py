@@ -234,3 +234,26 @@ def test_given_many_ends_of_one_backfill_in_one_batch_when_counted_then_they_are
 
     assert max(sizes) <= 100
     assert kept(fakes, backfill).state is BackfillState.COMPLETED
+
+
+def test_given_the_queues_unavailable_when_a_backfill_and_a_rerun_are_asked_for_then_nothing_is_left_holding_the_owners_usage(
+    fakes: Fakes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = every_ten_minutes(fakes)
+    backfill = fakes.backfills.create(OWNER, job.id, an_hour_back(fakes))
+    first = its_runs(fakes, backfill)[0]
+    end(fakes, first, RunStatus.FAILED)
+
+    def unavailable(*_: object) -> int:
+        raise RuntimeError("SQS is unavailable")
+
+    monkeypatch.setattr(fakes.queues, "send", unavailable)
+    with pytest.raises(RuntimeError):
+        fakes.backfills.create(OWNER, every_ten_minutes(fakes).id, an_hour_back(fakes))
+    with pytest.raises(RuntimeError):
+        fakes.reruns.rerun_run(OWNER, first.id)
+
+    usage = fakes.store.get_usage(OWNER)
+    assert (usage.running, usage.reruns) == ({job.id: frozenset({backfill.id})}, 0)
+    refused = [b for b in fakes.store.backfills.values() if b.id != backfill.id]
+    assert [b.state for b in refused] == [BackfillState.CANCELLED]

@@ -80,13 +80,16 @@ class BackfillOperations:
         )
         self._start(backfill)
         first = [self._run(job, backfill, fire, now) for fire in fires[: backfill.max_in_flight]]
-        made = [run for run in first if self.store.create_run(run, now)]
+        made: list[Run] = []
         try:
+            for run in first:
+                if self.store.create_run(run, now):
+                    made.append(run)
             self.index.enqueue([Occurrence.of(run) for run in made], now)
-        except Exception:  # (queues unavailable): no run is left that nothing will send
+        except Exception:  # (store or queues unavailable): nothing left that nothing will send
             for run in made:
                 self.store.delete_pending_run(run.job_id, run.id)
-            self.store.end_backfill(backfill, BackfillState.CANCELLED, now)
+            self.store.end_backfill(backfill, BackfillState.CANCELLED, now)  # (its usage back)
             raise
         return backfill
 

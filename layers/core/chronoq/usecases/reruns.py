@@ -98,10 +98,13 @@ class RerunOperations:
             _rerun(job, original, now).model_copy(update={"start_deadline_seconds": deadline})
             for original in originals
         ]
-        made = [run for run in runs if self.store.create_run(run, now)]
+        made: list[Run] = []
         try:
+            for run in runs:
+                if self.store.create_run(run, now):
+                    made.append(run)
             self.index.enqueue([Occurrence.of(run) for run in made], now)
-        except Exception:  # (queues unavailable): no run is left that nothing will send
+        except Exception:  # (store or queues unavailable): nothing left that nothing will send
             forgotten = sum(self.store.delete_pending_run(run.job_id, run.id) for run in made)
             self.store.release_reruns(job.owner, forgotten + len(runs) - len(made))
             raise
