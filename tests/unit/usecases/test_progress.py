@@ -12,9 +12,11 @@ from datetime import timedelta
 import pytest
 from chronoq.domain.backfills import Backfill, BackfillRequest, BackfillState
 from chronoq.domain.jobs import Job
+from chronoq.domain.limits import Limits
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
 from chronoq.usecases.backfills import BackfillOperations
+from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.ports import Tally, TallyRefused
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -257,3 +259,26 @@ def test_given_the_queues_unavailable_when_a_backfill_and_a_rerun_are_asked_for_
     assert (usage.running, usage.reruns) == ({job.id: frozenset({backfill.id})}, 0)
     refused = [b for b in fakes.store.backfills.values() if b.id != backfill.id]
     assert [b.state for b in refused] == [BackfillState.CANCELLED]
+
+
+def test_given_an_owners_backfills_and_reruns_when_their_usage_is_read_then_it_holds_their_fire_times_not_ended(
+    fakes: Fakes,
+) -> None:
+    """What a GET /limits will show: read from the usage item and the running backfills."""
+    job, other = every_ten_minutes(fakes), every_ten_minutes(fakes)
+    first = fakes.backfills.create(OWNER, job.id, an_hour_back(fakes))
+    second = fakes.backfills.create(OWNER, other.id, an_hour_back(fakes))
+    for run in its_runs(fakes, first)[:4]:
+        end(fakes, run, RunStatus.SUCCEEDED)
+    fakes.count_run_ends()
+    del fakes.store.backfills[(other.id, second.id)]  # (expired from under the usage)
+
+    usage = owner_usage(fakes.store, OWNER)
+
+    assert (usage.running_backfills, usage.queued_runs) == (1, FIRES - 4)
+    assert fakes.store.get_usage(OWNER).running == {job.id: frozenset({first.id})}
+    assert usage.view(Limits()) == {
+        "running_backfills_per_owner": {"limit": 10, "used": 1},
+        "running_backfills_per_job": {"limit": 3, "used": {job.id: 1}},
+        "queued_runs_per_owner": {"limit": 10_000, "used": 2},
+    }
