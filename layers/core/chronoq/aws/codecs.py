@@ -220,9 +220,12 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "logs": "L",
     "log_bytes": "N",
     "log_objects": "L",
-    #: true when its job asked to be notified (the runs stream filter lets its end through
-    #: whatever the status); absent otherwise.
+    #: true when its job asked to be notified, or its end is counted (``counted``): the runs
+    #: stream filter lets its end through whatever the status; absent otherwise.
     "notify": "BOOL",
+    #: true when ``notify`` is there only for its end to be counted (its job asked for
+    #: nothing); absent otherwise.
+    "quiet": "BOOL",
     #: a re-run's original run, a backfill's id, when a run first waited for its flow
     #: (absent unless so).
     "rerun_of": "S",
@@ -230,8 +233,7 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "start_deadline_seconds": "N",
     "held_at": "S",
     #: a backfill's or re-run's run: false until its end is counted (on its backfill, and in
-    #: its owner's usage: usecases.progress), then true; absent for other runs (the runs
-    #: stream's filter lets an end through to be counted while it is false).
+    #: its owner's usage: usecases.progress), then true; absent for other runs.
     "counted": "BOOL",
 }
 #: The attributes of each element of ``attempts`` (a map).
@@ -265,6 +267,8 @@ def run_key(job_id: str, run_id: str) -> dict[str, Any]:
 
 #: The attribute marking a backfill's or re-run's run whose end has been counted.
 COUNTED = "counted"
+#: The attribute of a run marked ``notify`` only for its end to be counted.
+QUIET = "quiet"
 
 
 def counts_end(run: Run) -> bool:
@@ -286,7 +290,10 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "scheduled_at": format_instant(run.scheduled_at),
         "queued_at": format_instant(run.queued_at) if run.queued_at else None,
         "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
-        "notify": True if run.notify else None,  # written only when true
+        # written only when true: the notifier hears of its end (its job asked, or its end
+        # is counted: see aws.streams); QUIET when it is only for the count
+        "notify": True if run.notify or counts_end(run) else None,
+        QUIET: True if counts_end(run) and not run.notify else None,
         "rerun_of": run.rerun_of,
         "backfill_id": run.backfill_id,
         "held_at": instant(run.held_at),
@@ -320,6 +327,8 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
             "notifications": {
                 k.removeprefix(NOTIFIED): v for k, v in data.items() if k.startswith(NOTIFIED)
             },
+            # (what its job asked for: not a notify mark there only for the count)
+            "notify": bool(data.get("notify")) and not data.get(QUIET),
             # the state machine writes "" for "kept elsewhere" / "none"
             "output": data.get("output") or None,
             "output_location": data.get("output_location") or None,

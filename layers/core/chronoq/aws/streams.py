@@ -4,11 +4,10 @@ applies them with ``matches``).
 
 A record passes when it ends a run (the run written with a final status, or changed into one
 from another status) and someone is to hear of it: its status is one the SNS topic is told
-about, or the run is marked ``notify`` (its job has a notify block). A record of a backfill's
-run or a re-run in a final status passes too while its end is not counted (``counted``
-false: usecases.progress counts it, and marks it counted). Everything else (most successful
-runs, later changes of an ended run such as the notes of its notifications, a counted run's
-mark) never invokes the notifier.
+about, or the run is marked ``notify``: its job has a notify block, or the run's end is
+counted (a backfill's run, a re-run: usecases.progress counts it, and marks it counted).
+Everything else (most successful runs, later changes of an ended run such as the notes of its
+notifications, a counted run's mark) never invokes the notifier.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ FINAL = sorted(s.value for s in TERMINAL_STATUSES)
 
 def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
     """The filter patterns (Lambda event filtering, any one passes a record) for a deployment
-    whose topic hears of ``topic_statuses``: at most five (Lambda allows five)."""
+    whose topic hears of ``topic_statuses``: at most four (Lambda allows five)."""
     audience = sorted(s.value for s in topic_statuses)
     images: list[dict[str, Any]] = [{"status": {"S": audience}}]
     if audience != FINAL:  # (otherwise every run that ends passes already)
@@ -43,16 +42,7 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
                 },
             }
         )
-    patterns.append(UNCOUNTED_ENDS)
     return patterns
-
-
-#: A backfill's run or a re-run in a final status whose end is not counted yet (written or
-#: changed: until it is marked counted, every write of it passes; the mark makes it stop).
-UNCOUNTED_ENDS: dict[str, Any] = {
-    "eventName": ["INSERT", "MODIFY"],
-    "dynamodb": {"NewImage": {"status": {"S": FINAL}, "counted": {"BOOL": [False]}}},
-}
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
