@@ -25,6 +25,7 @@ from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
+from chronoq.usecases.wake import SlotWaker
 
 from tests.support import load_event
 
@@ -111,7 +112,11 @@ class Wiring:
 
     @property
     def canceller(self) -> Canceller:
-        return Canceller(self.store, self.executor, self.clock)
+        return Canceller(self.store, self.executor, self.clock, self.waker)
+
+    @property
+    def waker(self) -> SlotWaker:
+        return SlotWaker(self.store, self.queues, self.clock)
 
     @property
     def jobs(self) -> JobOperations:

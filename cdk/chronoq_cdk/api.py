@@ -22,7 +22,7 @@ from .functions import LOG_RETENTION, python_function
 from .notifications import Notifications
 from .queues import Queues
 from .rules import acknowledge, grant_wildcards
-from .storage import OBJECTS_REASON, Storage, grant_items
+from .storage import OBJECTS_REASON, Storage, grant_index_query, grant_items
 
 #: Why a grant on a state machine's executions names them with a wildcard.
 EXECUTIONS_REASON = (
@@ -112,10 +112,11 @@ class Api(Construct):
             "dynamodb:UpdateItem",
         )
         # Runs are created, read, cancelled (UpdateItem) and, when a pending occurrence is
-        # replaced by a schedule change or a pause, forgotten (DeleteItem). A backfill is
-        # kept there too: made (PutItem) and ended (UpdateItem) in one transaction with its
-        # owner's usage item (jobs table); an owner's running backfills are read together
-        # (BatchGetItem) to know the fire times they hold.
+        # replaced by a schedule change or a pause, forgotten (DeleteItem); a cancelled run
+        # that held flow slots without starting wakes the runs parked on them (the waiting
+        # index). A backfill is kept there too: made (PutItem) and ended (UpdateItem) in one
+        # transaction with its owner's usage item (jobs table); an owner's running backfills
+        # are read together (BatchGetItem) to know the fire times they hold.
         grant_items(
             self.function,
             storage.runs,
@@ -126,6 +127,7 @@ class Api(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
         )
+        grant_index_query(self.function, storage.runs, r.RUNS_WAITING_INDEX)
         queues.grant_send_messages(self.function)
         # POST /runs/{id}/cancel stops the run's execution; it never starts one.
         grant_wildcards(

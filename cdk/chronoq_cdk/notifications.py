@@ -22,9 +22,9 @@ from chronoq.domain.runs import RunStatus
 from constructs import Construct
 
 from .functions import python_function
-from .queues import END_OF_THE_LINE
+from .queues import END_OF_THE_LINE, Queues
 from .rules import acknowledge
-from .storage import Storage, grant_items
+from .storage import Storage, grant_index_query, grant_items
 
 SIGNING_SECRET_LENGTH = 64
 #: The AWS managed key of SNS.
@@ -36,7 +36,8 @@ DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
 def finished_runs(topic_statuses: Iterable[RunStatus]) -> list[Mapping[str, Any]]:
     """The stream filters: a run written with a status it ends in, or changed into one (later
     changes of an ended run, such as the notes of its notifications, stay out), when its
-    status is one the topic hears of or its job asked to be notified (see aws.streams)."""
+    status is one the topic hears of or its job asked to be notified; and a run that held
+    flow slots, once ended (see aws.streams)."""
     return [lambda_.FilterCriteria.filter(p) for p in notifier_filters(topic_statuses)]
 
 
@@ -49,6 +50,7 @@ class Notifications(Construct):
         layer: lambda_.ILayerVersion,
         environment: Mapping[str, str],
         storage: Storage,
+        queues: Queues,
         topic_statuses: frozenset[RunStatus],
         email_sender: str = "",
     ) -> None:
@@ -117,6 +119,10 @@ class Notifications(Construct):
         # (Store.note_notification: UpdateItem); backfills read (GetItem), their runs' ends
         # counted on them, each run marked counted (UpdateItem, in one transaction).
         grant_items(self.function, storage.runs, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # A run that held flow slots ends: its flows' items (GetItem, above), the runs parked
+        # on them (Query of the runs table's waiting index), sent again (the run queues).
+        grant_index_query(self.function, storage.runs, r.RUNS_WAITING_INDEX)
+        queues.grant_send_messages(self.function)
         self.topic.grant_publish(self.function)
         self.grant_read_signing_secret(self.function)
         if email_sender:

@@ -128,6 +128,7 @@ class ChronoqStack(Stack):
             layer=self.layer,
             environment=environment,
             storage=self.storage,
+            queues=self.queues,
             topic_statuses=audience,
             email_sender=email_sender,
         )

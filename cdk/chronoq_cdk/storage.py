@@ -39,6 +39,15 @@ def grant_items(
     )
 
 
+def grant_index_query(grantee: iam.IGrantable, table: dynamodb.ITable, index: str) -> None:
+    """Query on ``table``'s index ``index`` only (not on the table itself)."""
+    iam.Grant.add_to_principal(
+        grantee=grantee,
+        actions=["dynamodb:Query"],
+        resource_arns=[f"{table.table_arn}/index/{index}"],
+    )
+
+
 def _string(name: str) -> dynamodb.Attribute:
     return dynamodb.Attribute(name=name, type=dynamodb.AttributeType.STRING)
 

@@ -16,7 +16,7 @@ from .api import EXECUTIONS_REASON, executions_of
 from .functions import python_function
 from .queues import Queues
 from .rules import acknowledge, grant_wildcards
-from .storage import Storage, grant_items
+from .storage import Storage, grant_index_query, grant_items
 
 
 class Workers(Construct):
@@ -49,7 +49,8 @@ class Workers(Construct):
         # The jobs of a batch's runs are read together (consistent); claiming a run of a
         # forbid/replace job enters it in the job's active runs and records it QUEUED; flow
         # items are read and updated; runs that end without starting, and a backfill's next
-        # runs, are recorded.
+        # runs, are recorded; a run its flow holds back is parked (UpdateItem), and a run
+        # replaced before it started wakes the runs parked on its flows (the waiting index).
         grant_items(
             self.function,
             storage.jobs,
@@ -65,6 +66,7 @@ class Workers(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
         )
+        grant_index_query(self.function, storage.runs, r.RUNS_WAITING_INDEX)
         for machine in (state_machine, express_state_machine):
             iam.Grant.add_to_principal(
                 grantee=self.function,

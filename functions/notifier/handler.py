@@ -1,9 +1,10 @@
 """Notifier: hears of the runs that end (the runs table's stream, filtered to final statuses
-the topic hears of, to runs whose job asked to be notified, and to backfills' runs and
-re-runs whose end is not counted yet: see chronoq.aws.streams). It counts the ends of the
-batch first (a backfill's progress, its owner's usage: chronoq.usecases.progress), then
-tells owners: the SNS topic for the deployment's topic statuses, the job's webhook and
-e-mail as its ``notify`` asks.
+the topic hears of, to runs whose job asked to be notified (or whose end is counted: a
+backfill's run, a re-run) and to runs that held flow slots: see chronoq.aws.streams). It
+counts the ends of the batch first (a backfill's progress, its owner's usage:
+chronoq.usecases.progress), then tells owners: the SNS topic for the deployment's topic
+statuses, the job's webhook and e-mail as its ``notify`` asks. A run that held flow slots
+wakes the runs parked on them (chronoq.usecases.wake).
 
 A record whose delivery raised is reported as a partial batch failure and retried; if
 counting raised, the whole batch is (nothing is counted twice)."""
@@ -27,11 +28,13 @@ from chronoq.aws.streams import uncounted_end
 from chronoq.domain.notifications import has_just_finished
 from chronoq.origin import refuse_client_context
 from chronoq.settings import NotifierSettings, load
+from chronoq.usecases.wake import Ended
 
 logger = Logger(service="chronoq-notifier")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 settings = load(NotifierSettings)
 notifier = compose.notifier(settings)
+waker = compose.waker(settings)
 progress = compose.progress(settings)
 
 
@@ -45,6 +48,9 @@ def notify(record: DynamoDBRecord) -> None:
     new, old = change.get("NewImage"), change.get("OldImage")
     if not new or not has_just_finished(_status(old), _status(new)):
         return
+    slots = new.get("slots", {}).get("S", "")
+    if slots:  # it held flow slots: wake the runs parked on them
+        waker.runs_ended([Ended.of(new["run_id"]["S"], slots)])
     run = run_from_item(new)
     outcomes = notifier.run_finished(run)
     if outcomes:

@@ -12,6 +12,7 @@ from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.schedules import CronSchedule
+from chronoq.resources import Priority
 
 from tests.contract.backends import NOW, SHARDS, Backend, a_job, a_run
 
@@ -102,8 +103,8 @@ def test_given_a_run_that_waits_for_its_flow_when_held_then_its_record_is_made_o
     job = a_job()
     run = a_run(job)
 
-    assert backend.store.hold_run(run, NOW, NOW)
-    assert not backend.store.hold_run(run, NOW + timedelta(seconds=5), NOW)
+    assert backend.store.hold_run(run, NOW, "its flow's rate", NOW)
+    assert not backend.store.hold_run(run, NOW + timedelta(seconds=5), "its flow's rate", NOW)
 
     kept = backend.store.get_run(job.id, run.id)
     assert kept is not None
@@ -115,11 +116,46 @@ def test_given_a_run_that_waits_for_its_flow_when_held_then_its_record_is_made_o
     )
     manual = a_run(job, trigger=Trigger.MANUAL)
     backend.store.create_run(manual, NOW)
-    assert backend.store.hold_run(manual, NOW, NOW)  # recorded SCHEDULED: it notes the wait
+    assert backend.store.hold_run(
+        manual, NOW, "its flow's rate", NOW
+    )  # recorded SCHEDULED: it notes the wait
     backend.store.end_run(manual, RunStatus.CANCELLED, NOW, "x", [RunStatus.SCHEDULED])
     other = a_run(job, at=NOW + timedelta(hours=1))
     backend.store.create_run(other.model_copy(update={"status": RunStatus.RUNNING}), NOW)
-    assert not backend.store.hold_run(other, NOW, NOW)  # running: untouched
+    assert not backend.store.hold_run(other, NOW, "its flow's rate", NOW)  # running: untouched
+
+
+def test_given_runs_parked_on_a_flow_when_the_flow_asks_for_its_next_ones_then_they_come_highest_priority_first_then_longest_waiting_and_leave_as_they_start_or_end(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    low = a_run(job, at=NOW).model_copy(update={"priority": Priority.LOW})
+    old = a_run(job, at=NOW + timedelta(minutes=1))
+    high = a_run(job, at=NOW + timedelta(minutes=2)).model_copy(update={"priority": Priority.HIGH})
+    new = a_run(job, at=NOW + timedelta(minutes=3))
+    for n, run in enumerate((low, old, high, new)):
+        assert backend.store.park_run(run, NOW + timedelta(seconds=n), KEY, "a slot", NOW)
+    assert backend.store.park_run(
+        old, NOW + timedelta(hours=1), KEY, "a slot", NOW
+    )  # again: its place kept
+
+    assert [r.id for r in backend.store.waiting_runs(KEY, 10)] == [high.id, old.id, new.id, low.id]
+    assert [r.id for r in backend.store.waiting_runs(KEY, 2)] == [high.id, old.id]
+    assert backend.store.waiting_runs(KEY + "0", 10) == []
+    kept = backend.store.get_run(job.id, old.id)
+    assert kept is not None
+    assert (kept.status, kept.held_at) == (RunStatus.SCHEDULED, NOW + timedelta(seconds=1))
+    assert kept.waiting_for == "a slot"  # why it waits, shown to its owner
+
+    backend.store.end_run(high, RunStatus.CANCELLED, NOW, "x", [RunStatus.SCHEDULED])
+    ended = backend.store.get_run(job.id, high.id)
+    assert ended is not None
+    assert (ended.waiting_for, ended.wait_reason) == (None, None)
+    backend.state_machine_writes(job.id, old.id, status=RunStatus.RUNNING)
+    assert [r.id for r in backend.store.waiting_runs(KEY, 10)] == [new.id, low.id]
+    assert not backend.store.park_run(high, NOW, KEY, "a slot", NOW)  # ended: not parked again
+    assert not backend.store.park_run(old, NOW, KEY, "a slot", NOW)  # running
+    assert [r.id for r in backend.store.waiting_runs(KEY, 10)] == [new.id, low.id]
 
 
 def test_given_backfill_and_rerun_runs_when_recorded_then_they_keep_what_made_them(

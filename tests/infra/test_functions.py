@@ -205,6 +205,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             stack.notifications.topic,
             secret,
             stack.notifications.dead_letter,  # records failing after their retries
+            *queues,  # runs parked on a flow, woken as a run holding its slots ends
         ],
     }
 
@@ -331,7 +332,10 @@ def test_given_the_worker_role_when_synthesized_then_it_only_claims_runs(
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:DeleteItem",
+        "dynamodb:Query",  # the waiting index only (the runs a flow parked)
     }
+    (query,) = [s for s in on_runs if s["Action"] == "dynamodb:Query"]
+    assert rendered(query["Resource"]).endswith(f"/index/{r.RUNS_WAITING_INDEX}")
     assert _actions(on_jobs) == {"dynamodb:BatchGetItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
     assert not [s for s in statements if schedule in _logical_ids(s["Resource"])]
     assert {a for a in _actions(statements) if a.startswith("states:")} == {

@@ -53,7 +53,12 @@ def test_given_records_failing_after_their_retries_when_synthesized_then_they_go
     assert props["MessageRetentionPeriod"] == 14 * 24 * 3600
     # the notifier's role is what the event source mapping sends the failed records with
     assert ("sqs:SendMessage", rendered(synth.arn(dead_letter)), "null") in granted
-    assert {g[1] for g in granted if g[0].startswith("sqs:")} == {rendered(synth.arn(dead_letter))}
+    # and the run queues, where it sends the runs a flow parked, woken
+    run_queues = {rendered(synth.arn(q)) for q in synth.stack.queues.by_priority.values()}
+    assert {g[1] for g in granted if g[0].startswith("sqs:")} == {
+        rendered(synth.arn(dead_letter)),
+        *run_queues,
+    }
 
 
 def test_given_the_notifier_when_synthesized_then_a_batch_of_retried_webhooks_fits_its_timeout(
@@ -86,6 +91,14 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": topic, "OldImage": not_ended}},
         {"eventName": ["INSERT"], "dynamodb": {"NewImage": asked}},
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": asked, "OldImage": not_ended}},
+        # a run that held flow slots, once ended: its end wakes the runs parked on them
+        {
+            "eventName": ["MODIFY"],
+            "dynamodb": {
+                "NewImage": {"status": {"S": FINISHED}, "slots": {"S": [{"prefix": "flow#"}]}},
+                "OldImage": not_ended,
+            },
+        },
     ]
     assert patterns == notifier_filters(topic_statuses(r.DEFAULT_TOPIC_STATUSES))
 
@@ -131,6 +144,8 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_deletes_ended_on
         # (Store.note_notification)
         ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),
         ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
+        # the runs a flow parked, to wake as a run holding its slots ends
+        ("dynamodb:Query", f"${{{runs}.Arn}}/index/{r.RUNS_WAITING_INDEX}", "null"),
         # the event source mapping reads the runs stream in the function's name
         ("dynamodb:ListStreams", "*", "null"),
         *(

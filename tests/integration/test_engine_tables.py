@@ -317,8 +317,8 @@ def test_given_runs_flows_backfills_and_logs_when_kept_by_dynamostore_and_s3arti
     assert store.claim_run(job, runs[0], NOW, NOW, exclusive=True) == "claimed"
     assert store.claim_run(job, runs[0], NOW, NOW, exclusive=True) == "held"
     assert store.claim_run(job, runs[1], NOW, NOW, exclusive=True) == "job_changed"
-    assert store.hold_run(runs[2], NOW, NOW)
-    assert not store.hold_run(runs[2], NOW, NOW)
+    assert store.hold_run(runs[2], NOW, "its flow's rate", NOW)
+    assert not store.hold_run(runs[2], NOW, "its flow's rate", NOW)
     attempt = Attempt(attempt=1, started_at=NOW, finished_at=NOW + MINUTE, outcome="Cancelled")
     ended = store.end_run(runs[0], RunStatus.CANCELLED, NOW, "stop", [RunStatus.QUEUED], attempt)
     assert ended
@@ -418,6 +418,7 @@ DOCUMENT: dict[str, Any] = {
     "expires_at": 1_900_000_000,
     "notify": True,
     "flow": "flow#alice#f",
+    "slots": "flow#alice#f",
     "attempt": {"number": 1},
     "attempt_started": {"at": "2026-11-26T12:00:00.100Z"},
     "attempt_finished": {"at": "2026-11-26T12:00:01.100Z"},

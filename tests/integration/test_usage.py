@@ -49,28 +49,34 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # - api (POST /jobs/{id}/trigger): reads the job (GetItem), records the run SCHEDULED
     #   (PutItem) and queues it (SendMessageBatch): 3.
     # - worker: reads the jobs of the runs due in that second (BatchGetItem, one consistent
-    #   read: here one job); for an allow job it neither reads the run nor claims it; starts
-    #   the EXPRESS execution of the batch (StartExecution: here a batch of one run): 2.
+    #   read: here one job); a run asked for (here a manual trigger) goes through its
+    #   owner's runs asked for under way: its record read (GetItem: it takes no slot if it
+    #   ran), the owner's flow item read and written (GetItem, UpdateItem: its slot); it
+    #   neither claims it (an allow job); starts the EXPRESS execution of the batch
+    #   (StartExecution: here a batch of one run): 5.
     # - statemachine (the EXPRESS batch's Map runs the run's states): MarkRunning
-    #   (UpdateItem), RunTarget (lambda:Invoke of the runner), MarkSucceeded (UpdateItem:
-    #   outcome, attempt, output and log lines in one write); ReleaseIfExclusive skips
-    #   ReleaseJob (not an exclusive job): 3.
+    #   (UpdateItem, noting its slot), RunTarget (lambda:Invoke of the runner), MarkSucceeded
+    #   (UpdateItem: outcome, attempt, output and log lines in one write); ReleaseFlows gives
+    #   the slot back (UpdateItem); ReleaseIfExclusive skips ReleaseJob (not an exclusive
+    #   job): 4.
     # - runner: the output and the log are small: both go back to the state machine,
     #   nothing written (so it makes no request).
-    assert usage["aws_requests_by_caller"] == {"api": 3, "worker": 2, "statemachine": 3}
+    assert usage["aws_requests_by_caller"] == {"api": 3, "worker": 5, "statemachine": 4}
     assert usage["aws_requests"] == {
         "dynamodb:BatchGetItem": 1,
-        "dynamodb:GetItem": 1,
+        "dynamodb:GetItem": 3,
         "dynamodb:PutItem": 1,
-        "dynamodb:UpdateItem": 2,
+        "dynamodb:UpdateItem": 4,
         "lambda:Invoke": 1,
         "sqs:SendMessageBatch": 1,
         "stepfunctions:StartExecution": 1,
     }
-    # Writes, 1 KB each (every version of the run item is under 1 KB; the runs table has no
-    # index): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the job is not written.
-    # Reads: the job twice (api, worker), strongly consistent, under 4 KB (1 each).
-    assert usage["dynamodb"] == {"write_units": 3.0, "read_units": 2.0}
+    # Writes, 1 KB each (every version of the run item is under 1 KB; the waiting index
+    # holds only parked runs): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the owner's
+    # flow item, its slot taken (1) and given back (1); the job is not written.
+    # Reads, strongly consistent, under 4 KB (1 each): the job twice (api, worker), the run
+    # and the owner's flow item (worker).
+    assert usage["dynamodb"] == {"write_units": 5.0, "read_units": 4.0}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,

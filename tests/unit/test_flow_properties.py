@@ -74,6 +74,7 @@ class FlowReliability(Reliability):
         super().__init__()
         assert isinstance(self.fakes.store, RecordingStore)
         self.fakes.executor = FlowStepFunctions(self.fakes.store, self.fakes.clock)
+        self.fakes.executor.waker = self.fakes.waker
         #: job id -> its flow key
         self.flow_of: dict[str, str] = {}
 

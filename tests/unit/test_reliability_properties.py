@@ -243,6 +243,7 @@ class Reliability(RuleBasedStateMachine):
         store = RecordingStore(self.ledger)
         self.fakes = Fakes(store=store, queues=RecordingQueues(self.ledger))
         self.fakes.executor = StepFunctions(store, self.fakes.clock)
+        self.fakes.executor.waker = self.fakes.waker
         self.fakes.clock.set(datetime.fromisoformat("2026-11-26T11:58:40+00:00"))
         #: SQS: messages and the instant each becomes visible
         self.queue: list[tuple[RunMessage, datetime]] = []

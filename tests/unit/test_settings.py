@@ -109,6 +109,7 @@ NOTIFIER_ENV = {
     r.ENV_RUNS_TABLE: "runs",
     r.ENV_TOPIC_ARN: "arn:aws:sns:us-east-1:123456789012:runs",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s",
+    **{name: WORKER_ENV[name] for name in r.ENV_QUEUE_URLS.values()},
 }
 
 

@@ -37,6 +37,7 @@ from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
+from chronoq.usecases.wake import SlotWaker
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,10 @@ def api(settings: ApiSettings) -> Api:
     store = DynamoStore(
         clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
     )
-    index = TimeIndex(
-        store, SqsQueues(clients.sqs(), settings.queue_urls), settings.shards, TIME.clock
-    )
+    queues = SqsQueues(clients.sqs(), settings.queue_urls)
+    index = TimeIndex(store, queues, settings.shards, TIME.clock)
     executor = StepFunctionsExecutor(clients.stepfunctions(), settings.state_machine_arn)
+    canceller = Canceller(store, executor, TIME.clock, SlotWaker(store, queues, TIME.clock))
     artifacts = S3Artifacts(
         clients.dynamodb(), clients.client("s3"), settings.runs_table, settings.output_bucket
     )
@@ -102,7 +103,7 @@ def api(settings: ApiSettings) -> Api:
         runs=RunOperations(
             store=store,
             artifacts=artifacts,
-            canceller=Canceller(store, executor, TIME.clock),
+            canceller=canceller,
             clock=TIME.clock,
             pages=PageTokens(master_secret),
         ),
@@ -111,7 +112,7 @@ def api(settings: ApiSettings) -> Api:
         backfills=BackfillOperations(
             store=store,
             index=index,
-            canceller=Canceller(store, executor, TIME.clock),
+            canceller=canceller,
             clock=TIME.clock,
             pages=PageTokens(master_secret),
             limits=settings.limits,
@@ -135,13 +136,14 @@ def worker(settings: WorkerSettings) -> RunStarter:
     executor = StepFunctionsExecutor(
         clients.stepfunctions(), settings.state_machine_arn, settings.express_state_machine_arn
     )
+    queues = SqsQueues(clients.sqs(), settings.queue_urls)
     return RunStarter(
         store=store,
         executor=executor,
-        canceller=Canceller(store, executor, TIME.clock),
+        canceller=Canceller(store, executor, TIME.clock, SlotWaker(store, queues, TIME.clock)),
         clock=TIME.clock,
         sleep=TIME.sleep,
-        queues=SqsQueues(clients.sqs(), settings.queue_urls),
+        queues=queues,
     )
 
 
@@ -160,6 +162,14 @@ def runner(settings: RunnerSettings) -> Runner:
         ),
         task_modules=settings.task_modules,
         egress=Egress(settings.network),
+    )
+
+
+def waker(settings: NotifierSettings) -> SlotWaker:
+    return SlotWaker(
+        store=DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table),
+        queues=SqsQueues(clients.sqs(), settings.queue_urls),
+        clock=TIME.clock,
     )
 
 

@@ -192,10 +192,20 @@ MAX_RERUN_DAYS = 90
 MAX_FLOW_KEY_LENGTH = 64
 MAX_FLOW_RUNNING = 100
 MAX_FLOW_STARTS_PER_SECOND = 1000
-#: A run its flow holds back looks again after this many seconds; one whose flow reserved a
-#: second further ahead than FLOW_START_AHEAD_SECONDS waits for it on its queue.
-FLOW_POLL_SECONDS = 1
+#: A run its flow holds back is parked: the end of a run holding a slot of its flow wakes the
+#: next one (see chronoq.usecases.wake); the parked run itself looks again only after this
+#: many seconds (or at its start deadline, if sooner), in case a wake was lost. A run whose
+#: flow reserved a second further ahead than FLOW_START_AHEAD_SECONDS waits for it on its
+#: queue.
+FLOW_RELOOK_SECONDS = 300
+#: A run that lost its flow item's write to other workers' several times looks again after
+#: this many seconds.
+FLOW_RETRY_SECONDS = 1
 FLOW_START_AHEAD_SECONDS = 2
+#: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once:
+#: one more waits, parked, for one of them to end (see chronoq.domain.flow.owner_item_key).
+#: Scheduled runs are not counted: they never wait for it.
+MAX_ASKED_RUNS_IN_FLIGHT = 1000
 #: A slot whose run has not started this long after the second reserved for it (its worker
 #: died before starting it, or its message was lost) is taken back when the flow is full.
 FLOW_LEASE_SECONDS = 60
@@ -369,12 +379,25 @@ SCHEDULE_TABLE = Table(
     sort_key="due",
     ttl_attribute="expires_at",
 )
+#: The runs a flow holds back, by flow and in the order they are woken (sparse: only parked
+#: runs carry its keys, ``waits_on`` and ``wait_order``, see chronoq.domain.flow.wait_order).
+RUNS_WAITING_INDEX = "waiting"
+
 RUNS_TABLE = Table(
     id="Runs",
     env=ENV_RUNS_TABLE,
     partition_key="job_id",
     sort_key="run_id",
     ttl_attribute="expires_at",
+    # All attributes: a wake sends the runs it finds (few: only runs held back are in it).
+    indexes=(
+        Index(
+            RUNS_WAITING_INDEX,
+            partition_key="waits_on",
+            sort_key="wait_order",
+            projection=Projection.ALL,
+        ),
+    ),
     stream=True,  # the notifier hears of the runs that end, filtered (see aws.streams)
 )
 TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
@@ -497,8 +520,10 @@ NOTIFIER_FUNCTION = Function(
         ENV_EMAIL_SENDER,
         ENV_BLOCK_PRIVATE_TARGETS,  # webhooks: the SSRF guard, at call time
         ENV_ALLOWED_TARGET_NETWORKS,
+        *ENV_QUEUE_URLS.values(),  # to wake the runs a flow parked when a slot is given back
     ),
-    description="Tells owners about finished runs: SNS, signed webhooks, e-mail",
+    description="Tells owners about finished runs (SNS, signed webhooks, e-mail); wakes the "
+    "runs a flow parked when runs holding its slots end",
 )
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.
 #: Messages per worker invocation (the SQS event source mappings' batch size): as many runs

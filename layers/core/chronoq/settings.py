@@ -283,7 +283,7 @@ class RunnerSettings(FunctionSettings, _Network):
     _task_modules = field_validator("task_modules", mode="before")(_names)
 
 
-class NotifierSettings(FunctionSettings, _Network):
+class NotifierSettings(FunctionSettings, _Network, _Queues):
     FUNCTION = r.NOTIFIER_FUNCTION
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)

@@ -890,6 +890,7 @@ def run_input(target: str) -> dict[str, Any]:
         "output_location": "",
         "exclusive": False,
         "flows": [],
+        "slots": "",
     }
 
 

@@ -321,6 +321,7 @@ def stepping_fakes(shards: int = 1) -> Fakes:
     got past it), the dispatcher's checkpoints at the minute before now."""
     fakes = Fakes(store=SteppingStore(), queues=SteppingQueues(), shards=shards)
     fakes.executor = ExecutingFakeExecutor(fakes.store, fakes.clock)
+    fakes.executor.waker = fakes.waker
     before = ids.minute_of(fakes.clock()) - timedelta(minutes=1)
     for shard in range(fakes.shards):
         fakes.store.open_minute(shard, before)

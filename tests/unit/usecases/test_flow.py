@@ -1,7 +1,7 @@
 """Flow control in the worker, on the fakes: the runs of the owner's jobs that share a flow
-key share its limits; a run over a limit is not failed nor dropped: it waits (recorded, its
-message sent again) and starts as soon as the limit allows; a run of a job without a flow
-costs nothing more."""
+key share its limits; a run over a limit is not failed nor dropped: it waits (recorded,
+parked until a run of its flow gives a slot back, which wakes it) and starts as soon as the
+limit allows; a run of a job without a flow costs nothing more."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from chronoq.domain import flow
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Run, RunMessage, RunStatus
-from chronoq.domain.time import utc_second
+from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeExecutor, FakeStore
+from chronoq.usecases.wake import Ended
 
 from tests.builders import OWNER, Fakes, job_spec, seconds_from
 from tests.unit.usecases.helpers import (
@@ -75,13 +76,19 @@ def end(fakes: Fakes, run_id: str) -> None:
     for key in started.flows:
         fakes.store.release_flow(key, run_id)
     fakes.executor.finish(run_id)
+    if started.flows:  # the notifier hears of its end
+        fakes.waker.runs_ended([Ended.of(run_id, started.slots)])
+
+
+def stored_id(fakes: Fakes, run_id: str) -> Run:
+    return next(run for (_, rid), run in fakes.store.runs.items() if rid == run_id)
 
 
 def resent(fakes: Fakes) -> list[RunMessage]:
     return [s.message for s in fakes.queues.sent]
 
 
-def test_given_two_jobs_of_one_flow_with_max_running_1_when_their_runs_are_due_together_then_one_starts_and_the_other_waits_recorded_and_sent_again(
+def test_given_two_jobs_of_one_flow_with_max_running_1_when_their_runs_are_due_together_then_one_starts_and_the_other_is_parked_recorded_and_looks_again_only_much_later(
     fakes: Fakes,
 ) -> None:
     (job_a, run_a), (_, run_b) = due_jobs(fakes, 2, ONE_AT_A_TIME)
@@ -92,36 +99,44 @@ def test_given_two_jobs_of_one_flow_with_max_running_1_when_their_runs_are_due_t
     assert outcomes == ["started", "held"]
     key = flow.item_key(OWNER, "partner-api")
     assert fakes.executor.started[run_a.id].flows == [key]  # released at its end
+    assert fakes.executor.started[run_a.id].slots == key  # noted on its record: its end wakes
     assert set(fakes.store.get_flow(key).holders) == {run_a.id}
     waiting = stored(fakes, run_b)  # visible: it waits, it was not dropped
     assert (waiting.status, waiting.held_at) == (RunStatus.SCHEDULED, run_b.scheduled_at)
+    assert waiting.waiting_for == "a slot of its flow 'partner-api' (max_running 1 runs under way)"
+    assert [w.id for w in fakes.store.waiting_runs(key, 10)] == [run_b.id]  # parked
     (again,) = fakes.queues.sent
     assert again.message.run_id == run_b.id
     assert (again.message.held_at, again.message.reserved) == (run_b.scheduled_at, False)
-    assert again.delay_seconds == r.FLOW_POLL_SECONDS  # it looks again in a second
+    # no per-second look: it looks again only in case its wake is lost
+    assert again.delay_seconds == r.FLOW_RELOOK_SECONDS
     assert job_a.flow is not None
     assert job_a.flow.key == "partner-api"
 
 
-def test_given_a_run_waiting_for_its_flow_when_the_running_one_ends_then_it_starts_at_its_next_look_and_its_wait_is_recorded(
+def test_given_a_parked_run_when_the_running_one_ends_then_its_end_wakes_it_and_it_starts_its_wait_recorded(
     fakes: Fakes,
 ) -> None:
     (_, run_a), (_, run_b) = due_jobs(fakes, 2, ONE_AT_A_TIME)
     fakes.queues.sent.clear()
     fakes.starter.start_runs([message(fakes, run_a), message(fakes, run_b)])
-    (again,) = resent(fakes)
+    (relook,) = resent(fakes)
     fakes.queues.sent.clear()
     fakes.clock.set(run_a.scheduled_at)
     assert mark_running(fakes, run_a)
 
-    fakes.clock.advance(1)  # still running: it waits again, its wait not recorded twice
-    assert fakes.starter.start_run(again) == "held"
-    (again,) = resent(fakes)
-    assert again.held_at == run_b.scheduled_at
-    fakes.clock.advance(3)
-    end(fakes, run_a.id)
+    fakes.clock.advance(5)
+    end(fakes, run_a.id)  # its end (the notifier hearing of it) wakes run_b, at once
+
+    (woken,) = fakes.queues.sent
+    assert (woken.message.run_id, woken.message.woken, woken.delay_seconds) == (
+        run_b.id,
+        True,
+        0,
+    )
+    fakes.queues.sent.clear()
     fakes.clock.advance(1)
-    assert fakes.starter.start_run(again) == "started"
+    assert fakes.starter.start_run(woken.message) == "started"
     started = fakes.executor.started[run_b.id]
     assert datetime.fromisoformat(started.starts_at) == utc_second(fakes.clock()) + timedelta(
         seconds=1
@@ -129,8 +144,12 @@ def test_given_a_run_waiting_for_its_flow_when_the_running_one_ends_then_it_star
     fakes.clock.set(datetime.fromisoformat(started.starts_at))
     assert mark_running(fakes, run_b)
     run = stored(fakes, run_b)
-    assert run.flow_wait_ms == 6000  # from when it first had to wait to its start
-    assert run.lag_ms == 6000  # from its planned start: the wait is part of it
+    assert run.flow_wait_ms == 7000  # from when it first had to wait to its start
+    assert run.lag_ms == 7000  # from its planned start: the wait is part of it
+    assert fakes.store.waiting_runs(flow.item_key(OWNER, "partner-api"), 10) == []
+    # its look-again message, later, finds it started: nothing more
+    assert fakes.starter.start_run(relook) == "duplicate"
+    assert fakes.queues.sent == []
 
 
 def test_given_a_rate_when_a_burst_is_due_then_no_second_holds_more_starts_and_those_past_the_next_seconds_wait_for_theirs_on_the_queue(
@@ -152,6 +171,9 @@ def test_given_a_rate_when_a_burst_is_due_then_no_second_holds_more_starts_and_t
     }
     (later,) = fakes.queues.sent  # its reserved second, 3 s away: it waits for it queued
     assert later.message.reserved
+    assert stored_id(fakes, later.message.run_id).waiting_for == (
+        f"its flow's rate: starts at its second, {format_instant(due + timedelta(seconds=2))}"
+    )
     assert later.message.not_before == due + timedelta(seconds=2)
     fakes.clock.set(due + timedelta(seconds=1))
     assert fakes.starter.start_run(later.message) == "started"  # its second, uncounted again

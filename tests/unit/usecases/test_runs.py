@@ -111,10 +111,9 @@ def test_given_a_manual_run_not_yet_started_when_cancelled_then_it_never_starts(
 
     assert (cancelled.status, cancelled.reason) == (RunStatus.CANCELLED, "cancelled by alice")
     assert cancelled.finished_at == fakes.clock()
-    # (an allow run starts without reading its record: its execution ends at its first write)
-    assert fakes.starter.start_run(queued) == "started"
-    assert not mark_running(fakes, run)
-    assert fakes.executor.starts == {run.id: 1}
+    # (a run asked for goes through its owner's runs under way: its record is read first)
+    assert fakes.starter.start_run(queued) == "duplicate"
+    assert fakes.executor.starts == {}
     assert stored(fakes, run) == cancelled
     assert stored_job(fakes, job).active_runs == frozenset()
 

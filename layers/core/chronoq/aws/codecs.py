@@ -232,6 +232,15 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "backfill_id": "S",
     "start_deadline_seconds": "N",
     "held_at": "S",
+    #: the flow items the run holds slots in, space-separated ("" for none), written as it
+    #: starts: its end wakes the runs parked on them (see chronoq.usecases.wake).
+    "slots": "S",
+    #: a parked run's flow item and place among its runs (the waiting index's keys; absent
+    #: once it starts or ends).
+    "waits_on": "S",
+    "wait_order": "S",
+    #: why it waits (absent once it starts or ends).
+    "wait_reason": "S",
     #: a backfill's or re-run's run: false until its end is counted (on its backfill, and in
     #: its owner's usage: usecases.progress), then true; absent for other runs.
     "counted": "BOOL",
@@ -349,6 +358,7 @@ def flow_from_item(item: Mapping[str, Any] | None) -> FlowState:
         frontier=int(data.get("frontier", 0)),
         starts=int(data.get("starts", 0)),
         version=int(data.get("version", 0)),
+        max_running=int(data["max_running"]) if data.get("max_running") is not None else None,
     )
 
 

@@ -8,6 +8,9 @@ about, or the run is marked ``notify``: its job has a notify block, or the run's
 counted (a backfill's run, a re-run: usecases.progress counts it, and marks it counted).
 Everything else (most successful runs, later changes of an ended run such as the notes of its
 notifications, a counted run's mark) never invokes the notifier.
+
+A record also passes when a run that held flow slots ends (its ``slots``, noted as it started,
+name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chronoq.aws.codecs import COUNTED, run_from_item
+from chronoq.domain.keys import FLOW
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.usecases.ports import RunEnd
 
@@ -25,7 +29,7 @@ FINAL = sorted(s.value for s in TERMINAL_STATUSES)
 
 def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
     """The filter patterns (Lambda event filtering, any one passes a record) for a deployment
-    whose topic hears of ``topic_statuses``: at most four (Lambda allows five)."""
+    whose topic hears of ``topic_statuses``: at most five (what Lambda allows)."""
     audience = sorted(s.value for s in topic_statuses)
     images: list[dict[str, Any]] = [{"status": {"S": audience}}]
     if audience != FINAL:  # (otherwise every run that ends passes already)
@@ -42,7 +46,20 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
                 },
             }
         )
+    if audience != FINAL:  # (otherwise it passes already)
+        patterns.append(SLOTS_GIVEN_BACK)
     return patterns
+
+
+#: The end of a run that held flow slots (a run's first write, MarkRunning, notes its slots:
+#: it ends by a change of its record, never by its first write).
+SLOTS_GIVEN_BACK: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {
+        "NewImage": {"status": {"S": FINAL}, "slots": {"S": [{"prefix": FLOW}]}},
+        "OldImage": {"status": {"S": [{"anything-but": FINAL}]}},
+    },
+}
 
 
 def matches(pattern: Mapping[str, Any], event: Mapping[str, Any]) -> bool:
@@ -66,6 +83,8 @@ def _allows(choice: Any, value: Any) -> bool:
         ((operator, operand),) = choice.items()
         if operator == "anything-but":
             return isinstance(value, str | int | float) and value not in operand
+        if operator == "prefix":
+            return isinstance(value, str) and value.startswith(operand)
         raise ValueError(f"filter rule {operator!r} is not supported here")
     return type(choice) is type(value) and bool(choice == value)
 

@@ -6,10 +6,11 @@ with the second reserved for its start, and the number of starts counted in the 
 second any start was reserved in (the frontier). Starts are reserved in order: a run gets
 the second it wants if that is past the frontier, else the frontier's second while it has
 room, else the second after. So no second ever holds more than ``max_starts_per_second``
-starts, and a run over the rate knows at once when it may start; a run over
-``max_running`` waits for a slot and looks again. A slot is given back when its run ends (the
-state machine's last step), when the run is cancelled, or, if its run never started, once
-the flow is full and the second reserved for it is FLOW_LEASE_SECONDS past.
+starts, and a run over the rate knows at once when it may start. A run over ``max_running``
+is parked (``wait_order`` keeps the parked runs of a flow in the order they are woken) until a
+slot is given back: when its run ends (the state machine's last step; the run's end wakes the
+parked runs the free slots let start), when the run is cancelled, or, if its run never
+started, once the flow is full and the second reserved for it is FLOW_LEASE_SECONDS past.
 
 Pure: the use case reads the state, decides with ``admit`` and writes the state back under
 the version it read (a concurrent change makes it read and decide again).
@@ -20,9 +21,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from chronoq import resources as r
 from chronoq.domain import keys
+from chronoq.domain.time import format_instant
 
 #: Prefix of the jobs table's flow items (see domain.keys).
 ITEM_PREFIX = keys.FLOW
@@ -38,6 +41,13 @@ def backfill_item_key(owner: str, backfill_id: str) -> str:
     """The item pacing a backfill's runs (its ``max_running`` is the backfill's maximum in
     flight)."""
     digest = hashlib.sha256(f"backfill\0{owner}\0{backfill_id}".encode()).hexdigest()[:40]
+    return ITEM_PREFIX + digest
+
+
+def owner_item_key(owner: str) -> str:
+    """The item counting the owner's asked runs under way (manual, re-runs, backfills): its
+    ``max_running`` is the owner's MAX_ASKED_RUNS_IN_FLIGHT."""
+    digest = hashlib.sha256(f"owner\0{owner}".encode()).hexdigest()[:40]
     return ITEM_PREFIX + digest
 
 
@@ -57,6 +67,8 @@ class FlowState:
     frontier: int = 0
     starts: int = 0
     version: int = 0
+    #: The flow's ``max_running`` as its latest admission knew it (what a wake counts on).
+    max_running: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ def admit(
         if limits.max_running is not None:
             holders[candidate.run_id] = start
         decided[candidate.run_id] = start
-    return FlowState(holders, frontier, starts, state.version), decided
+    return FlowState(holders, frontier, starts, state.version, limits.max_running), decided
 
 
 def stale_holders(state: FlowState, now: int) -> list[str]:
@@ -119,3 +131,22 @@ def stale_holders(state: FlowState, now: int) -> list[str]:
     return sorted(
         run for run, second in state.holders.items() if second < now - r.FLOW_LEASE_SECONDS
     )
+
+
+def free_slots(state: FlowState, ended: Iterable[str] = ()) -> int:
+    """The slots of a flow that limits its runs at once that a parked run may take, counting
+    the holders in ``ended`` (runs that ended, whose slots are being given back) as free."""
+    if state.max_running is None:
+        return 0
+    busy = set(state.holders) - set(ended)
+    return max(0, state.max_running - len(busy))
+
+
+#: Priorities in the order a flow wakes its parked runs: one owner's priorities order its runs.
+_RANK = {p.value: n for n, p in enumerate(r.Priority)}
+
+
+def wait_order(priority: str, held_at: datetime, run_id: str) -> str:
+    """A parked run's place among its flow's parked runs (they are woken in this order):
+    higher priority first, then the longest waiting, then by run id."""
+    return f"{_RANK.get(priority, len(_RANK))}#{format_instant(held_at)}#{run_id}"

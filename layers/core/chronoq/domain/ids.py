@@ -65,6 +65,12 @@ def backfill_id_of(run_id_: str) -> str | None:
     return None
 
 
+def is_asked(run_id_: str) -> bool:
+    """Was the run asked for (a manual trigger, a re-run, a backfill's run), rather than
+    planned by its job's schedule? (Its id says: see the ids above and below.)"""
+    return any(part[:1] in ("m", "r") or part.startswith("bf") for part in run_id_.split("-")[1:])
+
+
 def rerun_run_id(job_id: str, scheduled_at: datetime) -> str:
     """The id of a re-run of a run scheduled at ``scheduled_at``: time-ordered with it,
     never equal to another run's."""

@@ -116,6 +116,17 @@ class Run(BaseModel):
     #: When it first had to wait for its job's flow limits (or its backfill's pacing): it
     #: waited from then until ``started_at``.
     held_at: Instant | None = None
+    #: Why it waits, noted by the worker while it holds it back (a flow's slot, a flow's
+    #: rate); shown as ``waiting_for``.
+    wait_reason: str | None = Field(default=None, exclude=True)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def waiting_for(self) -> str | None:
+        """Why a run that has not started waits: what holds it back, else its turn."""
+        if self.status not in (RunStatus.SCHEDULED, RunStatus.QUEUED):
+            return None
+        return self.wait_reason or "its turn: due, or queued behind runs due before it"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -202,6 +213,9 @@ class RunMessage(BaseModel):
     owner: str = ""
     #: A requested run's own start deadline (in the body only when it has one).
     start_deadline_seconds: int | None = None
+    #: Sent by a wake: a slot of the flow it was parked on was given back (in the body only
+    #: then).
+    woken: bool = False
 
     @classmethod
     def of(cls, run: Run, queued_at: datetime) -> RunMessage:
@@ -232,6 +246,8 @@ class RunMessage(BaseModel):
         unused = {"held_at", "not_before", "reserved"} if self.held_at is None else set()
         if self.start_deadline_seconds is None:
             unused.add("start_deadline_seconds")
+        if not self.woken:
+            unused.add("woken")
         return self.model_dump_json(exclude={"owner", *unused})
 
 

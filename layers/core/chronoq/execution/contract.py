@@ -72,6 +72,10 @@ class ExecutionInput(_Contract):
     #: The flow items in which the run holds a ``max_running`` slot: the state machine gives
     #: each back at the run's end (none: it takes no step for it).
     flows: list[str] = Field(default_factory=list)
+    #: ``flows`` space-separated: the first state writes it on the run's record, where the
+    #: notifier finds it when the run ends, to wake the runs parked on those flows (see
+    #: chronoq.usecases.wake); ``""`` for a run that holds no slot.
+    slots: str = ""
 
     @classmethod
     def of(
@@ -105,6 +109,7 @@ class ExecutionInput(_Contract):
             notify=job.tells_end(scheduled_at, trigger),
             starts_at=format_instant(starts_at or scheduled_at),
             flows=list(flows or ()),
+            slots=" ".join(flows or ()),
         )
 
     def document(self) -> dict[str, Any]:

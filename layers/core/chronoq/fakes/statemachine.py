@@ -17,6 +17,7 @@ from chronoq.fakes.adapters import FakeExecutor
 from chronoq.fakes.asl import gate
 from chronoq.fakes.store import FakeStore
 from chronoq.resources import Priority
+from chronoq.usecases.wake import Ended, SlotWaker
 
 #: The state that records each outcome.
 OUTCOME_STATES = {
@@ -65,8 +66,9 @@ def mark_running(store: FakeStore, execution: ExecutionInput, now: datetime) -> 
                 notify=execution.notify,
             )
         store.runs[(kept.job_id, kept.id)] = kept.model_copy(
-            update={"status": RunStatus.RUNNING, "started_at": now}
+            update={"status": RunStatus.RUNNING, "started_at": now, "wait_reason": None}
         )
+        store.parked.pop((kept.job_id, kept.id), None)  # (REMOVE waits_on, wait_order, wait_reason)
         return True
 
 
@@ -117,6 +119,9 @@ class ExecutingFakeExecutor(FakeExecutor):
         self.executed: Counter[str] = Counter()
         #: run ids whose execution got past MarkRunning
         self.past_first_state: set[str] = set()
+        #: What the notifier does as it hears of a run's end that gave flow slots back
+        #: (None: nobody wakes the runs parked on them).
+        self.waker: SlotWaker | None = None
 
     def start(self, run_id: str, execution_input: ExecutionInput) -> bool:
         if execution_input.fits_express():
@@ -159,4 +164,6 @@ class ExecutingFakeExecutor(FakeExecutor):
                 for key in execution_input.flows:  # ReleaseFlows: its slot in each flow
                     self.store.release_flow(key, run_id)
                 release_job(self.store, execution_input, now)
+                if execution_input.flows and self.waker is not None:  # the notifier's part
+                    self.waker.runs_ended([Ended.of(run_id, execution_input.slots)])
             self.finish(run_id)

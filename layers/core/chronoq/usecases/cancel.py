@@ -10,6 +10,7 @@ from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Run, RunStatus
 from chronoq.usecases.flow import held_slots
 from chronoq.usecases.ports import Clock, Executor, JobRunStore
+from chronoq.usecases.wake import Ended, SlotWaker
 
 
 @dataclass
@@ -17,6 +18,8 @@ class Canceller:
     store: JobRunStore
     executor: Executor
     clock: Clock
+    #: Wakes the runs parked on the flows whose slots a run that never started gives back.
+    waker: SlotWaker | None = None
 
     def cancel(self, job_id: str, run_id: str, reason: str, job: Job | None = None) -> None:
         """Stop the run's execution (and with it the attempt), record it CANCELLED unless it
@@ -31,8 +34,12 @@ class Canceller:
             if stopped or run.status is not RunStatus.RUNNING:
                 if job is None:
                     job = self.store.get_job(job_id)
-                for key in held_slots(job, run.owner, run_id):
+                slots = held_slots(job, run.owner, run_id)
+                for key in slots:
                     self.store.release_flow(key, run_id)
+                if slots and run.status is not RunStatus.RUNNING and self.waker is not None:
+                    # (a run that started wakes them as it ends: the stream's record)
+                    self.waker.runs_ended([Ended(run_id, tuple(slots))])
             now = self.clock()
             self.store.end_run(
                 run,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from chronoq import resources as r
 from chronoq.domain import flow, ids
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.jobs import Job
@@ -19,7 +20,7 @@ from chronoq.domain.runs import RunStatus
 from chronoq.usecases.ports import Clock, JobRunStore
 
 #: How often a flow item's write is tried again when another worker changed it meanwhile
-#: (after that the runs wait, and look again, as runs over the limit do).
+#: (after that the runs look again after FLOW_RETRY_SECONDS).
 SAVE_ATTEMPTS = 3
 #: At most this many holders' runs are read per look for slots never used.
 STALE_READS = 10
@@ -34,9 +35,13 @@ def instant(second: int) -> datetime:
     return datetime.fromtimestamp(second, UTC)
 
 
-def flows_of(job: Job, backfill: Backfill | None) -> tuple[tuple[str, flow.Limits], ...]:
-    """The flow items a run of ``job`` (of ``backfill``, if any) goes through, in order:
-    its backfill's pacing first, then its job's flow."""
+def flows_of(
+    job: Job, backfill: Backfill | None, asked: bool = False
+) -> tuple[tuple[str, flow.Limits], ...]:
+    """The flow items a run of ``job`` (of ``backfill``, if any; ``asked``: a run asked for,
+    see ids.is_asked) goes through, in order: its backfill's pacing first, then its job's
+    flow, then, for a run asked for, its owner's runs asked for under way (last: a run takes
+    a slot of it only once nothing else holds it back)."""
     found: list[tuple[str, flow.Limits]] = []
     if backfill is not None:
         found.append(
@@ -48,18 +53,25 @@ def flows_of(job: Job, backfill: Backfill | None) -> tuple[tuple[str, flow.Limit
     if job.flow is not None:
         limits = flow.Limits(job.flow.max_running, job.flow.max_starts_per_second)
         found.append((flow.item_key(job.owner, job.flow.key), limits))
+    if asked:
+        found.append(
+            (flow.owner_item_key(job.owner), flow.Limits(max_running=r.MAX_ASKED_RUNS_IN_FLIGHT))
+        )
     return tuple(found)
 
 
 def held_slots(job: Job | None, owner: str, run_id: str) -> list[str]:
     """The flow items in which a run of ``job`` may hold a slot (to give back when it is
-    cancelled): its job's flow (if it limits runs at once) and its backfill's."""
+    cancelled): its job's flow (if it limits runs at once), its backfill's, and, for a run
+    asked for, its owner's."""
     keys = []
     backfill_id = ids.backfill_id_of(run_id)
     if backfill_id is not None:
         keys.append(flow.backfill_item_key(owner, backfill_id))
     if job is not None and job.flow is not None and job.flow.max_running is not None:
         keys.append(flow.item_key(owner, job.flow.key))
+    if ids.is_asked(run_id):
+        keys.append(flow.owner_item_key(owner))
     return keys
 
 
@@ -76,12 +88,13 @@ class Ask:
 
 @dataclass
 class Answer:
-    """When the run starts (None: it waits for a slot and looks again); the flow items it
-    holds a slot in; those it got its slot in just now."""
+    """When the run starts (None: it waits for a slot of the flow item ``held_by``, parked);
+    the flow items it holds a slot in; those it got its slot in just now."""
 
     start: datetime | None = None
     holding: list[str] = field(default_factory=list)
     newly: list[str] = field(default_factory=list)
+    held_by: str | None = None
 
 
 @dataclass
@@ -111,7 +124,7 @@ class FlowGate:
                     for a in group
                 ]
                 try:
-                    before, after, decided = self._decide(key, limits, candidates, now)
+                    before, after, decided, contended = self._decide(key, limits, candidates, now)
                 except Exception as error:  # these runs' messages come back later
                     for a in group:
                         answers[a.run_id] = error
@@ -125,14 +138,15 @@ class FlowGate:
                         if a.run_id not in before.holders:
                             answer.newly.append(key)
                     if second is None:
-                        answers[a.run_id] = _Held(answer)
+                        answers[a.run_id] = _Held(answer, None if contended else key)
                     else:
                         starts[a.run_id] = max(starts[a.run_id], second)
         out: dict[str, Answer | Exception] = {}
         for ask in asks:
             answer = answers[ask.run_id]
             if isinstance(answer, _Held):
-                out[ask.run_id] = Answer(None, answer.answer.holding, answer.answer.newly)
+                held = answer.answer
+                out[ask.run_id] = Answer(None, held.holding, held.newly, answer.key)
             elif isinstance(answer, Answer):
                 answer.start = instant(starts[ask.run_id])
                 out[ask.run_id] = answer
@@ -142,9 +156,10 @@ class FlowGate:
 
     def _decide(
         self, key: str, limits: flow.Limits, candidates: list[flow.Candidate], now: int
-    ) -> tuple[flow.FlowState, flow.FlowState, dict[str, int | None]]:
+    ) -> tuple[flow.FlowState, flow.FlowState, dict[str, int | None], bool]:
         """Read the flow's item, decide, write it back under the version read: (before,
-        after, decisions). After SAVE_ATTEMPTS lost races, every candidate waits."""
+        after, decisions, False). After SAVE_ATTEMPTS lost races, every candidate waits, and
+        looks again shortly (True: held back by the races, not for want of a slot)."""
         for _ in range(SAVE_ATTEMPTS):
             before = self.store.get_flow(key)
             stale = self._stale(before, limits, now)
@@ -152,10 +167,11 @@ class FlowGate:
             unchanged = dict(after.holders) == dict(before.holders) and (
                 after.frontier,
                 after.starts,
-            ) == (before.frontier, before.starts)
+                after.max_running,
+            ) == (before.frontier, before.starts, before.max_running)
             if unchanged or self.store.save_flow(key, before, after, self.clock()):
-                return before, after, decided
-        return before, before, dict.fromkeys((c.run_id for c in candidates), None)
+                return before, after, decided, False
+        return before, before, dict.fromkeys((c.run_id for c in candidates), None), True
 
     def _stale(self, state: flow.FlowState, limits: flow.Limits, now: int) -> list[str]:
         """Holders whose runs never started, read only when the flow is full: no record,
@@ -177,9 +193,11 @@ class FlowGate:
 
 @dataclass
 class _Held:
-    """A run one of its flows holds back (its later flows are not asked)."""
+    """A run one of its flows (``key``; None: lost races on it) holds back (its later flows
+    are not asked)."""
 
     answer: Answer
+    key: str | None
 
 
 def _settled(answer: Answer | Exception | _Held) -> bool:

@@ -226,10 +226,27 @@ class RunStore(Protocol):
         """Keep how one notification of a run's end went (if the run is still kept)."""
         ...
 
-    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
-        """Record that a run not started yet waits for its flow since ``held_at``: creates
+    def hold_run(self, run: Run, held_at: datetime, reason: str, now: datetime) -> bool:
+        """Record that a run not started yet waits for its flow since ``held_at`` (and why,
+        ``reason``, shown as its ``waiting_for`` until it starts or ends): creates
         its record (SCHEDULED) if it has none; False when it has one that is no longer
         SCHEDULED or already notes a wait (left untouched)."""
+        ...
+
+    def park_run(
+        self, run: Run, held_at: datetime, flow_key: str, reason: str, now: datetime
+    ) -> bool:
+        """Park a run not started yet until a slot of the flow ``flow_key`` is given back:
+        creates its record (SCHEDULED) if it has none, notes ``held_at`` unless a wait is
+        noted already and why it waits (``reason``, shown as its ``waiting_for`` until it
+        starts or ends), and enters it among the flow's parked runs (woken in the order of
+        chronoq.domain.flow.wait_order). False when its record is no longer SCHEDULED. A run
+        leaves its flow's parked runs when it starts or ends."""
+        ...
+
+    def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
+        """Up to ``limit`` runs parked on ``flow_key`` that have not started, in the order
+        they are woken (what the store shows a moment after they were parked)."""
         ...
 
 

@@ -12,12 +12,12 @@ from functools import partial
 from typing import Literal, TypeVar
 
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import flow, ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
-from chronoq.domain.time import utc_second
+from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 from chronoq.usecases.cancel import Canceller
@@ -35,9 +35,20 @@ class ClaimHeld(Conflict):
 
 
 #: What became of a message. ``held``: its flow holds the run back (sent again, to look
-#: again or to wait for the second its flow reserved); ``cancelled``: its backfill was.
+#: again or to wait for the second its flow reserved); ``parked``: a woken run found no slot
+#: free after all and is parked again (its look-again message is on the queue already);
+#: ``cancelled``: its backfill was.
 Outcome = Literal[
-    "started", "duplicate", "gone", "superseded", "missed", "skipped", "taken", "held", "cancelled"
+    "started",
+    "duplicate",
+    "gone",
+    "superseded",
+    "missed",
+    "skipped",
+    "taken",
+    "held",
+    "parked",
+    "cancelled",
 ]
 
 
@@ -189,7 +200,9 @@ class RunStarter:
         # not taken for a run that ran), and for a run that will not start. An `allow` run
         # starts without it: the state machine's first write settles duplicates.
         exclusive = job is not None and job.concurrency is not Concurrency.ALLOW
-        gated = job is not None and (job.flow is not None or backfill is not None)
+        gated = job is not None and (
+            job.flow is not None or backfill is not None or ids.is_asked(message.run_id)
+        )
         kept = (
             self.store.get_run(message.job_id, message.run_id)
             if job is None or exclusive or gated
@@ -295,7 +308,7 @@ class RunStarter:
                 [
                     Ask(
                         g.run.id,
-                        flows_of(g.job, g.backfill),
+                        flows_of(g.job, g.backfill, ids.is_asked(g.run.id)),
                         max(g.message.starts_at, self.clock()),
                         g.message.not_before if g.message.reserved else None,
                     )
@@ -315,7 +328,7 @@ class RunStarter:
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                admitted = self._admitted(decision, answer)
+                admitted: Outcome | ExecutionInput | RunMessage = self._admitted(decision, answer)
                 if isinstance(admitted, RunMessage):
                     resend.append((n, decision.job.priority, admitted))
                     admitted = "held"
@@ -340,27 +353,37 @@ class RunStarter:
             # it starts: the backfill's run max_in_flight fire times later may be made
             self._chain(job, gated.backfill, run.scheduled_at)
         ahead = timedelta(seconds=r.FLOW_START_AHEAD_SECONDS)
+        held_at = message.held_at or max(message.starts_at, now)
+        flow_fields = {"held_at": held_at, "owner": job.owner, "woken": False}
+        if answer.start is None and answer.held_by is not None:
+            # no slot: parked until a run of the flow gives one back (its end wakes it)
+            why = _slot_reason(job, gated.backfill, answer.held_by)
+            if not self.store.park_run(run, held_at, answer.held_by, why, now):
+                return "duplicate"  # started or ended meanwhile
+            if message.woken:  # woken too early: its look-again message is under way
+                return "parked"
+            deadline = message.starts_at + timedelta(
+                seconds=job.deadline_of(run.trigger, message.start_deadline_seconds) + 1
+            )
+            relook = min(now + timedelta(seconds=r.FLOW_RELOOK_SECONDS), max(deadline, now))
+            return message.model_copy(
+                update={**flow_fields, "not_before": relook, "reserved": False}
+            )
         if answer.start is None or answer.start > utc_second(now) + ahead:
-            held_at = message.held_at or max(message.starts_at, now)
             if message.held_at is None:
-                self.store.hold_run(run, held_at, now)
-            if answer.start is None:  # no slot: look again shortly
-                after = now + timedelta(seconds=r.FLOW_POLL_SECONDS)
+                why = (
+                    f"its flow's rate: starts at its second, {format_instant(answer.start)}"
+                    if answer.start is not None
+                    else "its flow's item, busy with other workers: it looks again shortly"
+                )
+                self.store.hold_run(run, held_at, why, now)
+            if answer.start is None:  # lost races on its flow's item: look again shortly
+                after = now + timedelta(seconds=r.FLOW_RETRY_SECONDS)
                 return message.model_copy(
-                    update={
-                        "held_at": held_at,
-                        "not_before": after,
-                        "reserved": False,
-                        "owner": job.owner,
-                    }
+                    update={**flow_fields, "not_before": after, "reserved": False}
                 )
             return message.model_copy(  # its second is reserved: wait for it on the queue
-                update={
-                    "held_at": held_at,
-                    "not_before": answer.start,
-                    "reserved": True,
-                    "owner": job.owner,
-                }
+                update={**flow_fields, "not_before": answer.start, "reserved": True}
             )
         if gated.exclusive:
             claim = self._claim(job, run, message)
@@ -428,6 +451,23 @@ class RunStarter:
             else:
                 active.add(other)
         return active
+
+
+def _slot_reason(job: Job, backfill: Backfill | None, key: str) -> str:
+    """Why a run parked on flow item ``key`` waits (said to its owner)."""
+    if key == flow.owner_item_key(job.owner):
+        return (
+            f"one of its owner's {r.MAX_ASKED_RUNS_IN_FLIGHT} runs asked for (manual, re-runs,"
+            " backfills) under way at once to end"
+        )
+    if backfill is not None and key == flow.backfill_item_key(job.owner, backfill.id):
+        return (
+            f"a slot of its backfill {backfill.id} "
+            f"(max_in_flight {backfill.max_in_flight} runs under way)"
+        )
+    limit = job.flow.max_running if job.flow is not None else None
+    name = job.flow.key if job.flow is not None else key
+    return f"a slot of its flow '{name}' (max_running {limit} runs under way)"
 
 
 T = TypeVar("T")

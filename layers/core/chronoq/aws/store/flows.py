@@ -35,6 +35,7 @@ class DynamoFlows(Tables):
                     UpdateExpression=(
                         "SET holders = :h, frontier = :f, starts = :s, version = :v, "
                         "expires_at = :e"
+                        + (", max_running = :m" if after.max_running is not None else "")
                     ),
                     ConditionExpression="attribute_not_exists(job_id)",
                     ExpressionAttributeValues=_dump(
@@ -44,6 +45,7 @@ class DynamoFlows(Tables):
                             ":s": after.starts,
                             ":v": 1,
                             ":e": expires,
+                            ":m": after.max_running,
                         }
                     ),
                 )
@@ -57,16 +59,23 @@ class DynamoFlows(Tables):
                 ":v": before.version,
                 ":next": before.version + 1,
                 ":e": expires,
+                ":m": after.max_running,
             }
             sets = ["frontier = :f", "starts = :s", "version = :next", "expires_at = :e"]
+            removes = []
+            if after.max_running is not None:
+                sets.append("max_running = :m")
+            elif before.max_running is not None:
+                removes.append("max_running")
             for i, (run_id, second) in enumerate(sorted(added.items())):
                 names[f"#a{i}"] = run_id
                 values[f":a{i}"] = second
                 sets.append(f"holders.#a{i} = :a{i}")
             update = "SET " + ", ".join(sets)
-            if removed:
-                names.update({f"#r{i}": run_id for i, run_id in enumerate(removed)})
-                update += " REMOVE " + ", ".join(f"holders.#r{i}" for i in range(len(removed)))
+            names.update({f"#r{i}": run_id for i, run_id in enumerate(removed)})
+            removes += [f"holders.#r{i}" for i in range(len(removed))]
+            if removes:
+                update += " REMOVE " + ", ".join(removes)
             request: dict[str, Any] = {
                 "TableName": self._jobs,
                 "Key": _dump({"job_id": key}),

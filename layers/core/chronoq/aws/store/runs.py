@@ -11,6 +11,7 @@ from chronoq.aws import codecs
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.store._tables import Tables
 from chronoq.domain import ids
+from chronoq.domain.flow import wait_order
 from chronoq.domain.runs import Attempt, Run, RunStatus
 from chronoq.domain.time import format_instant
 from chronoq.usecases.ports import Page, Position, RunFilter
@@ -60,6 +61,67 @@ class DynamoRuns(Tables):
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def park_run(
+        self, run: Run, held_at: datetime, flow_key: str, reason: str, now: datetime
+    ) -> bool:
+        """One conditional update: the record created SCHEDULED if it has none, ``held_at``
+        noted unless a wait is already, and the run among ``flow_key``'s parked runs (the
+        runs table's sparse index RUNS_WAITING_INDEX; parked again, it keeps its place);
+        refused if it is no longer SCHEDULED."""
+        filled, names, values = filled_if_missing(run, now, "held_at")
+        held = run.held_at or held_at
+        try:
+            self._db.update_item(
+                TableName=self._runs,
+                Key=codecs.run_key(run.job_id, run.id),
+                UpdateExpression=(
+                    "SET #s = if_not_exists(#s, :scheduled), "
+                    "held_at = if_not_exists(held_at, :held), waits_on = :flow, "
+                    "wait_order = if_not_exists(wait_order, :order), wait_reason = :why" + filled
+                ),
+                ConditionExpression="attribute_not_exists(run_id) OR #s = :scheduled",
+                ExpressionAttributeNames={"#s": "status", **names},
+                ExpressionAttributeValues=_dump(
+                    {
+                        ":scheduled": RunStatus.SCHEDULED.value,
+                        ":held": format_instant(held),
+                        ":flow": flow_key,
+                        ":order": wait_order(run.priority.value, held, run.id),
+                        ":why": reason,
+                        **values,
+                    }
+                ),
+            )
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
+        """The first ``limit`` runs parked on ``flow_key`` that have not started, in the
+        order they are woken: one query of the sparse index (eventually consistent)."""
+        found: list[Run] = []
+        start: dict[str, Any] | None = None
+        while len(found) < limit:
+            request: dict[str, Any] = {
+                "TableName": self._runs,
+                "IndexName": r.RUNS_WAITING_INDEX,
+                "KeyConditionExpression": "waits_on = :flow",
+                "FilterExpression": "#s = :scheduled",
+                "ExpressionAttributeNames": {"#s": "status"},
+                "ExpressionAttributeValues": _dump(
+                    {":flow": flow_key, ":scheduled": RunStatus.SCHEDULED.value}
+                ),
+                "Limit": limit - len(found),
+            }
+            if start:
+                request["ExclusiveStartKey"] = start
+            answer = self._db.query(**request)
+            found += [codecs.run_from_item(item) for item in answer.get("Items", [])]
+            start = answer.get("LastEvaluatedKey")
+            if not start:
+                break
+        return found[:limit]
 
     def get_run(self, job_id: str, run_id: str) -> Run | None:
         return read_run(self._db, self._runs, job_id, run_id)
@@ -138,6 +200,7 @@ class DynamoRuns(Tables):
         """Give a run that will not (or no longer) execute its final status, if it is still
         in one of ``only_from``; ``attempt``, the attempt it ends, joins its attempts."""
         allowed = {f":from{i}": s.value for i, s in enumerate(only_from)}
+        # (a parked run leaves its flow's parked runs: the same write)
         update = "SET #s = :status, finished_at = :now, reason = :reason"
         values: dict[str, Any] = {
             ":status": status.value,
@@ -148,6 +211,7 @@ class DynamoRuns(Tables):
         if attempt is not None:
             update += ", attempts = list_append(if_not_exists(attempts, :none), :attempt)"
             values.update({":none": [], ":attempt": [codecs.attempt_item(attempt)]})
+        update += " REMOVE waits_on, wait_order, wait_reason"
         try:
             self._db.update_item(
                 TableName=self._runs,
@@ -189,7 +253,7 @@ class DynamoRuns(Tables):
         except self._db.exceptions.ConditionalCheckFailedException:
             return
 
-    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+    def hold_run(self, run: Run, held_at: datetime, reason: str, now: datetime) -> bool:
         """One conditional update: the record created SCHEDULED if it has none, with
         ``held_at``; refused if it is no longer SCHEDULED or notes a wait already."""
         filled, names, values = filled_if_missing(run, now, "held_at")
@@ -198,7 +262,8 @@ class DynamoRuns(Tables):
                 TableName=self._runs,
                 Key=codecs.run_key(run.job_id, run.id),
                 UpdateExpression=(
-                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held" + filled
+                    "SET #s = if_not_exists(#s, :scheduled), held_at = :held, "
+                    "wait_reason = :why" + filled
                 ),
                 ConditionExpression=(
                     "attribute_not_exists(run_id) OR (#s = :scheduled AND "
@@ -209,6 +274,7 @@ class DynamoRuns(Tables):
                     {
                         ":scheduled": RunStatus.SCHEDULED.value,
                         ":held": format_instant(held_at),
+                        ":why": reason,
                         **values,
                     }
                 ),

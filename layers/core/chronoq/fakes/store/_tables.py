@@ -87,6 +87,8 @@ class FakeTables:
     job_counts: dict[str, int] = field(default_factory=dict)
     #: flow item key -> its state
     flows: dict[str, FlowState] = field(default_factory=dict)
+    #: (job id, run id) -> (flow item key, wait order): the runs parked on a flow
+    parked: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     #: (job id, backfill id) -> backfill
     backfills: dict[tuple[str, str], Backfill] = field(default_factory=dict)
     #: owner -> what their backfills and re-runs hold (backfill_runs 0: read from those)

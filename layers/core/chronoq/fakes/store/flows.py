@@ -21,7 +21,9 @@ class FakeFlows(FakeTables):
             added = {k: v for k, v in after.holders.items() if before.holders.get(k) != v}
             removed = set(before.holders) - set(after.holders)
             holders = {k: v for k, v in kept.holders.items() if k not in removed} | added
-            self.flows[key] = FlowState(holders, after.frontier, after.starts, before.version + 1)
+            self.flows[key] = FlowState(
+                holders, after.frontier, after.starts, before.version + 1, after.max_running
+            )
             return True
 
     def release_flow(self, key: str, run_id: str) -> None:
@@ -29,4 +31,6 @@ class FakeFlows(FakeTables):
             kept = self.flows.get(key)
             if kept is not None and run_id in kept.holders:
                 holders = {k: v for k, v in kept.holders.items() if k != run_id}
-                self.flows[key] = FlowState(holders, kept.frontier, kept.starts, kept.version)
+                self.flows[key] = FlowState(
+                    holders, kept.frontier, kept.starts, kept.version, kept.max_running
+                )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from chronoq.domain.flow import wait_order
 from chronoq.domain.runs import Attempt, Run, RunStatus
 from chronoq.fakes.store._tables import FakeTables, page
 from chronoq.usecases.ports import Page, Position, RunFilter
@@ -34,7 +35,7 @@ class FakeRuns(FakeTables):
             )
             return True
 
-    def hold_run(self, run: Run, held_at: datetime, now: datetime) -> bool:
+    def hold_run(self, run: Run, held_at: datetime, reason: str, now: datetime) -> bool:
         with self._lock:
             kept = self.runs.get((run.job_id, run.id))
             if kept is None:
@@ -42,11 +43,42 @@ class FakeRuns(FakeTables):
                     run.model_copy(update={"status": RunStatus.SCHEDULED, "held_at": held_at}),
                     now,
                 )
-                return True
-            if kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
+                kept = self.runs[(run.job_id, run.id)]
+            elif kept.status is not RunStatus.SCHEDULED or kept.held_at is not None:
                 return False
-            self.runs[(run.job_id, run.id)] = kept.model_copy(update={"held_at": held_at})
+            self.runs[(run.job_id, run.id)] = kept.model_copy(
+                update={"held_at": held_at, "wait_reason": reason}
+            )
             return True
+
+    def park_run(
+        self, run: Run, held_at: datetime, flow_key: str, reason: str, now: datetime
+    ) -> bool:
+        with self._lock:
+            kept = self.runs.get((run.job_id, run.id))
+            if kept is None:
+                self.create_run(run.model_copy(update={"status": RunStatus.SCHEDULED}), now)
+                kept = self.runs[(run.job_id, run.id)]
+            if kept.status is not RunStatus.SCHEDULED:
+                return False
+            held = kept.held_at or run.held_at or held_at
+            self.runs[(run.job_id, run.id)] = kept.model_copy(
+                update={"held_at": held, "wait_reason": reason}
+            )
+            order = wait_order(kept.priority.value, held, run.id)
+            _, order = self.parked.get((run.job_id, run.id), (flow_key, order))
+            self.parked[(run.job_id, run.id)] = (flow_key, order)
+            return True
+
+    def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
+        with self._lock:
+            found = sorted(
+                (order, self.runs[key])
+                for key, (flow, order) in self.parked.items()
+                if flow == flow_key and key in self.runs
+            )
+            waiting = [run for _, run in found if run.status is RunStatus.SCHEDULED]
+            return waiting[:limit]
 
     def get_run(self, job_id: str, run_id: str) -> Run | None:
         return self.runs.get((job_id, run_id))
@@ -87,8 +119,10 @@ class FakeRuns(FakeTables):
             if kept is None or kept.status not in set(only_from):
                 return False
             attempts = [*kept.attempts, attempt] if attempt is not None else kept.attempts
+            self.parked.pop((run.job_id, run.id), None)
             self.runs[(run.job_id, run.id)] = kept.model_copy(
                 update={
+                    "wait_reason": None,
                     "status": status,
                     "finished_at": now,
                     "reason": reason,

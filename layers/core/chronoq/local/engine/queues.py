@@ -301,7 +301,8 @@ class _Queue:
     dead_letters: int | None = None
     max_receives: int = 0
     next_sweep: int = 0
-    #: The message group served last (fair receives go on from the next one).
+    #: The message group served last ("": messages sent without one; fair receives go on
+    #: from the next one; the groups served first, out of turn, are not noted).
     last_group: str | None = None
 
 
@@ -1013,11 +1014,13 @@ class SqliteQueues:
                 ready[group] = rows
         if not ready:
             return []
-        order = sorted(ready, key=lambda g: "" if g is None else g)
-        last = queue.last_group
-        turn: list[str | None] = [
-            g for g in order if last is not None and g is not None and g > last
-        ]
+
+        def key(g: str | None) -> str:  # (messages without a group: the group "")
+            return "" if g is None else g
+
+        order = sorted(ready, key=key)
+        last = queue.last_group  # (None: no group served yet)
+        turn: list[str | None] = [g for g in order if last is not None and key(g) > last]
         turn += [g for g in order if g not in turn]
         turn.sort(key=lambda g: g not in self._first_groups)  # (stable: the rest keep their turn)
         served: list[_Row] = []
@@ -1028,7 +1031,8 @@ class SqliteQueues:
                 rows = ready[g]
                 if depth < len(rows) and len(served) < limit:
                     served.append(rows[depth])
-                    queue.last_group = g
+                    if g not in self._first_groups:  # (served first, out of turn)
+                        queue.last_group = key(g)
                     added = True
             if not added:
                 break

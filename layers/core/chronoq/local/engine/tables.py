@@ -680,11 +680,20 @@ class SqliteTables:
         except NewerSchema:
             db.close()
             raise
-        # (a table the deployment has gained since the database was made: created empty)
+        # (a table the deployment has gained since the database was made: created empty; an
+        # index a table has gained: its columns added, empty, as no item stored carries its
+        # keys yet)
         db.execute("BEGIN IMMEDIATE")
         try:
             for table in self._tables.values():
-                for statement in _schema(table):
+                create, *indexes = _schema(table)
+                db.execute(create)
+                have = {row[1] for row in db.execute(f"PRAGMA table_info({table.sql})")}
+                for index in table.indexes.values():
+                    for column in (f"{index.column}_pk", f"{index.column}_sk"):
+                        if column not in have:
+                            db.execute(f"ALTER TABLE {table.sql} ADD COLUMN {column}")
+                for statement in indexes:
                     db.execute(statement)
             db.execute("COMMIT")
         except BaseException:
