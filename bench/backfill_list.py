@@ -10,9 +10,10 @@ a backfill's runs as they end costs.
   of a counted one, and of the uncounted one: p50, p99 and max in milliseconds.
 - counting: a backfill of ``--fires`` fire times of an every-minute job (an http target
   served by this process) run end to end on a fresh ``chronoq local``: the seconds until its
-  ``GET`` says COMPLETED with every fire time ended, and from ``GET /_local/usage``, what the
-  notifier did per backfill run (its requests, invocations) and the whole path's cost per
-  million runs.
+  ``GET`` says COMPLETED with every fire time ended, and from ``GET /_local/usage``, per
+  backfill run: the counting's transactions, the notifier's invocations and requests (all it
+  does: counting, waking the runs parked on the backfill's slots), and the whole path's cost
+  per million runs.
 
 The last line is one JSON object.
 """
@@ -229,6 +230,9 @@ def counting(fires: int, clock: Clock) -> dict[str, Any]:
         time.sleep(2)  # (the notifier's last batches, and the executions' ends, settle)
         _, usage = api.call("GET", "/_local/usage")
     notifier = usage["aws_requests_by_caller"].get(r.NOTIFIER_FUNCTION.name, 0)
+    # (the counting's own: its transactions, one per batch and backfill; the backfill's
+    # start is one more)
+    transactions = usage["aws_requests"].get("dynamodb:TransactWriteItems", 0) - 1
     invocations = usage["lambda"].get(r.NOTIFIER_FUNCTION.name, {}).get("invocations", 0)
     costs = per_million_runs(usage)
     figures = {
@@ -236,6 +240,7 @@ def counting(fires: int, clock: Clock) -> dict[str, Any]:
         "backfill_completed_s": round(seconds, 1),
         "backfill_ended": done["ended"],
         "backfill_runs": done["runs"],
+        "counting_transactions_per_run": round(transactions / fires, 2),
         "notifier_requests_per_run": round(notifier / fires, 2),
         "notifier_invocations_per_run": round(invocations / fires, 2),
         "backfill_run_cost_per_million": round(float(costs.get("total", 0)), 2),
@@ -243,8 +248,9 @@ def counting(fires: int, clock: Clock) -> dict[str, Any]:
     }
     print(
         f"  a backfill of {fires} fire times: COMPLETED after {seconds:.1f} s, {done['ended']}"
-        f" ended {done['runs']}; the notifier per run: {figures['notifier_requests_per_run']},"
-        f" {figures['notifier_invocations_per_run']} invocations; the whole path"
+        f" ended {done['runs']}; per run: {figures['counting_transactions_per_run']} counting"
+        f" transactions, the notifier's {figures['notifier_invocations_per_run']} invocations"
+        f" and {figures['notifier_requests_per_run']} requests (all it does); the whole path"
         f" ${figures['backfill_run_cost_per_million']} per million runs (DynamoDB"
         f" ${figures['backfill_run_dynamodb_cost_per_million']})",
         flush=True,
