@@ -106,6 +106,10 @@ def main() -> None:
     args = parser.parse_args()
     clock = Clock(args.time_limit)
     options = ["--no-heartbeat", "--aws-port", "0", "--task-modules", "bench.tasks"]
+    # (alice's limits raised: fair share, not a refusal, is what is measured)
+    options += ["--max-running-backfills-per-job", str(max(1, args.backfills))]
+    options += ["--max-running-backfills-per-owner", str(max(1, args.backfills))]
+    options += ["--max-queued-runs-per-owner", str(max(1, 1000 * args.backfills))]
     with (
         tempfile.TemporaryDirectory(prefix="chronoq-bench-") as data_dir,
         http_sink() as sink,

@@ -25,6 +25,10 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   ``allowed_target_networks``: CIDRs they may call all the same (default: none);
 - ``max_jobs_per_owner``: jobs one owner may have (default
   chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
+- ``max_running_backfills_per_job``, ``max_running_backfills_per_owner``,
+  ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once
+  (defaults chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's
+  Limits);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
 - ``mfa_required``: every user of the pool must sign in with a second factor (default false:
@@ -46,6 +50,7 @@ from pathlib import Path
 
 from aws_cdk import App
 from chronoq import resources as r
+from chronoq.domain.limits import Limits
 from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.application import new_app
 from chronoq_cdk.stack import ChronoqStack
@@ -86,6 +91,17 @@ def stack_from_context(app: App) -> ChronoqStack:
         block_private_targets=_flag(app.node.try_get_context("block_private_targets"), True),
         allowed_target_networks=context_list(app.node, "allowed_target_networks") or [],
         max_jobs_per_owner=_number(app, "max_jobs_per_owner", r.DEFAULT_MAX_JOBS_PER_OWNER),
+        owner_limits=Limits(
+            running_backfills_per_job=_number(
+                app, "max_running_backfills_per_job", r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB
+            ),
+            running_backfills_per_owner=_number(
+                app, "max_running_backfills_per_owner", r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER
+            ),
+            queued_runs_per_owner=_number(
+                app, "max_queued_runs_per_owner", r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
+            ),
+        ),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),
         api_rate_limit=_number(app, "api_rate_limit", r.DEFAULT_API_RATE_LIMIT),
         mfa_required=_flag(app.node.try_get_context("mfa_required"), False),

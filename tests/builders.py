@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from chronoq.domain.jobs import JobSpec
+from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunMessage
 from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
 from chronoq.usecases.backfills import BackfillOperations
@@ -19,6 +20,7 @@ from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, Sleep, Store
+from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
@@ -101,6 +103,8 @@ class Wiring:
     output_buckets: frozenset[str] | None = None
     tasks: set[str] = field(default_factory=lambda: {"chronoq.tasks:echo"})
     master_secret: str = "test-master-secret"
+    #: What each owner's backfills and re-runs may hold.
+    limits: Limits = field(default_factory=Limits)
 
     @property
     def index(self) -> TimeIndex:
@@ -131,11 +135,17 @@ class Wiring:
 
     @property
     def backfills(self) -> BackfillOperations:
-        return BackfillOperations(self.store, self.index, self.canceller, self.clock, self.pages)
+        return BackfillOperations(
+            self.store, self.index, self.canceller, self.clock, self.pages, self.limits
+        )
+
+    @property
+    def progress(self) -> Progress:
+        return Progress(self.store, self.clock)
 
     @property
     def reruns(self) -> RerunOperations:
-        return RerunOperations(self.store, self.index, self.clock)
+        return RerunOperations(self.store, self.index, self.clock, self.limits)
 
     @property
     def pages(self) -> PageTokens:
@@ -170,3 +180,8 @@ class Fakes(Wiring):
     def __post_init__(self) -> None:
         self.artifacts = FakeArtifacts(self.store)
         self.sleep = self.clock.sleep
+
+    def count_run_ends(self) -> int:
+        """What the notifier does with the runs stream: count the ends of backfills' runs
+        and re-runs seen so far (see FakeTables.runs); how many were counted."""
+        return self.progress.count(self.store.runs.take_ends())

@@ -248,7 +248,7 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/usecases/jobs.py",
         (
             (
-                "            remove_job(self.store, job)  # (its schedule item",
+                "            remove_job(self.store, job, now)  # (its schedule item",
                 "            self.store.delete_job(job.id)  # (its schedule item",
             ),
         ),
@@ -349,6 +349,84 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         ("tests/unit/test_api_routes.py",),
+    ),
+    Mutant(
+        "progress-mark",
+        "a run's end is counted once: its mark (counted false -> true) refuses a duplicate",
+        f"{CORE}/aws/store/backfills.py",
+        (
+            (
+                '"ConditionExpression": "#c = :no AND #s = :s",',
+                '"ConditionExpression": "(#c = :no OR #c = :yes) AND #s = :s",',
+            ),
+        ),
+        ("tests/contract/test_progress_store.py",),
+    ),
+    Mutant(
+        "progress-mark-fake",
+        "a run's end is counted once (the fakes' mark, as the usecases' property test sees it)",
+        f"{CORE}/fakes/store/backfills.py",
+        (
+            (
+                "if (end.job_id, end.run_id) not in self.runs.uncounted",
+                "if (end.job_id, end.run_id) not in self.runs",
+            ),
+        ),
+        ("tests/unit/usecases/test_progress.py", "tests/contract/test_progress_store.py"),
+    ),
+    Mutant(
+        "progress-counters-read",
+        "a backfill's counters move on only from the values read (its completion is exact)",
+        f"{CORE}/aws/store/backfills.py",
+        (
+            (
+                '"ConditionExpression": "#state = :state AND #ended = :ended",',
+                '"ConditionExpression": "#state = :state AND #ended >= :ended",',
+            ),
+        ),
+        ("tests/contract/test_progress_store.py",),
+    ),
+    Mutant(
+        "usage-version",
+        "two requests of one owner at once cannot both take the last of a limit",
+        f"{CORE}/aws/store/backfills.py",
+        (
+            (
+                "            if version:\n"
+                '                values[":v"] = version\n'
+                '                change["ConditionExpression"] = "#v = :v"\n'
+                "            else:\n"
+                '                change["ConditionExpression"] = "attribute_not_exists(#v)"\n',
+                "",
+            ),
+        ),
+        ("tests/contract/test_progress_store.py",),
+    ),
+    Mutant(
+        "backfill-limits",
+        "backfills per job, per owner, and the fire times they hold are limited per owner",
+        f"{CORE}/usecases/backfills.py",
+        (
+            (
+                "            check_backfill(usage, self.limits, backfill.job_id, backfill.total)\n",
+                "",
+            ),
+        ),
+        ("tests/unit/test_api_limits.py",),
+    ),
+    Mutant(
+        "rerun-limits",
+        "re-runs are limited by the fire times an owner holds",
+        f"{CORE}/usecases/reruns.py",
+        (("            check_reruns(usage, self.limits, runs, at_fault)\n", ""),),
+        ("tests/unit/test_api_limits.py",),
+    ),
+    Mutant(
+        "job-delete-ends-backfills",
+        "a deleted job's running backfills are cancelled (they leave their owner's usage)",
+        f"{CORE}/usecases/jobs.py",
+        (("    end_backfills_of(store, job, now)\n", ""),),
+        ("tests/unit/usecases/test_progress.py",),
     ),
 )
 

@@ -114,12 +114,15 @@ class Api(Construct):
         # Runs are created, read, cancelled (UpdateItem) and, when a pending occurrence is
         # replaced by a schedule change or a pause, forgotten (DeleteItem); a cancelled run
         # that held flow slots without starting wakes the runs parked on them (the waiting
-        # index).
+        # index). A backfill is kept there too: made (PutItem) and ended (UpdateItem) in one
+        # transaction with its owner's usage item (jobs table); an owner's running backfills
+        # are read together (BatchGetItem) to know the fire times they hold.
         grant_items(
             self.function,
             storage.runs,
             "dynamodb:PutItem",
             "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
             "dynamodb:Query",
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",

@@ -105,7 +105,9 @@ class Notifications(Construct):
             ),
         )
         # whom to tell, and how (GetItem); a job deleted on completion once its last run has
-        # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem)
+        # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem);
+        # owners' usage items (GetItem, UpdateItem, in the transactions counting run ends and
+        # ending backfills: usecases.progress)
         grant_items(
             self.function,
             storage.jobs,
@@ -114,7 +116,8 @@ class Notifications(Construct):
             "dynamodb:UpdateItem",
         )
         # Which channels a retried record already reached (GetItem), and how each one went
-        # (Store.note_notification: UpdateItem).
+        # (Store.note_notification: UpdateItem); backfills read (GetItem), their runs' ends
+        # counted on them, each run marked counted (UpdateItem, in one transaction).
         grant_items(self.function, storage.runs, "dynamodb:GetItem", "dynamodb:UpdateItem")
         # A run that held flow slots ends: its flows' items (GetItem, above), the runs parked
         # on them (Query of the runs table's waiting index), sent again (the run queues).

@@ -9,6 +9,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from chronoq import resources as r
+from chronoq.domain.limits import Limits
 from chronoq.domain.network import NetworkPolicy
 from chronoq.domain.notifications import topic_statuses as final_statuses
 from constructs import Construct
@@ -48,6 +49,7 @@ class ChronoqStack(Stack):
         block_private_targets: bool = True,
         allowed_target_networks: Sequence[str] = (),
         max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER,
+        owner_limits: Limits | None = None,
         api_burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
         api_rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
         mfa_required: bool = False,
@@ -72,6 +74,10 @@ class ChronoqStack(Stack):
             raise ValueError(f"allowed_target_networks: {error}") from None
         if max_jobs_per_owner < 1:
             raise ValueError(f"max_jobs_per_owner must be at least 1, not {max_jobs_per_owner}")
+        limits = owner_limits or Limits()
+        for name, value in limits.environment().items():
+            if int(value) < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
         if api_burst_limit < 1 or api_rate_limit <= 0:
             raise ValueError("api_burst_limit and api_rate_limit must be positive")
         concurrency = (MIN_EVENT_SOURCE_CONCURRENCY, MAX_EVENT_SOURCE_CONCURRENCY)
@@ -111,6 +117,8 @@ class ChronoqStack(Stack):
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: ",".join(allowed_target_networks),
             r.ENV_MAX_JOBS_PER_OWNER: str(max_jobs_per_owner),
+            # What each owner's backfills and re-runs may hold at once.
+            **limits.environment(),
             # What service targets and container images the API accepts: what IAM allows.
             **access.api_environment(),
         }

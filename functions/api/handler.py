@@ -17,7 +17,13 @@ from chronoq import openapi as doc
 from chronoq import resources as r
 from chronoq.domain import labels, pages, windows
 from chronoq.domain.backfills import BackfillRequest
-from chronoq.domain.errors import Conflict, InvalidRequest, NotFound, QuotaExceeded
+from chronoq.domain.errors import (
+    Conflict,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    QuotaExceeded,
+)
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
 from chronoq.domain.reruns import RerunRequest
@@ -27,6 +33,7 @@ from chronoq.domain.time import IsoInstant, utc_now
 from chronoq.http_api import (
     CONFLICT,
     INVALID_FIELD,
+    LIMIT_EXCEEDED,
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
     QUOTA_EXCEEDED,
@@ -302,7 +309,9 @@ def get_run_logs(run_id: str) -> dict[str, Any]:
 @app.post(
     "/jobs/<job_id>/backfill",
     summary="Run the job's schedule over a past range, paced",
-    responses=doc.responses(202, doc.Backfill, "The backfill, started", *doc.BODY, 404, 409),
+    responses=doc.responses(
+        202, doc.Backfill, "The backfill, started", *doc.BODY, 404, 409, limited=True
+    ),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
 def backfill_job(
@@ -312,7 +321,7 @@ def backfill_job(
     body = request.model_dump(mode="json", by_alias=True)
     key = {"route": "POST /jobs/{id}/backfill", "job_id": job_id, "body": body}
     answer, headers = _once(
-        owner, key, lambda: {**service.backfills.create(owner, job_id, request).view(), "runs": {}}
+        owner, key, lambda: service.backfills.create(owner, job_id, request).view()
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -326,7 +335,7 @@ def list_backfills(
     job_id: str, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
 ) -> dict[str, Any]:
     listing = service.backfills.page(_owner(), job_id, limit, next_token)
-    page: dict[str, Any] = {"backfills": [{**b.view(), "runs": {}} for b in listing.items]}
+    page: dict[str, Any] = {"backfills": [b.view() for b in listing.items]}
     if listing.next_token is not None:
         page["next_token"] = listing.next_token
     return page
@@ -353,7 +362,7 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
 @app.post(
     "/runs/<run_id>/rerun",
     summary="Run again a run that ended (same job and fire time)",
-    responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422),
+    responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422, limited=True),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
 def rerun_run(run_id: str) -> Response[dict[str, Any]]:
@@ -366,7 +375,9 @@ def rerun_run(run_id: str) -> Response[dict[str, Any]]:
 @app.post(
     "/jobs/<job_id>/rerun",
     summary="Run again every run of a range that ended with one of the given statuses",
-    responses=doc.responses(202, doc.Reruns, "The new runs, scheduled", *doc.BODY, 404, 409),
+    responses=doc.responses(
+        202, doc.Reruns, "The new runs, scheduled", *doc.BODY, 404, 409, limited=True
+    ),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
 def rerun_job(
@@ -441,6 +452,14 @@ def _conflict(error: Conflict) -> Response[dict[str, Any]]:
 @app.exception_handler(InvalidRequest)
 def _rejected(error: InvalidRequest) -> Response[dict[str, Any]]:
     return _error(ApiError(422, INVALID_FIELD, error.message, error.field))
+
+
+@app.exception_handler(LimitExceeded)
+def _limit(error: LimitExceeded) -> Response[dict[str, Any]]:
+    if error.retry_after is None:  # it can never fit as asked
+        return _error(ApiError(422, LIMIT_EXCEEDED, error.message, error.field, error.limit))
+    refused = ApiError(429, LIMIT_EXCEEDED, error.message, error.field, error.limit)
+    return _error(refused, {"Retry-After": str(error.retry_after)})
 
 
 @app.exception_handler(QuotaExceeded)

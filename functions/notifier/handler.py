@@ -1,10 +1,13 @@
 """Notifier: hears of the runs that end (the runs table's stream, filtered to final statuses
-the topic hears of, to runs whose job asked to be notified and to runs that held flow slots:
-see chronoq.aws.streams) and tells their owners: the SNS topic for the deployment's topic
+the topic hears of, to runs whose job asked to be notified (or whose end is counted: a
+backfill's run, a re-run) and to runs that held flow slots: see chronoq.aws.streams). It
+counts the ends of the batch first (a backfill's progress, its owner's usage:
+chronoq.usecases.progress), then tells owners: the SNS topic for the deployment's topic
 statuses, the job's webhook and e-mail as its ``notify`` asks. A run that held flow slots
 wakes the runs parked on them (chronoq.usecases.wake).
 
-A record whose delivery raised is reported as a partial batch failure and retried."""
+A record whose delivery raised is reported as a partial batch failure and retried; if
+counting raised, the whole batch is (nothing is counted twice)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.aws.codecs import run_from_item
+from chronoq.aws.streams import uncounted_end
 from chronoq.domain.notifications import has_just_finished
 from chronoq.origin import refuse_client_context
 from chronoq.settings import NotifierSettings, load
@@ -31,6 +35,7 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 settings = load(NotifierSettings)
 notifier = compose.notifier(settings)
 waker = compose.waker(settings)
+progress = compose.progress(settings)
 
 
 def _status(image: dict[str, Any] | None) -> str | None:
@@ -55,6 +60,14 @@ def notify(record: DynamoDBRecord) -> None:
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     refuse_client_context(context)  # a job's lambda target, not its event source
+    records = event.get("Records") or []
+    try:
+        ends = [uncounted_end(rec.get("dynamodb", {}).get("NewImage")) for rec in records]
+        progress.count(end for end in ends if end is not None)
+    except Exception:
+        logger.exception("counting run ends failed: the batch is retried")
+        first = records[0]["dynamodb"]["SequenceNumber"]
+        return {"batchItemFailures": [{"itemIdentifier": first}]}
     return process_partial_response(
         event=event, record_handler=notify, processor=processor, context=context
     )

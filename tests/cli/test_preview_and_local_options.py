@@ -111,12 +111,21 @@ def test_given_block_private_targets_when_chronoq_local_is_started_then_the_guar
             "10.0.0.0/8, fd12::/16",
             "--max-jobs-per-owner",
             "5",
+            "--max-running-backfills-per-job",
+            "7",
+            "--max-queued-runs-per-owner",
+            "50000",
         ],
     ).params
 
     assert params["block_private_targets"] is True
     assert params["allowed_target_networks"] == "10.0.0.0/8,fd12::/16"
     assert params["max_jobs_per_owner"] == 5
+    assert (
+        params["max_running_backfills_per_job"],
+        params["max_running_backfills_per_owner"],
+        params["max_queued_runs_per_owner"],
+    ) == (7, r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER, 50000)
 
 
 def test_given_an_allowed_network_that_is_not_one_when_chronoq_local_is_started_then_it_is_refused(

@@ -223,8 +223,8 @@ def test_given_a_running_backfill_when_ended_then_it_takes_its_state_once(
     backfill = a_backfill(job.id, "bf0000000001aaaa")
     backend.store.put_backfill(backfill)
 
-    assert backend.store.end_backfill(job.id, backfill.id, BackfillState.CANCELLED, NOW)
-    assert not backend.store.end_backfill(job.id, backfill.id, BackfillState.COMPLETED, NOW)
+    assert backend.store.end_backfill(backfill, BackfillState.CANCELLED, NOW)
+    assert not backend.store.end_backfill(backfill, BackfillState.COMPLETED, NOW)
 
     kept = backend.store.get_backfill(job.id, backfill.id)
     assert kept is not None

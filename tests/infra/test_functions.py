@@ -44,6 +44,9 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_BLOCK_PRIVATE_TARGETS: "true",  # the SSRF guard is on in AWS by default
         r.ENV_ALLOWED_TARGET_NETWORKS: "",  # and lets no private network through
         r.ENV_MAX_JOBS_PER_OWNER: str(r.DEFAULT_MAX_JOBS_PER_OWNER),
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB),
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER),
+        r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER),
         # no service target nor container image is allowed by default
         r.ENV_LAMBDA_TARGETS: "",
         r.ENV_QUEUE_TARGETS: "",

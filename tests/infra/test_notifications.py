@@ -84,7 +84,8 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
     not_ended = {"status": {"S": [{"anything-but": FINISHED}]}}
 
     # written ended, or changed from a status a run does not end in into one it ends in;
-    # with a topic status, or by a run whose job asked to be notified
+    # with a topic status, or by a run whose job asked to be notified (or whose end is
+    # counted: a backfill's run, a re-run)
     assert patterns == [
         {"eventName": ["INSERT"], "dynamodb": {"NewImage": topic}},
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": topic, "OldImage": not_ended}},

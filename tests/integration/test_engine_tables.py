@@ -23,11 +23,12 @@ from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
+from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, RunStatus
 from chronoq.domain.schedules import CronSchedule
 from chronoq.local.engine.tables import SqliteTables
 from chronoq.resources import Priority
-from chronoq.usecases.ports import RunFilter
+from chronoq.usecases.ports import RunEnd, RunFilter, Tally, TallyRefused
 from moto import mock_aws
 
 from tests.contract.backends import NOW, SHARDS, a_job, a_run
@@ -92,7 +93,11 @@ def unordered(items: list[Any]) -> list[Any]:
 def error_of(error: ClientError | None) -> Any:
     if error is None:
         return None
-    return (error.response["Error"]["Code"], normal(error.response.get("Item")))
+    reasons = [
+        (reason.get("Code"), normal(reason.get("Item")))
+        for reason in error.response.get("CancellationReasons", [])
+    ]
+    return (error.response["Error"]["Code"], normal(error.response.get("Item")), reasons)
 
 
 class Twin:
@@ -157,6 +162,9 @@ class Twin:
 
     def batch_write_item(self, **request: Any) -> dict[str, Any]:
         return self._both("batch_write_item", request)
+
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        return self._both("transact_write_items", request)
 
     def get_paginator(self, operation: str) -> Any:
         twin = self
@@ -361,8 +369,31 @@ def test_given_runs_flows_backfills_and_logs_when_kept_by_dynamostore_and_s3arti
     assert store.get_backfill(job.id, "bf_1") == backfills[1]
     listed = store.page_backfills(job.id, job.owner, 2)
     assert [b.id for b in listed.items] == ["bf_2", "bf_1"]
-    assert store.end_backfill(job.id, "bf_0", BackfillState.COMPLETED, NOW)
-    assert not store.end_backfill(job.id, "bf_0", BackfillState.COMPLETED, NOW)
+    assert store.end_backfill(backfills[0], BackfillState.COMPLETED, NOW)
+    assert not store.end_backfill(backfills[0], BackfillState.COMPLETED, NOW)
+    # counted ones: begun and ended with their owner's usage, their runs' ends counted
+    counted = backfills[1].model_copy(update={"id": "bf_c", "ended": 0, "total": 2})
+    assert store.start_backfill(counted, store.get_usage(job.owner))
+    assert not store.start_backfill(counted.model_copy(update={"id": "bf_d"}), Usage())
+    made = [
+        runs[0].model_copy(update={"id": f"{runs[0].id}-bf_c{i}", "backfill_id": "bf_c"})
+        for i in range(2)
+    ]
+    for run in made:
+        store.create_run(run, NOW)
+        store.end_run(run, RunStatus.FAILED, NOW, "x", [run.status])
+    ends = tuple(RunEnd.of(store.get_run(job.id, run.id)) for run in made)  # type: ignore[arg-type]
+    assert store.count_ends(Tally(job.owner, ends[:1], counted)) is None
+    assert store.count_ends(Tally(job.owner, ends, counted)) == TallyRefused(
+        frozenset({made[0].id}), True
+    )
+    now_read = store.get_backfill(job.id, "bf_c")
+    assert store.count_ends(Tally(job.owner, ends[1:], now_read, NOW)) is None
+    assert store.get_backfills([(job.id, "bf_c"), (job.id, "bf_x")])[0].runs == {"FAILED": 2}
+    assert store.get_usage(job.owner).running == {}
+    assert store.reserve_reruns(job.owner, 3, store.get_usage(job.owner))
+    store.release_reruns(job.owner, 3)
+    store.release_backfill(job.owner, job.id, "bf_c")
 
     artifacts = S3Artifacts(twin, s3, RUNS, BUCKET)  # type: ignore[arg-type]
     artifacts.append_logs(job.id, runs[0].id, 1, ["[attempt 1] small"], None)
@@ -672,3 +703,58 @@ def test_given_a_scan_filtered_with_in_and_reads_of_binary_values_when_sent_to_b
     assert zlib.decompress(binary["Item"]["answer"]["B"]) == b"{}"
     assert updated["Attributes"] == {"tries": {"N": "1"}}
     twin.tables_agree()
+
+
+def test_given_transactions_when_sent_to_both_then_both_write_all_or_nothing_alike(
+    twin: Twin,
+) -> None:
+    usage = {"job_id": {"S": "usage#alice"}}
+    run = {"job_id": {"S": "j"}, "run_id": {"S": "j_1"}}
+    twin.put_item(TableName=RUNS, Item={**run, "status": {"S": "FAILED"}})
+    step = {
+        "Update": {
+            "TableName": JOBS,
+            "Key": usage,
+            "UpdateExpression": "ADD #run :ids, version :one",
+            "ConditionExpression": "attribute_not_exists(version)",
+            "ExpressionAttributeNames": {"#run": "running#j"},
+            "ExpressionAttributeValues": {":ids": {"SS": ["bf1"]}, ":one": {"N": "1"}},
+        }
+    }
+    mark: dict[str, Any] = {
+        "Update": {
+            "TableName": RUNS,
+            "Key": run,
+            "UpdateExpression": "SET counted = :yes",
+            "ConditionExpression": "#s = :s",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {":yes": {"BOOL": True}, ":s": {"S": "FAILED"}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+    put = {"Put": {"TableName": RUNS, "Item": {"job_id": {"S": "j"}, "run_id": {"S": "b"}}}}
+    check = {
+        "ConditionCheck": {
+            "TableName": RUNS,
+            "Key": run,
+            "ConditionExpression": "attribute_exists(run_id)",
+        }
+    }
+
+    twin.transact_write_items(TransactItems=[step, mark, put])
+    twin.transact_write_items(
+        TransactItems=[
+            {"Delete": {"TableName": RUNS, "Key": put["Put"]["Item"]}},
+            check,
+        ]
+    )
+    refused_mark = copy.deepcopy(mark)
+    refused_mark["Update"]["ExpressionAttributeValues"][":s"] = {"S": "SUCCEEDED"}
+    with pytest.raises(ClientError) as refused:  # the version exists; the status is another
+        twin.transact_write_items(TransactItems=[step, refused_mark, put])
+    assert refused.value.response["Error"]["Code"] == "TransactionCanceledException"
+    with pytest.raises(ClientError):  # one item twice
+        twin.transact_write_items(TransactItems=[mark, mark])
+
+    twin.tables_agree()
+    assert twin.get_item(TableName=RUNS, Key=put["Put"]["Item"]).get("Item") is None

@@ -29,6 +29,7 @@ def test_given_every_kind_of_jobs_table_key_when_made_then_each_begins_with_its_
         keys.NAME: keys.name_key("job_alice", "job_x"),
         keys.IDEMPOTENCY_KEY: keys.idempotency_key("job_k"),
         keys.FLOW: flow.item_key("job_alice", "job_k"),
+        keys.USAGE: keys.usage_key("job_alice"),
     }
     for prefix, key in made.items():
         assert [p for p in keys.JOBS_TABLE if key.startswith(p)] == [prefix], key

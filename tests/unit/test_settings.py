@@ -4,7 +4,9 @@ start with an error naming the function and the variable."""
 from __future__ import annotations
 
 import pytest
+from chronoq import compose
 from chronoq import resources as r
+from chronoq.domain.limits import Limits
 from chronoq.domain.runs import RunStatus
 from chronoq.settings import (
     SETTINGS,
@@ -17,6 +19,8 @@ from chronoq.settings import (
     environment,
     load,
 )
+
+from tests.unit.api_on_fakes import ENVIRONMENT
 
 WORKER_ENV = {
     r.ENV_JOBS_TABLE: "jobs",
@@ -147,3 +151,19 @@ def test_given_a_wrong_topic_status_when_the_notifier_loads_then_the_error_names
     assert message.startswith(f"function notifier: {r.ENV_TOPIC_STATUSES}: ")
     assert problem in message
     assert "CANCELLED, FAILED, MISSED, SKIPPED, SUCCEEDED, TIMED_OUT" in message
+
+
+def test_given_owner_limits_in_the_api_environment_when_loaded_then_its_use_cases_get_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deployment's limits reach the backfills and re-runs the API serves (compose.api)."""
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # (compose builds its clients)
+    limits = Limits(
+        running_backfills_per_job=2, running_backfills_per_owner=5, queued_runs_per_owner=99
+    )
+    settings = load(ApiSettings, {**ENVIRONMENT, **limits.environment()})
+
+    assert settings.limits == limits
+    assert load(ApiSettings, ENVIRONMENT).limits == Limits()
+    api = compose.api(settings)
+    assert api.backfills.limits == api.reruns.limits == limits

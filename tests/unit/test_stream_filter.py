@@ -5,14 +5,17 @@ its status or its job asked to be notified, reaches the notifier."""
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.aws import codecs
 from chronoq.aws.streams import matches, notifier_filters
 from chronoq.domain.notifications import topic_statuses
-from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus, Trigger
 from chronoq.local.drivers import stream_filter
+from chronoq.resources import Priority
 
 DEFAULT = topic_statuses(r.DEFAULT_TOPIC_STATUSES)
 EVERY_FINAL = frozenset(TERMINAL_STATUSES)
@@ -147,3 +150,58 @@ def test_given_a_run_that_held_flow_slots_when_it_ends_then_its_record_reaches_t
         change["dynamodb"]["NewImage"]["slots"] = {"S": slots}
 
     assert keep(change) is kept
+
+
+def counted_record(event: str, old: str | None, new: str) -> dict[str, Any]:
+    """A record of a backfill's run or a re-run, as the codec writes it: marked ``notify``
+    (quietly: its job asked for nothing) and ``counted`` false."""
+    item = codecs.new_run_item(a_backfill_run(), datetime(2026, 11, 26, tzinfo=UTC))
+    marks = {k: v for k, v in codecs.dump(item).items() if k in ("notify", "quiet", "counted")}
+    change = record(event, old, new)
+    for image in ("OldImage", "NewImage"):
+        if image in change["dynamodb"]:
+            change["dynamodb"][image].update(marks)
+    return change
+
+
+def a_backfill_run() -> Run:
+    at = datetime(2026, 11, 25, tzinfo=UTC)
+    return Run(
+        id="job_x_20261125T000000Z-bf0123",
+        job_id="job_x",
+        owner="alice",
+        status=RunStatus.SCHEDULED,
+        priority=Priority.NORMAL,
+        trigger=Trigger.BACKFILL,
+        scheduled_at=at,
+        backfill_id="bf0123",
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "old", "new", "kept"),
+    [
+        ("MODIFY", "RUNNING", "SUCCEEDED", True),  # a backfill's run or re-run ends
+        ("MODIFY", "QUEUED", "SKIPPED", True),  # ended by the worker, never started
+        ("MODIFY", "SCHEDULED", "CANCELLED", True),
+        ("MODIFY", "SUCCEEDED", "SUCCEEDED", False),  # its mark, or a later note
+        ("MODIFY", "SCHEDULED", "RUNNING", False),  # not ended
+    ],
+)
+def test_given_runs_whose_ends_are_counted_when_filtered_then_their_end_passes_once(
+    event: str, old: str | None, new: str, kept: bool
+) -> None:
+    """Their ``notify`` mark takes them through the patterns of runs whose job asked: no
+    pattern of their own (Lambda allows five)."""
+    keep = stream_filter(notifier_filters(DEFAULT))
+
+    assert keep(counted_record(event, old, new)) is kept
+    item = codecs.dump(codecs.new_run_item(a_backfill_run(), datetime(2026, 11, 26, tzinfo=UTC)))
+    assert codecs.run_from_item(item).notify is False  # (as its job asked: nothing)
+
+
+@pytest.mark.parametrize("audience", [DEFAULT, EVERY_FINAL, frozenset({RunStatus.SUCCEEDED})])
+def test_given_any_topic_statuses_when_the_filters_are_made_then_they_are_within_lambdas_five(
+    audience: frozenset[RunStatus],
+) -> None:
+    assert len(notifier_filters(audience)) <= 5

@@ -32,6 +32,7 @@ from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
 from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.ports import Clock, Sleep
+from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.start import RunStarter
@@ -114,8 +115,9 @@ def api(settings: ApiSettings) -> Api:
             canceller=canceller,
             clock=TIME.clock,
             pages=PageTokens(master_secret),
+            limits=settings.limits,
         ),
-        reruns=RerunOperations(store=store, index=index, clock=TIME.clock),
+        reruns=RerunOperations(store=store, index=index, clock=TIME.clock, limits=settings.limits),
     )
 
 
@@ -168,6 +170,13 @@ def waker(settings: NotifierSettings) -> SlotWaker:
         store=DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table),
         queues=SqsQueues(clients.sqs(), settings.queue_urls),
         clock=TIME.clock,
+    )
+
+
+def progress(settings: NotifierSettings) -> Progress:
+    """What counts the ends of backfills' runs and re-runs (the notifier, per batch)."""
+    return Progress(
+        DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table), TIME.clock
     )
 
 

@@ -3,7 +3,8 @@ a request body passes before anything reads it. Pure: no I/O.
 
 Every 4xx answer is ``{"error": {"code": ..., "message": ..., "field": ...}}``: ``code`` a
 machine-readable word, ``message`` for people, ``field`` the JSON path in the request body
-(``schedule.expression``, ``target.headers.X-Foo``) or null when the whole request is at fault.
+(``schedule.expression``, ``target.headers.X-Foo``) or null when the whole request is at fault;
+a request past one of its owner's limits (``limit_exceeded``) also names the ``limit``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from chronoq import resources as r
 MALFORMED_JSON = "malformed_json"
 UNAUTHORIZED = "unauthorized"
 QUOTA_EXCEEDED = "quota_exceeded"
+LIMIT_EXCEEDED = "limit_exceeded"
 NOT_FOUND = "not_found"
 METHOD_NOT_ALLOWED = "method_not_allowed"
 CONFLICT = "conflict"
@@ -45,9 +47,12 @@ class ApiError(Exception):
     code: str
     message: str
     field: str | None = None
+    #: The owner's limit a request is past (its setting's name): ``limit_exceeded`` only.
+    limit: str | None = None
 
     def body(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+        error = {"code": self.code, "message": self.message, "field": self.field}
+        return {"error": {**error, "limit": self.limit} if self.limit else error}
 
 
 def field_path(location: Sequence[int | str]) -> str | None:

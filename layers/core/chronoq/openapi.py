@@ -37,14 +37,19 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 class ErrorDetail(BaseModel):
     code: str = Field(
         description="a machine-readable word: malformed_json, unauthorized, quota_exceeded, "
-        "not_found, method_not_allowed, conflict, payload_too_large, unsupported_media_type, "
-        "invalid_field, invalid_request"
+        "limit_exceeded, not_found, method_not_allowed, conflict, payload_too_large, "
+        "unsupported_media_type, invalid_field, invalid_request"
     )
     message: str = Field(description="for people")
     field: str | None = Field(
         description="the JSON path in the request body (schedule.expression, "
         "target.headers.X-Foo), or the query parameter or header at fault; null when the whole "
         "request is"
+    )
+    limit: str | None = Field(
+        default=None,
+        description="limit_exceeded only: the owner's limit the request is past (its setting's"
+        " name, see the README's Limits)",
     )
 
 
@@ -118,10 +123,16 @@ class Backfill(BaseModel):
     max_in_flight: int = Field(description="the most of its runs under way at once")
     created_at: datetime
     finished_at: datetime | None
+    start_deadline_seconds: int = Field(
+        description="each of its runs must start within this many seconds of being made"
+    )
+    ended: int | None = Field(
+        description="how many of its runs have ended, counted as each ends (COMPLETED when it"
+        " reaches total); null in a listing for a backfill made before counting began"
+    )
     runs: dict[str, int] = Field(
         default_factory=dict,
-        description="how many of its runs are in each status (runs are made as earlier ones "
-        "start; empty in a listing)",
+        description="how many of its runs ended in each final status",
     )
 
 
@@ -190,6 +201,14 @@ _REASONS = {
     422: "A field, parameter or header is invalid: `field` names it",
     429: "Throttled by API Gateway (AWS only)",
 }
+#: What a route that the owner's limits bound answers besides (a backfill, a re-run).
+_LIMITED = {
+    422: f"{_REASONS[422]}; or the request could never fit one of the owner's limits"
+    " (limit_exceeded: `limit` names it, `field` what to change)",
+    429: f"{_REASONS[429]}; or the request is past one of the owner's limits while what the"
+    " owner holds is in the way (limit_exceeded: `limit` names it; Retry-After, in seconds,"
+    " says when to ask again)",
+}
 _ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
 _GATEWAY = {"application/json": {"schema": {"$ref": "#/components/schemas/GatewayError"}}}
 #: Every route: a token is checked (by API Gateway, then the function), and every request is
@@ -201,18 +220,24 @@ Errors = tuple[int, ...]
 
 
 def responses(
-    status: int, model: type[BaseModel] | None, description: str, *errors: int
+    status: int,
+    model: type[BaseModel] | None,
+    description: str,
+    *errors: int,
+    limited: bool = False,
 ) -> dict[int, Any]:
     """``responses=`` of a route answering ``status`` with ``model`` (None: no body, or any
-    JSON), and ``errors`` besides those every route may answer."""
+    JSON), and ``errors`` besides those every route may answer; ``limited``: the owner's
+    limits bound it (422 and 429 say so)."""
     success: dict[str, Any] = {"description": description}
     if model is not None:
         success["content"] = {"application/json": {"model": model}}
     elif status != 204:
         success["content"] = {"application/json": {"schema": {}}}
     answers: dict[int, Any] = {status: success}
-    for code in sorted({*_ALWAYS, *errors}):
-        answers[code] = {"description": _REASONS[code], "content": _ERROR}
+    reasons = {**_REASONS, **_LIMITED} if limited else _REASONS
+    for code in sorted({*_ALWAYS, *errors, *((422,) if limited else ())}):
+        answers[code] = {"description": reasons[code], "content": _ERROR}
     return answers
 
 

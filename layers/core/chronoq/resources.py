@@ -151,6 +151,16 @@ EARLIEST_YEAR = 1970
 LATEST_YEAR = 3000
 #: Jobs one owner may have (deployment setting ``max_jobs_per_owner``).
 DEFAULT_MAX_JOBS_PER_OWNER = 10_000
+#: What one owner's backfills and re-runs may hold at once (deployment settings of the same
+#: names; see domain.limits): backfills RUNNING of one job, and of all the owner's jobs; fire
+#: times of the owner's RUNNING backfills and re-runs that have not ended. An owner alone
+#: runs 1,000 runs due together (one backfill of 1,000 fire times, ten re-runs of 100) well
+#: within them.
+DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB = 3
+DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER = 10
+DEFAULT_MAX_QUEUED_RUNS_PER_OWNER = 10_000
+#: The Retry-After (seconds) of a request refused by one of these limits that waiting lifts.
+LIMIT_RETRY_AFTER_SECONDS = 60
 #: Caps on container targets (deployment settings ``max_container_cpu`` in CPU units,
 #: ``max_container_memory`` in MiB, ``max_container_seconds``): 1 vCPU, 2 GB, one hour.
 DEFAULT_MAX_CONTAINER_CPU = 1024
@@ -271,6 +281,15 @@ LOCAL_OWN_ADDRESSES = "CHRONOQ_LOCAL_OWN_ADDRESSES"
 LOCAL_ONLY_ENV = (LOCAL_OWN_PORTS, LOCAL_OWN_ADDRESSES)
 #: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
 ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
+#: An owner's backfills and re-runs (defaults DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...).
+ENV_MAX_RUNNING_BACKFILLS_PER_JOB = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_JOB"
+ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
+ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
+ENV_BACKFILL_LIMITS = (
+    ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
+    ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
+    ENV_MAX_QUEUED_RUNS_PER_OWNER,
+)
 #: What service targets may reach and which images containers may run: comma-separated ARN
 #: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
 #: The API refuses a job naming anything else (the runner's and state machine's IAM rights
@@ -445,6 +464,7 @@ API_FUNCTION = Function(
         ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
         ENV_ALLOWED_TARGET_NETWORKS,
         ENV_MAX_JOBS_PER_OWNER,
+        *ENV_BACKFILL_LIMITS,  # to refuse backfills and re-runs past the owner's limits
         *ENV_TARGET_ACCESS,  # to refuse targets and images the deployment does not allow
         *ENV_QUEUE_URLS.values(),
     ),

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from chronoq import resources as r
 from chronoq.domain import notifications
 from chronoq.domain.access import OwnResources, TargetPolicy, own_prefix, patterns
+from chronoq.domain.limits import Limits
 from chronoq.domain.network import NetworkPolicy, OwnEndpoints
 from chronoq.domain.runs import RunStatus
 
@@ -210,6 +211,19 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     max_jobs_per_owner: int = Field(
         default=r.DEFAULT_MAX_JOBS_PER_OWNER, alias=r.ENV_MAX_JOBS_PER_OWNER, ge=1
     )
+    max_running_backfills_per_job: int = Field(
+        default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB,
+        alias=r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
+        ge=1,
+    )
+    max_running_backfills_per_owner: int = Field(
+        default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER,
+        alias=r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
+        ge=1,
+    )
+    max_queued_runs_per_owner: int = Field(
+        default=r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER, alias=r.ENV_MAX_QUEUED_RUNS_PER_OWNER, ge=1
+    )
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
@@ -225,6 +239,15 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     @property
     def targets(self) -> TargetPolicy:
         return replace(super().targets, own=self.own_resources)
+
+    @property
+    def limits(self) -> Limits:
+        """What each owner's backfills and re-runs may hold at once."""
+        return Limits(
+            running_backfills_per_job=self.max_running_backfills_per_job,
+            running_backfills_per_owner=self.max_running_backfills_per_owner,
+            queued_runs_per_owner=self.max_queued_runs_per_owner,
+        )
 
 
 class DispatcherSettings(FunctionSettings, _Queues):

@@ -94,3 +94,38 @@ def test_given_the_state_machine_invoking_a_function_when_metered_then_its_iam_c
     assert answer["Payload"].read() == b'{"ok": "chronoq-local-runner"}'
     assert usage.requests["lambda:Invoke"] == 1
     assert Call(STATE_MACHINE, "lambda:InvokeFunction", arn) in RECORDER.recorded
+
+
+def test_given_a_transaction_on_the_engine_when_metered_then_each_item_costs_twice_a_write_and_iam_sees_each_items_action(
+    store: DynamoStore, usage: Usage
+) -> None:
+    """DynamoDB bills a transaction's writes at two units per KB of each item, refused or
+    not; IAM authorizes each item as its own action (UpdateItem, PutItem)."""
+    db = cast(Any, store)._db
+    jobs, runs = r.JOBS_TABLE.id, r.RUNS_TABLE.id
+    items: list[dict[str, Any]] = [
+        {"Put": {"TableName": runs, "Item": {"job_id": {"S": "j"}, "run_id": {"S": "r"}}}},
+        {
+            "Update": {
+                "TableName": jobs,
+                "Key": {"job_id": {"S": "usage#alice"}},
+                "UpdateExpression": "ADD version :one",
+                "ConditionExpression": "attribute_not_exists(version)",
+                "ExpressionAttributeValues": {":one": {"N": "1"}},
+            }
+        },
+    ]
+
+    db.transact_write_items(TransactItems=items)
+    assert usage.write_units == 4
+    with pytest.raises(db.exceptions.TransactionCanceledException) as refused:
+        db.transact_write_items(TransactItems=items)  # (the version exists now)
+
+    reasons = refused.value.response["CancellationReasons"]
+    assert [reason["Code"] for reason in reasons] == ["None", "ConditionalCheckFailed"]
+    assert usage.write_units == 8
+    assert usage.requests["dynamodb:TransactWriteItems"] == 2
+    own = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table"
+    assert {
+        (c.action, c.resource) for c in RECORDER.recorded if c.action.startswith("dynamodb:")
+    } >= {("dynamodb:PutItem", f"{own}/{runs}"), ("dynamodb:UpdateItem", f"{own}/{jobs}")}

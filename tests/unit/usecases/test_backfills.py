@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from chronoq import resources as r
 from chronoq.domain import flow
-from chronoq.domain.backfills import BackfillRequest, BackfillState
-from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
+from chronoq.domain.backfills import Backfill, BackfillRequest, BackfillState
+from chronoq.domain.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from chronoq.domain.jobs import Job
+from chronoq.domain.limits import Limits, Usage
 from chronoq.domain.runs import Run, RunStatus, Trigger
 
 from tests.builders import OWNER, Fakes, job_spec
@@ -43,8 +44,10 @@ def take_and_start(fakes: Fakes) -> list[str]:
 
 
 def run_everything(fakes: Fakes, job: Job) -> None:
-    """Deliver, start and end runs until nothing is left waiting (a second at a time)."""
+    """Deliver, start and end runs until nothing is left waiting (a second at a time), their
+    ends counted as the notifier counts them."""
     for _ in range(200):
+        fakes.count_run_ends()
         messages = fakes.queues.take()
         if not messages and not _running(fakes, job):
             return
@@ -205,7 +208,9 @@ def test_given_a_running_backfill_when_cancelled_then_no_further_run_is_made_and
     view = fakes.backfills.cancel(OWNER, job.id, backfill.id)
 
     assert view["state"] == "CANCELLED"
-    assert view["runs"] == {"CANCELLED": 20}
+    assert fakes.count_run_ends() == 20  # (as the notifier hears of their ends)
+    view = fakes.backfills.get(OWNER, job.id, backfill.id)
+    assert (view["ended"], view["runs"]) == (20, {"CANCELLED": 20})
     assert set(take_and_start(fakes)) <= {"cancelled", "duplicate"}  # the waiting ones
     assert len(backfill_runs(fakes, job)) == 20  # none made since
     with pytest.raises(Conflict):
@@ -283,3 +288,27 @@ def test_given_a_forbid_backfill_whose_run_is_under_way_when_its_next_run_comes_
     assert fakes.store.runs[(job.id, second.id)].status is RunStatus.SCHEDULED, outcomes
     run_everything(fakes, job)
     assert [r.status for r in backfill_runs(fakes, job)] == [RunStatus.SUCCEEDED] * 3
+
+
+def test_given_two_backfills_asked_for_at_once_when_only_one_fits_then_the_other_is_refused() -> (
+    None
+):
+    """Another request of the owner takes the job's last slot between this one's read of the
+    usage and its write: the write, at the version read, is refused; read again, the limit
+    refuses it."""
+    fakes = Fakes(limits=Limits(running_backfills_per_job=1))
+    job = every_ten_minutes(fakes)
+    original = fakes.store.start_backfill
+
+    def meanwhile(backfill: Backfill, usage: Usage) -> bool:
+        fakes.store.start_backfill = original  # type: ignore[method-assign]
+        fakes.backfills.create(OWNER, job.id, hours_back(fakes, 1))
+        return original(backfill, usage)
+
+    fakes.store.start_backfill = meanwhile  # type: ignore[method-assign]
+
+    with pytest.raises(LimitExceeded) as refused:
+        fakes.backfills.create(OWNER, job.id, hours_back(fakes, 2))
+
+    assert refused.value.limit == "max_running_backfills_per_job"
+    assert len(fakes.store.backfills) == 1

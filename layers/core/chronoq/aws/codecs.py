@@ -12,12 +12,13 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import ids, keys
 from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.base import STORED
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
+from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
@@ -219,9 +220,12 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "logs": "L",
     "log_bytes": "N",
     "log_objects": "L",
-    #: true when its job asked to be notified (the runs stream filter lets its end through
-    #: whatever the status); absent otherwise.
+    #: true when its job asked to be notified, or its end is counted (``counted``): the runs
+    #: stream filter lets its end through whatever the status; absent otherwise.
     "notify": "BOOL",
+    #: true when ``notify`` is there only for its end to be counted (its job asked for
+    #: nothing); absent otherwise.
+    "quiet": "BOOL",
     #: a re-run's original run, a backfill's id, when a run first waited for its flow
     #: (absent unless so).
     "rerun_of": "S",
@@ -237,6 +241,9 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "wait_order": "S",
     #: why it waits (absent once it starts or ends).
     "wait_reason": "S",
+    #: a backfill's or re-run's run: false until its end is counted (on its backfill, and in
+    #: its owner's usage: usecases.progress), then true; absent for other runs.
+    "counted": "BOOL",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -267,6 +274,17 @@ def run_key(job_id: str, run_id: str) -> dict[str, Any]:
     return dump({"job_id": job_id, "run_id": run_id})
 
 
+#: The attribute marking a backfill's or re-run's run whose end has been counted.
+COUNTED = "counted"
+#: The attribute of a run marked ``notify`` only for its end to be counted.
+QUIET = "quiet"
+
+
+def counts_end(run: Run) -> bool:
+    """Is the run's end counted (a run of a backfill, or a re-run)?"""
+    return bool(run.backfill_id or run.rerun_of)
+
+
 def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
     """The item of a run just created (``queued_at``: when it is sent at once, as a manual
     run is)."""
@@ -281,11 +299,15 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "scheduled_at": format_instant(run.scheduled_at),
         "queued_at": format_instant(run.queued_at) if run.queued_at else None,
         "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
-        "notify": True if run.notify else None,  # written only when true
+        # written only when true: the notifier hears of its end (its job asked, or its end
+        # is counted: see aws.streams); QUIET when it is only for the count
+        "notify": True if run.notify or counts_end(run) else None,
+        QUIET: True if counts_end(run) and not run.notify else None,
         "rerun_of": run.rerun_of,
         "backfill_id": run.backfill_id,
         "held_at": instant(run.held_at),
         "start_deadline_seconds": run.start_deadline_seconds,
+        COUNTED: False if counts_end(run) else None,
     }
 
 
@@ -314,6 +336,8 @@ def run_from_item(item: Mapping[str, Any]) -> Run:
             "notifications": {
                 k.removeprefix(NOTIFIED): v for k, v in data.items() if k.startswith(NOTIFIED)
             },
+            # (what its job asked for: not a notify mark there only for the count)
+            "notify": bool(data.get("notify")) and not data.get(QUIET),
             # the state machine writes "" for "kept elsewhere" / "none"
             "output": data.get("output") or None,
             "output_location": data.get("output_location") or None,
@@ -346,25 +370,63 @@ def backfill_key(job_id: str, backfill_id: str) -> dict[str, Any]:
     return dump({"job_id": job_id, "run_id": BACKFILL_PREFIX + backfill_id})
 
 
+#: A backfill's counters: its runs ended, and ended in each status (``ended_SUCCEEDED``, ...).
+ENDED = "ended"
+ENDED_IN = "ended_"
+
+
 def backfill_item(backfill: Backfill) -> dict[str, Any]:
-    """A backfill's item (no ``status``: the runs stream's filter never lets it through)."""
+    """A backfill's item (no ``status``: the runs stream's filter never lets it through).
+    What changes is kept apart from the rest: its state, when it ended, its counters."""
     return {
         "job_id": backfill.job_id,
         "run_id": BACKFILL_PREFIX + backfill.id,
         "owner": backfill.owner,
-        "backfill": backfill.model_dump_json(exclude={"state", "finished_at"}),
+        "backfill": backfill.model_dump_json(exclude={"state", "finished_at", "ended", "runs"}),
         "state": backfill.state.value,
         "finished_at": instant(backfill.finished_at),
         "expires_at": int(backfill.created_at.timestamp()) + r.RUN_RETENTION_SECONDS,
+        ENDED: backfill.ended,
+        **{ENDED_IN + status: count for status, count in backfill.runs.items()},
     }
 
 
 def backfill_from_item(item: Mapping[str, Any]) -> Backfill:
     data = load(item)
+    counts = {k.removeprefix(ENDED_IN): int(v) for k, v in data.items() if k.startswith(ENDED_IN)}
     return Backfill.model_validate(
         {
             **json.loads(data["backfill"]),
             "state": data["state"],
             "finished_at": data.get("finished_at"),
+            "ended": int(data[ENDED]) if ENDED in data else None,
+            "runs": dict(sorted(counts.items())),
         }
+    )
+
+
+# --- an owner's usage -------------------------------------------------------------------------
+
+#: The usage item's attributes: the ids of the owner's RUNNING backfills of each job
+#: (``running#<job id>``, a string set), its re-runs' runs not ended, its version.
+RUNNING = "running#"
+RERUNS = "reruns"
+VERSION = "version"
+
+
+def usage_key(owner: str) -> dict[str, Any]:
+    """An owner's usage item: in the jobs table, with no ``owner`` attribute (the owner index
+    never holds it)."""
+    return dump({"job_id": keys.usage_key(owner)})
+
+
+def usage_from_item(item: Mapping[str, Any] | None) -> Usage:
+    """An owner's usage as its item keeps it (none yet: nothing held, version 0)."""
+    data = load(item or {})
+    return Usage(
+        running={
+            k.removeprefix(RUNNING): frozenset(v) for k, v in data.items() if k.startswith(RUNNING)
+        },
+        reruns=int(data.get(RERUNS, 0)),
+        version=int(data.get(VERSION, 0)),
     )

@@ -4,9 +4,10 @@ applies them with ``matches``).
 
 A record passes when it ends a run (the run written with a final status, or changed into one
 from another status) and someone is to hear of it: its status is one the SNS topic is told
-about, or the run is marked ``notify`` (its job has a notify block). Everything else (most
-successful runs, later changes of an ended run such as the notes of its notifications) never
-invokes the notifier.
+about, or the run is marked ``notify``: its job has a notify block, or the run's end is
+counted (a backfill's run, a re-run: usecases.progress counts it, and marks it counted).
+Everything else (most successful runs, later changes of an ended run such as the notes of its
+notifications, a counted run's mark) never invokes the notifier.
 
 A record also passes when a run that held flow slots ends (its ``slots``, noted as it started,
 name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake).
@@ -17,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chronoq.aws.codecs import COUNTED, run_from_item
 from chronoq.domain.keys import FLOW
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.usecases.ports import RunEnd
 
 #: Every status a run ends in, as the stream shows it.
 FINAL = sorted(s.value for s in TERMINAL_STATUSES)
@@ -84,3 +87,13 @@ def _allows(choice: Any, value: Any) -> bool:
             return isinstance(value, str) and value.startswith(operand)
         raise ValueError(f"filter rule {operator!r} is not supported here")
     return type(choice) is type(value) and bool(choice == value)
+
+
+def uncounted_end(image: Mapping[str, Any] | None) -> RunEnd | None:
+    """The end a record's new image shows of a backfill's run or a re-run, if it is not
+    counted yet (None: any other record)."""
+    if not image or image.get(COUNTED) != {"BOOL": False}:
+        return None
+    if image.get("status", {}).get("S") not in FINAL:
+        return None
+    return RunEnd.of(run_from_item(image))

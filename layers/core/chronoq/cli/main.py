@@ -155,6 +155,27 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="jobs one owner may have",
 )
 @click.option(
+    "--max-running-backfills-per-job",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB,
+    show_default=True,
+    help="backfills of one job running at once",
+)
+@click.option(
+    "--max-running-backfills-per-owner",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER,
+    show_default=True,
+    help="backfills of one owner running at once",
+)
+@click.option(
+    "--max-queued-runs-per-owner",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER,
+    show_default=True,
+    help="fire times one owner's running backfills and re-runs may hold not ended",
+)
+@click.option(
     "--allow-host-commands",
     is_flag=True,
     help="run container targets' commands as host processes, as this user (anyone holding a"
@@ -206,6 +227,9 @@ def local(
     block_private_targets: bool,
     allowed_target_networks: str,
     max_jobs_per_owner: int,
+    max_running_backfills_per_job: int,
+    max_running_backfills_per_owner: int,
+    max_queued_runs_per_owner: int,
     allow_host_commands: bool,
     aws_port: int,
     no_heartbeat: bool,
@@ -218,6 +242,7 @@ def local(
     again, and it carries on."""
     if ctx.invoked_subcommand is not None:  # (backup, restore: see there)
         return
+    from chronoq.domain.limits import Limits
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.backup import BackupError
@@ -237,6 +262,11 @@ def local(
         block_private_targets=block_private_targets,
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
+        owner_limits=Limits(
+            running_backfills_per_job=max_running_backfills_per_job,
+            running_backfills_per_owner=max_running_backfills_per_owner,
+            queued_runs_per_owner=max_queued_runs_per_owner,
+        ),
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
         engine=engine,

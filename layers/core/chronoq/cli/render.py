@@ -391,6 +391,7 @@ def backfill_view(backfill: dict[str, Any]) -> Any:
             ),
             ("fire times", backfill.get("total")),
             ("in flight", f"at most {backfill.get('max_in_flight')}"),
+            ("ended", _ended(backfill)),
             ("runs", ", ".join(f"{n} {status}" for status, n in counts.items())),
             ("created", short_time(backfill.get("created_at"))),
             ("finished", short_time(backfill.get("finished_at"))),
@@ -399,17 +400,23 @@ def backfill_view(backfill: dict[str, Any]) -> Any:
 
 
 def backfills_table(items: list[dict[str, Any]]) -> Table:
-    table = _table("id", "state", "from", "to", "fire times", "created")
+    table = _table("id", "state", "from", "to", "ended", "created")
     for b in items:
         table.add_row(
             str(b.get("id", "")),
             str(b.get("state", "")),
             short_time(b.get("from")),
             short_time(b.get("to")),
-            str(b.get("total", "")),
+            _ended(b),
             short_time(b.get("created_at")),
         )
     return table
+
+
+def _ended(backfill: dict[str, Any]) -> str:
+    """How many of its fire times have ended, of how many ("?": not counted, in a listing)."""
+    ended = backfill.get("ended")
+    return f"{'?' if ended is None else ended} of {backfill.get('total', '?')}"
 
 
 def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:

@@ -73,6 +73,17 @@ class Backfill(BaseModel):
     finished_at: Instant | None = None
     #: Each of its runs must start within this many seconds of being made.
     start_deadline_seconds: int = r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
+    #: How many of its runs have ended, each counted once as it ends (usecases.progress);
+    #: None: a backfill made before run ends were counted (its progress is read from its
+    #: runs).
+    ended: int | None = None
+    #: How many of its runs ended in each final status (as counted).
+    runs: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def counted(self) -> bool:
+        """Are its runs' ends counted on it (``ended``, ``runs``)?"""
+        return self.ended is not None
 
     def view(self) -> dict[str, Any]:
         """The API's JSON form."""

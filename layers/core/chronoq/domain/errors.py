@@ -38,6 +38,25 @@ class QuotaExceeded(ChronoqError):
     """The owner has as many jobs as the deployment allows."""
 
 
+class LimitExceeded(ChronoqError):
+    """A request past one of its owner's limits (``limit``: the setting's name).
+    ``retry_after``: seconds after which it may fit, once what the owner holds has ended
+    (429); None: it can never fit as asked (422, ``field`` naming what to change)."""
+
+    def __init__(
+        self,
+        limit: str,
+        message: str,
+        retry_after: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.message = message
+        self.retry_after = retry_after
+        self.field = field
+
+
 class TargetError(ChronoqError):
     """A run's target failed (the runner raises it so that the attempt fails)."""
 

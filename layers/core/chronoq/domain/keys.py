@@ -7,7 +7,8 @@ The jobs table (partition key ``job_id``):
 - ``count#<owner>``: how many jobs an owner has;
 - ``name#<length of owner>#<owner>#<name>``: the job holding a name among an owner's jobs;
 - ``idem#<key>``: an idempotency key's record;
-- ``flow#<digest>``: a flow's holders, or a backfill's pacing (see domain.flow).
+- ``flow#<digest>``: a flow's holders, or a backfill's pacing (see domain.flow);
+- ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits).
 
 The runs table (``job_id``, ``run_id``), one partition per job:
 
@@ -27,6 +28,7 @@ COUNT = "count#"
 NAME = "name#"
 IDEMPOTENCY_KEY = "idem#"
 FLOW = "flow#"
+USAGE = "usage#"
 
 BACKFILL = "backfill#"
 
@@ -34,7 +36,7 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW)
+JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE)
 RUNS_TABLE = (BACKFILL,)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
 
@@ -53,3 +55,8 @@ def count_key(owner: str) -> str:
 def idempotency_key(key: str) -> str:
     """The key of the item holding idempotency key ``key``'s record."""
     return f"{IDEMPOTENCY_KEY}{key}"
+
+
+def usage_key(owner: str) -> str:
+    """The key of the item keeping what ``owner``'s backfills and re-runs hold."""
+    return f"{USAGE}{owner}"

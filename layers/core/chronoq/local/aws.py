@@ -22,6 +22,7 @@ from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
 from chronoq.aws.streams import notifier_filters
 from chronoq.domain import notifications
+from chronoq.domain.limits import Limits
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import stream_filter
@@ -128,6 +129,9 @@ class LocalAWS:
     own_addresses: tuple[str, ...] = ()
     #: Jobs one owner may have, as ``-c max_jobs_per_owner=`` in CDK.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    #: What each owner's backfills and re-runs may hold, as ``-c max_running_backfills_per_job=``
+    #: (and the others) in CDK.
+    owner_limits: Limits = field(default_factory=Limits)
     #: Container targets run their commands as host processes (anyone who may create a job
     #: runs code as this user); otherwise in Docker when a daemon answers, else not at all.
     allow_host_commands: bool = False
@@ -378,6 +382,7 @@ class LocalAWS:
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
+            **self.owner_limits.environment(),
             r.LOCAL_OWN_PORTS: ",".join(str(p) for p in self.own_ports),
             r.LOCAL_OWN_ADDRESSES: ",".join(self.own_addresses),
             # Locally everything in the embedded AWS stays allowed, up to Fargate's own sizes.

@@ -80,6 +80,15 @@ _ACTIONS = {
 }
 
 
+#: The IAM action of each kind of item of a TransactWriteItems.
+_TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
 def calls_of(
     caller: str,
     operation: str,
@@ -114,7 +123,13 @@ def calls_in(
     def call(resource: str, **context: str) -> Call:
         return Call(caller, action, resource, tuple(sorted(context.items())))
 
-    if service == "dynamodb":
+    if operation == "dynamodb:TransactWriteItems":
+        # IAM authorizes each item of a transaction as the single-item action it is
+        for entry in document.get("TransactItems", []):
+            for kind, step in entry.items():
+                arn = f"arn:aws:dynamodb:{own}:table/{step.get('TableName', '')}"
+                yield Call(caller, f"dynamodb:{_TRANSACT_ACTIONS.get(kind, kind)}", arn)
+    elif service == "dynamodb":
         tables = (
             [document["TableName"]]
             if "TableName" in document

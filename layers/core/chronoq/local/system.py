@@ -19,6 +19,7 @@ from chronoq.aws import clients
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
+from chronoq.domain.limits import Limits
 from chronoq.local import endpoint, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
 from chronoq.local.backup import ENGINE_DIR, running
@@ -77,6 +78,8 @@ class LocalSystem:
     allowed_target_networks: str = ""
     #: Jobs one owner may have.
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    #: What each owner's backfills and re-runs may hold at once.
+    owner_limits: Limits = field(default_factory=Limits)
     #: Container targets as host processes (``--allow-host-commands``; otherwise in Docker
     #: when a daemon answers, else refused).
     allow_host_commands: bool = False
@@ -297,6 +300,7 @@ class LocalSystem:
             block_private_targets=self.block_private_targets,
             allowed_target_networks=self.allowed_target_networks,
             max_jobs_per_owner=self.max_jobs_per_owner,
+            owner_limits=self.owner_limits,
             allow_host_commands=self.allow_host_commands,
             state_dir=None if self.in_memory else self.data_dir / persist.STATE_DIR,
             engine=self.engine,

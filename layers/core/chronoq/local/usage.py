@@ -473,7 +473,9 @@ def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes)
     return f"{service}:{method}"
 
 
-_WRITES = {"PutItem", "UpdateItem", "DeleteItem"}
+_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+#: Write units per item KB (a transaction's writes cost twice a plain write's).
+_TRANSACT_FACTOR = 2
 #: Where chronoq local's engine hands the meter the images of the items a write changed, in
 #: its answer (table name, old item or None, new item or None), before the caller sees it.
 WRITTEN = "_written"
@@ -542,11 +544,11 @@ class Meter:
         self.usage.request(operation, caller)
         service, _, name = operation.partition(":")
         if service == "dynamodb":
-            if name in _WRITES or name == "BatchWriteItem":
+            if name in _WRITES:
                 images = response.get(WRITTEN)
                 if images is None and stored is not None:  # refused: the item is read
                     images = [(t, item, item) for t, item in self._stored(name, request, stored)]
-                self._write_units(images or [])
+                self._write_units(images or [], _factor(name))
             else:
                 self._read_units(name, request, response)
 
@@ -558,7 +560,7 @@ class Meter:
     ) -> list[tuple[str, dict[str, Any] | None]]:
         return [(table, stored(table, key)) for table, key in self._writes(name, request)]
 
-    def _write_units(self, images: Any) -> None:
+    def _write_units(self, images: Any, factor: int = 1) -> None:
         units = 0
         for table, old, new in images:
             spec = self.tables.get(table)
@@ -567,7 +569,7 @@ class Meter:
             if spec is r.RUNS_TABLE and _final(new) and not _final(old):
                 with self.usage._lock:
                     self.usage.runs_finished += 1
-            units += write_units(max(item_size(old), item_size(new)))
+            units += factor * write_units(max(item_size(old), item_size(new)))
             for index in spec.indexes:
                 units += index_write_units(old, new, index, spec)
         self.usage.units(write=units)
@@ -628,6 +630,17 @@ class Meter:
                 for table, requests in document.get("RequestItems", {}).items()
                 for r in requests
             ]
+        if name == "TransactWriteItems":
+            found = []
+            for entry in document.get("TransactItems", []):
+                for kind, step in entry.items():
+                    if kind == "Put":
+                        found.append(
+                            (step["TableName"], self._key(step["TableName"], step["Item"]))
+                        )
+                    elif kind in ("Update", "Delete"):
+                        found.append((step["TableName"], dict(step["Key"])))
+            return found
         return []
 
     def _items_written(
@@ -646,11 +659,11 @@ class Meter:
         before: Mapping[tuple[str, str], dict[str, Any] | None],
         response: Any,
     ) -> None:
-        if name in _WRITES or name == "BatchWriteItem":
+        if name in _WRITES:
             units = 0
             for (table, key), old in before.items():
                 new = self._get(table, json.loads(key))
-                units += write_units(max(item_size(old), item_size(new)))
+                units += _factor(name) * write_units(max(item_size(old), item_size(new)))
                 spec = self.tables[table]
                 for index in spec.indexes:
                     units += index_write_units(old, new, index, spec)
@@ -693,6 +706,11 @@ class Meter:
 
 #: The final statuses of a run.
 _FINAL = frozenset(status.value for status in TERMINAL_STATUSES)
+
+
+def _factor(operation: str) -> int:
+    """Write units per item KB an operation's writes cost."""
+    return _TRANSACT_FACTOR if operation == "TransactWriteItems" else 1
 
 
 def _final(item: Mapping[str, Any] | None) -> bool:

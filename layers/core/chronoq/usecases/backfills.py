@@ -1,11 +1,15 @@
 """The API's backfills: run a job's schedule over a past range, list them, follow one,
-cancel one as a whole (see chronoq.domain.backfills for how its runs are paced)."""
+cancel one as a whole (see chronoq.domain.backfills for how its runs are paced).
+
+A backfill's progress is kept on its own item as its runs end (usecases.progress): reading
+or listing backfills reads their items only, whatever their runs number. A backfill made
+before that (no counters) is read from its runs, as before, until it has ended."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,11 +24,17 @@ from chronoq.domain.backfills import (
 )
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Concurrency, Job
+from chronoq.domain.limits import Limits, check_backfill
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
 from chronoq.usecases.cancel import Canceller
+from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, RunFilter, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
+
+#: How often a backfill is asked for again when another request of its owner changed the
+#: owner's usage meanwhile.
+START_ATTEMPTS = 5
 
 
 @dataclass
@@ -34,10 +44,13 @@ class BackfillOperations:
     canceller: Canceller
     clock: Clock
     pages: PageTokens
+    #: What each owner's backfills may hold at once.
+    limits: Limits = field(default_factory=Limits)
 
     def create(self, owner: str, job_id: str, request: BackfillRequest) -> Backfill:
-        """A backfill of every fire time of the job's schedule in the range; its first
-        ``max_in_flight`` runs made and sent now (the others follow as these start)."""
+        """A backfill of every fire time of the job's schedule in the range, if its owner's
+        limits allow it (LimitExceeded); its first ``max_in_flight`` runs made and sent now
+        (the others follow as these start)."""
         job = self._job(owner, job_id)
         now = self.clock()
         check_range(request, now)
@@ -63,18 +76,32 @@ class BackfillOperations:
             schedule=job.schedule,
             created_at=now,
             start_deadline_seconds=request.start_deadline_seconds,
+            ended=0,
         )
-        self.store.put_backfill(backfill)
+        self._start(backfill)
         first = [self._run(job, backfill, fire, now) for fire in fires[: backfill.max_in_flight]]
-        made = [run for run in first if self.store.create_run(run, now)]
+        made: list[Run] = []
         try:
+            for run in first:
+                if self.store.create_run(run, now):
+                    made.append(run)
             self.index.enqueue([Occurrence.of(run) for run in made], now)
-        except Exception:  # (queues unavailable): no run is left that nothing will send
+        except Exception:  # (store or queues unavailable): nothing left that nothing will send
             for run in made:
                 self.store.delete_pending_run(run.job_id, run.id)
-            self.store.end_backfill(job.id, backfill.id, BackfillState.CANCELLED, now)
+            self.store.end_backfill(backfill, BackfillState.CANCELLED, now)  # (its usage back)
             raise
         return backfill
+
+    def _start(self, backfill: Backfill) -> None:
+        """Keep the backfill, entered in its owner's usage, unless a limit refuses it
+        (LimitExceeded): the usage read, checked, and written at the version read."""
+        for _ in range(START_ATTEMPTS):
+            usage = owner_usage(self.store, backfill.owner)
+            check_backfill(usage, self.limits, backfill.job_id, backfill.total)
+            if self.store.start_backfill(backfill, usage):
+                return
+        raise Conflict("your other requests kept changing your backfills meanwhile: try again")
 
     def page(
         self,
@@ -83,28 +110,29 @@ class BackfillOperations:
         limit: int = r.DEFAULT_PAGE_LIMIT,
         next_token: str | None = None,
     ) -> Listing[Backfill]:
-        """A page of the job's backfills, newest first, each in its state as of now."""
+        """A page of the job's backfills, newest first, each with its progress as counted:
+        one query of the page's items."""
         self._job(owner, job_id)
         listing = f"backfills:{job_id}"
         after = self.pages.open(owner, listing, next_token)
         page = self.store.page_backfills(job_id, owner, limit, after)
-        page = replace(page, items=[self._settled(b, None)[0] for b in page.items])
+        page = replace(page, items=[self._uncounted(b, settle_only=True) for b in page.items])
         return self.pages.listing(owner, listing, page)
 
     def get(self, owner: str, job_id: str, backfill_id: str) -> dict[str, Any]:
-        """A backfill, with how many of its runs are in each status."""
+        """A backfill, with how many of its runs have ended, and in each status."""
         self._job(owner, job_id)
-        backfill = self._backfill(owner, job_id, backfill_id)
-        return self._view(*self._settled(backfill, list(self._runs(backfill))))
+        return self._uncounted(self._backfill(owner, job_id, backfill_id)).view()
 
     def cancel(self, owner: str, job_id: str, backfill_id: str) -> dict[str, Any]:
         """No further run of the backfill is made; its runs that have not ended are
-        cancelled (a running one as POST /runs/{id}/cancel would)."""
+        cancelled (a running one as POST /runs/{id}/cancel would). Their ends are counted
+        as they are heard of."""
         job = self._job(owner, job_id)
         backfill = self._backfill(owner, job_id, backfill_id)
         now = self.clock()
-        if not self.store.end_backfill(job_id, backfill_id, BackfillState.CANCELLED, now):
-            state = self._settled(backfill, None)[0].state
+        if not self.store.end_backfill(backfill, BackfillState.CANCELLED, now):
+            state = self._uncounted(self._backfill(owner, job_id, backfill_id)).state
             raise Conflict(f"backfill {backfill_id} is already {state.value}")
         reason = f"its backfill {backfill_id} was cancelled by {owner}"
         for run in self._runs(backfill):
@@ -154,22 +182,21 @@ class BackfillOperations:
                 return
             after = page.after
 
-    def _settled(
-        self, backfill: Backfill, runs: list[Run] | None
-    ) -> tuple[Backfill, list[Run] | None]:
-        """The backfill as of now: a RUNNING one whose runs are all made and ended is
-        COMPLETED (recorded so the first time it is seen so)."""
-        if backfill.state is not BackfillState.RUNNING:
-            return backfill, runs
-        runs = list(self._runs(backfill)) if runs is None else runs
-        if len(runs) < backfill.total or any(r.status not in TERMINAL_STATUSES for r in runs):
-            return backfill, runs
+    def _uncounted(self, backfill: Backfill, settle_only: bool = False) -> Backfill:
+        """A backfill made before its runs' ends were counted, as of now, from its runs
+        (``settle_only``: only one still RUNNING, to settle its state): its counts, and
+        COMPLETED once every run of it has ended (recorded so the first time it is seen so).
+        Any other backfill as it is."""
+        if backfill.counted or (settle_only and backfill.state is not BackfillState.RUNNING):
+            return backfill
+        runs = list(self._runs(backfill))
+        ended = Counter(run.status.value for run in runs if run.status in TERMINAL_STATUSES)
+        seen = backfill.model_copy(
+            update={"ended": ended.total(), "runs": dict(sorted(ended.items()))}
+        )
+        if backfill.state is not BackfillState.RUNNING or ended.total() < backfill.total:
+            return seen
         now = self.clock()
-        self.store.end_backfill(backfill.job_id, backfill.id, BackfillState.COMPLETED, now)
-        done = backfill.model_copy(update={"state": BackfillState.COMPLETED, "finished_at": now})
-        return done, runs
-
-    @staticmethod
-    def _view(backfill: Backfill, runs: list[Run] | None) -> dict[str, Any]:
-        counts = Counter(run.status.value for run in runs or [])
-        return {**backfill.view(), "runs": dict(sorted(counts.items()))}
+        if not self.store.end_backfill(backfill, BackfillState.COMPLETED, now):
+            return seen
+        return seen.model_copy(update={"state": BackfillState.COMPLETED, "finished_at": now})

@@ -19,8 +19,9 @@ from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
+from chronoq.usecases.limits import end_backfills_of
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Clock, JobStore, Store
+from chronoq.usecases.ports import Clock, JobRunStore, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
@@ -79,7 +80,7 @@ class JobOperations:
         try:
             self.index.schedule([(job, first)], now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
-            remove_job(self.store, job)  # (its schedule item, if written, is dropped unsent)
+            remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
         return job
 
@@ -211,7 +212,7 @@ class JobOperations:
     def delete_job(self, owner: str, job_id: str) -> None:
         """No further run starts; a run already executing finishes."""
         job = self._stored(owner, job_id)
-        if not remove_job(self.store, job):
+        if not remove_job(self.store, job, self.clock()):
             raise NotFound(f"job {job_id} not found")
         # (its planned occurrence has no run record: the worker drops it, the job being gone)
 
@@ -229,7 +230,7 @@ class JobOperations:
         last fire time, say) deletes it at once: no run of it is left to end (the job as it
         was last is answered)."""
         if job.on_complete is OnComplete.DELETE and job.as_of(now).state is JobState.COMPLETED:
-            remove_job(self.store, job)
+            remove_job(self.store, job, now)
         return job
 
     def trigger_job(self, owner: str, job_id: str) -> Run:
@@ -326,11 +327,13 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
     ).with_final_run()
 
 
-def remove_job(store: JobStore, job: Job) -> bool:
-    """Delete a job, and give back what it held: its place in its owner's quota and its name
-    (False: it was gone already). Its runs stay, until they expire."""
+def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
+    """Delete a job, and give back what it held: its place in its owner's quota, its name,
+    its running backfills (cancelled: their later fire times would never be made) (False: it
+    was gone already). Its runs stay, until they expire."""
     if not store.delete_job(job.id):
         return False
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
+    end_backfills_of(store, job, now)
     return True

@@ -56,7 +56,8 @@ class Notifier:
         job = self.store.get_job(run.job_id)
         outcomes = self._deliver(run, job, to_topic)
         if job is not None and self._ended_job(job, run):
-            remove_job(self.store, job)  # (on_complete delete: its last run has ended)
+            now = datetime.fromtimestamp(self.clock(), UTC)
+            remove_job(self.store, job, now)  # (on_complete delete: its last run has ended)
         return outcomes
 
     def _ended_job(self, job: Job, run: Run) -> bool:

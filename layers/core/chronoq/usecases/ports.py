@@ -12,6 +12,7 @@ from typing import Generic, Literal, Protocol, TypeVar
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
+from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
@@ -59,6 +60,48 @@ class RunFilter:
             and (self.until is None or run.scheduled_at < self.until)
             and (self.backfill_id is None or run.backfill_id == self.backfill_id)
         )
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """A backfill's run, or a re-run, seen ending (as the runs stream shows it: its final
+    status) while its end is not counted yet."""
+
+    job_id: str
+    run_id: str
+    owner: str
+    status: RunStatus
+    backfill_id: str | None = None
+
+    @classmethod
+    def of(cls, run: Run) -> RunEnd:
+        return cls(run.job_id, run.id, run.owner, run.status, run.backfill_id)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One step of counting run ends (usecases.progress), written whole or not at all:
+
+    - each of ``ends`` marked counted, if it is not yet and still has the status seen;
+    - ``backfill`` (as read: its state and ``ended`` must still be so), their backfill's
+      counters moved on by them; COMPLETED at ``completed_at`` if given, and then taken out
+      of its owner's usage;
+    - the owner's re-runs not ended counted down by ``reruns``."""
+
+    owner: str
+    ends: tuple[RunEnd, ...]
+    backfill: Backfill | None = None
+    completed_at: datetime | None = None
+    reruns: int = 0
+
+
+@dataclass(frozen=True)
+class TallyRefused:
+    """Why a Tally was not written: the ids of its runs whose end is counted already (or
+    which no longer have the status seen); whether its backfill is no longer as read."""
+
+    runs: frozenset[str]
+    backfill: bool
 
 
 @dataclass(frozen=True)
@@ -238,10 +281,46 @@ class BackfillStore(Protocol):
         """Up to ``limit`` of the owner's backfills of the job, newest first."""
         ...
 
-    def end_backfill(
-        self, job_id: str, backfill_id: str, state: BackfillState, now: datetime
-    ) -> bool:
-        """Give a RUNNING backfill its final state (False: it was not RUNNING)."""
+    def end_backfill(self, backfill: Backfill, state: BackfillState, now: datetime) -> bool:
+        """Give a RUNNING backfill its final state, and (one whose ends are counted) take it
+        out of its owner's usage, together (False: it was not RUNNING)."""
+        ...
+
+    def start_backfill(self, backfill: Backfill, usage: Usage) -> bool:
+        """Keep a new backfill and enter it in its owner's usage, in one transaction, unless
+        the usage is no longer at ``usage.version`` (False: nothing written; read it again).
+        The usage's version moves on."""
+        ...
+
+    def get_backfills(self, keys: Iterable[tuple[str, str]]) -> list[Backfill]:
+        """Backfills by (job id, backfill id), read consistently (missing ones left out)."""
+        ...
+
+    def count_ends(self, tally: Tally) -> TallyRefused | None:
+        """Write ``tally`` whole (None), or nothing (why not)."""
+        ...
+
+
+class UsageStore(Protocol):
+    """What each owner's backfills and re-runs hold (see domain.limits): an item of the jobs
+    table per owner."""
+
+    def get_usage(self, owner: str) -> Usage:
+        """The owner's usage as kept (``backfill_runs`` 0: it is read from the backfills),
+        read consistently."""
+        ...
+
+    def reserve_reruns(self, owner: str, runs: int, usage: Usage) -> bool:
+        """Add ``runs`` re-runs not ended to the owner's usage, unless it is no longer at
+        ``usage.version`` (False: nothing written). The version moves on."""
+        ...
+
+    def release_reruns(self, owner: str, runs: int) -> None:
+        """Take ``runs`` re-runs (made, never sent) back out of the owner's usage."""
+        ...
+
+    def release_backfill(self, owner: str, job_id: str, backfill_id: str) -> None:
+        """Take a backfill out of the owner's usage (one that is gone)."""
         ...
 
 
@@ -326,11 +405,13 @@ class KeyStore(Protocol):
         ...
 
 
-class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, Protocol):
+class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, UsageStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
 
 
-class Store(JobStore, RunStore, ScheduleStore, KeyStore, FlowStore, BackfillStore, Protocol):
+class Store(
+    JobStore, RunStore, ScheduleStore, KeyStore, FlowStore, BackfillStore, UsageStore, Protocol
+):
     """All three tables (what the API and the dispatcher use)."""
 
 

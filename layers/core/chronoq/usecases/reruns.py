@@ -1,18 +1,27 @@
-"""The API's re-runs: a run that ended, run again; or every run of a range that ended so."""
+"""The API's re-runs: a run that ended, run again; or every run of a range that ended so.
+
+Each re-run's run is counted in its owner's usage until it ends (see domain.limits and
+usecases.progress): a re-run past the owner's queued fire times is refused."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job
+from chronoq.domain.limits import Limits, check_reruns
 from chronoq.domain.reruns import RerunRequest, check_range
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, Trigger
+from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.ports import Clock, RunFilter, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
+
+#: How often a re-run is asked for again when another request of its owner changed the
+#: owner's usage meanwhile.
+RESERVE_ATTEMPTS = 5
 
 
 @dataclass
@@ -20,6 +29,8 @@ class RerunOperations:
     store: Store
     index: TimeIndex
     clock: Clock
+    #: What each owner's re-runs (and backfills) may hold at once.
+    limits: Limits = field(default_factory=Limits)
 
     def rerun_run(self, owner: str, run_id: str) -> Run:
         """A new run of the run's job and fire time (``trigger: "rerun"``, ``rerun_of`` the
@@ -38,7 +49,7 @@ class RerunOperations:
         job = self.store.get_job(job_id)
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} of run {run_id} not found: it was deleted")
-        (run,) = self._send(job, [original])
+        (run,) = self._send(job, [original], at_fault=None)
         return run
 
     def rerun_job(self, owner: str, job_id: str, request: RerunRequest) -> list[Run]:
@@ -66,26 +77,49 @@ class RerunOperations:
                 break
             after = page.after
         return self._send(
-            job, sorted(found, key=lambda run: run.id), request.start_deadline_seconds
+            job, sorted(found, key=lambda run: run.id), request.start_deadline_seconds, "to"
         )
 
-    def _send(self, job: Job, originals: list[Run], deadline: int | None = None) -> list[Run]:
-        """Record a re-run of each run and send them; none is left recorded if they cannot
-        be sent. ``deadline``: their start deadline (None: the default)."""
+    def _send(
+        self,
+        job: Job,
+        originals: list[Run],
+        deadline: int | None = None,
+        at_fault: str | None = "to",
+    ) -> list[Run]:
+        """Record a re-run of each run and send them, once the owner's usage holds them
+        (LimitExceeded if it cannot: ``at_fault``, what to change); none is left recorded if
+        they cannot be sent. ``deadline``: their start deadline (None: the default)."""
+        if not originals:
+            return []
+        self._reserve(job.owner, len(originals), at_fault)
         now = self.clock()
         runs = [
             _rerun(job, original, now).model_copy(update={"start_deadline_seconds": deadline})
             for original in originals
         ]
-        for run in runs:
-            self.store.create_run(run, now)
+        made: list[Run] = []
         try:
-            self.index.enqueue([Occurrence.of(run) for run in runs], now)
-        except Exception:  # (queues unavailable): no run is left that nothing will send
             for run in runs:
-                self.store.delete_pending_run(run.job_id, run.id)
+                if self.store.create_run(run, now):
+                    made.append(run)
+            self.index.enqueue([Occurrence.of(run) for run in made], now)
+        except Exception:  # (store or queues unavailable): nothing left that nothing will send
+            forgotten = sum(self.store.delete_pending_run(run.job_id, run.id) for run in made)
+            self.store.release_reruns(job.owner, forgotten + len(runs) - len(made))
             raise
-        return runs
+        if len(made) < len(runs):  # (ids are random: not expected)
+            self.store.release_reruns(job.owner, len(runs) - len(made))
+        return made
+
+    def _reserve(self, owner: str, runs: int, at_fault: str | None) -> None:
+        """Count ``runs`` re-runs in the owner's usage, unless a limit refuses them."""
+        for _ in range(RESERVE_ATTEMPTS):
+            usage = owner_usage(self.store, owner)
+            check_reruns(usage, self.limits, runs, at_fault)
+            if self.store.reserve_reruns(owner, runs, usage):
+                return
+        raise Conflict("your other requests kept changing your re-runs meanwhile: try again")
 
 
 def _rerun(job: Job, original: Run, now: datetime) -> Run:

@@ -1,8 +1,9 @@
 """The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
 ``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
-(KeyStore), ``flows`` (FlowStore) and ``backfills`` (BackfillStore). The key layout they share
-is domain.keys. chronoq local's engine serves the same calls from SQLite
-(chronoq.local.engine.tables), so these modules are its adapters too."""
+(KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore) and ``usage``
+(UsageStore). The key layout they share is domain.keys. chronoq local's engine serves the
+same calls from SQLite (chronoq.local.engine.tables), so these modules are its adapters
+too."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from chronoq.aws.store.idempotency import DynamoKeys
 from chronoq.aws.store.jobs import DynamoJobs
 from chronoq.aws.store.runs import DynamoRuns
 from chronoq.aws.store.schedule import DynamoSchedule
+from chronoq.aws.store.usage import DynamoUsage
 
 __all__ = [
     "DynamoBackfills",
@@ -21,9 +23,18 @@ __all__ = [
     "DynamoRuns",
     "DynamoSchedule",
     "DynamoStore",
+    "DynamoUsage",
 ]
 
 
-class DynamoStore(DynamoJobs, DynamoRuns, DynamoSchedule, DynamoKeys, DynamoFlows, DynamoBackfills):
+class DynamoStore(
+    DynamoJobs,
+    DynamoRuns,
+    DynamoSchedule,
+    DynamoKeys,
+    DynamoFlows,
+    DynamoBackfills,
+    DynamoUsage,
+):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""

@@ -11,6 +11,7 @@ from chronoq.fakes.store.idempotency import FakeKeys
 from chronoq.fakes.store.jobs import FakeJobs
 from chronoq.fakes.store.runs import FakeRuns
 from chronoq.fakes.store.schedule import FakeSchedule
+from chronoq.fakes.store.usage import FakeUsage
 
 __all__ = [
     "FakeBackfills",
@@ -20,9 +21,10 @@ __all__ = [
     "FakeRuns",
     "FakeSchedule",
     "FakeStore",
+    "FakeUsage",
 ]
 
 
 @dataclass
-class FakeStore(FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills):
+class FakeStore(FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills, FakeUsage):
     """Every store port over the same tables in memory."""

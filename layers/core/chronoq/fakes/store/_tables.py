@@ -12,8 +12,9 @@ from chronoq import resources as r
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
-from chronoq.domain.runs import Occurrence, Run
-from chronoq.usecases.ports import KeyRecord, Page, Position
+from chronoq.domain.limits import Usage
+from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
+from chronoq.usecases.ports import KeyRecord, Page, Position, RunEnd
 
 T = TypeVar("T")
 
@@ -36,13 +37,42 @@ def page(
     return Page(found, None)
 
 
+class RunTable(dict[tuple[str, str], Run]):
+    """The runs, by (job id, run id); and, as the runs stream and the notifier's filter
+    would deliver them (aws.streams), the ends of backfills' runs and re-runs whose end is
+    not counted yet (``ends``: each write that leaves such a run in a final status adds one;
+    a test delivers them to usecases.progress, in any order, as often as it likes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: the runs whose end is still to be counted (codecs.COUNTED false)
+        self.uncounted: set[tuple[str, str]] = set()
+        self.ends: list[RunEnd] = []
+
+    def __setitem__(self, key: tuple[str, str], run: Run) -> None:
+        if key not in self and (run.backfill_id or run.rerun_of):
+            self.uncounted.add(key)
+        super().__setitem__(key, run)
+        if key in self.uncounted and run.status in TERMINAL_STATUSES:
+            self.ends.append(RunEnd.of(run))
+
+    def __delitem__(self, key: tuple[str, str]) -> None:
+        super().__delitem__(key)
+        self.uncounted.discard(key)
+
+    def take_ends(self) -> list[RunEnd]:
+        """The ends delivered so far (and forgotten: each is delivered once by this)."""
+        taken, self.ends = self.ends, []
+        return taken
+
+
 @dataclass
 class FakeTables:
     """What the tables hold (every port's fake reads and writes the same dictionaries,
     under one lock, as the DynamoDB adapters share the tables)."""
 
     jobs: dict[str, Job] = field(default_factory=dict)
-    runs: dict[tuple[str, str], Run] = field(default_factory=dict)
+    runs: RunTable = field(default_factory=RunTable)
     #: bucket -> due -> occurrence
     schedule: dict[str, dict[str, Occurrence]] = field(default_factory=dict)
     #: shard -> {"opened": minute, "minute": minute}
@@ -61,6 +91,8 @@ class FakeTables:
     parked: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     #: (job id, backfill id) -> backfill
     backfills: dict[tuple[str, str], Backfill] = field(default_factory=dict)
+    #: owner -> what their backfills and re-runs hold (backfill_runs 0: read from those)
+    usage: dict[str, Usage] = field(default_factory=dict)
     #: (owner, job name) -> (the job holding it, when it was claimed)
     names: dict[tuple[str, str], tuple[str, datetime]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)

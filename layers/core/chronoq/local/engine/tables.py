@@ -142,6 +142,7 @@ def _check_parameters(
 
 
 _EXPRESSION_PARAMETERS = ("ExpressionAttributeNames", "ExpressionAttributeValues")
+_CONDITIONAL = ("ConditionExpression", "ReturnValuesOnConditionCheckFailure")
 _WRITE_PARAMETERS = (
     "ConditionExpression",
     "ReturnValues",
@@ -180,6 +181,21 @@ _SCAN = frozenset(_READ_MANY)
 _TABLE_ONLY = frozenset({"TableName"})
 _KEY_REQUIRED = frozenset({"TableName", "Key"})
 _ITEM_REQUIRED = frozenset({"TableName", "Item"})
+_TRANSACT = frozenset(
+    {
+        "TransactItems",
+        "ClientRequestToken",
+        "ReturnConsumedCapacity",
+        "ReturnItemCollectionMetrics",
+    }
+)
+_TRANSACT_PUT = frozenset({"TableName", "Item", *_EXPRESSION_PARAMETERS, *_CONDITIONAL})
+_TRANSACT_UPDATE = frozenset(
+    {"TableName", "Key", "UpdateExpression", *_EXPRESSION_PARAMETERS, *_CONDITIONAL}
+)
+_TRANSACT_KEYED = frozenset({"TableName", "Key", *_EXPRESSION_PARAMETERS, *_CONDITIONAL})
+#: The most items one TransactWriteItems may write (DynamoDB's limit).
+MAX_TRANSACT_ITEMS = 100
 _TOO_LARGE = "Item size has exceeded the maximum allowed size"
 _TOO_LARGE_AFTER_UPDATE = "Item size to update has exceeded the maximum allowed size"
 _SELECTS = frozenset({"ALL_ATTRIBUTES", "ALL_PROJECTED_ATTRIBUTES", "SPECIFIC_ATTRIBUTES", "COUNT"})
@@ -557,6 +573,48 @@ class _Write:
     new_stored: str | bytes | None = None
 
 
+@dataclass
+class _Step:
+    """One item of a TransactWriteItems: what it does to which item, on what condition."""
+
+    kind: str
+    table: _Table
+    key: tuple[Any, Any]
+    request: Mapping[str, Any]
+    condition: ex.Condition | None
+    update: ex.Update | None = None
+
+    def apply(
+        self, old: Item | None, names: Mapping[str, str], values: Mapping[str, Typed]
+    ) -> Item | None:
+        """The item this step leaves (``old`` for a ConditionCheck)."""
+        if self.kind == "Put":
+            return dict(self.request["Item"])
+        if self.kind == "Delete":
+            return None
+        if self.kind == "Update":
+            base = old or dict(self.request["Key"])
+            if self.update is None:
+                return base
+            new, _ = self.update.apply(base, names, values, self.table.key_names)
+            return new
+        return old
+
+
+_STEP_PARAMETERS = {
+    "Put": _TRANSACT_PUT,
+    "Update": _TRANSACT_UPDATE,
+    "Delete": _TRANSACT_KEYED,
+    "ConditionCheck": _TRANSACT_KEYED,
+}
+_STEP_REQUIRED = {
+    "Put": _ITEM_REQUIRED,
+    "Update": frozenset({"TableName", "Key", "UpdateExpression"}),
+    "Delete": _KEY_REQUIRED,
+    "ConditionCheck": frozenset({"TableName", "Key", "ConditionExpression"}),
+}
+
+
 class SqliteTables:
     """DynamoDB's low-level client, the part chronoq uses, over one SQLite database.
 
@@ -566,10 +624,11 @@ class SqliteTables:
 
     Methods take the keyword arguments of boto3's ``dynamodb`` client and answer as it does
     (without ResponseMetadata): get_item, put_item, update_item, delete_item, query, scan,
-    batch_get_item, batch_write_item, describe_table, get_paginator. Errors are ClientErrors
-    with DynamoDB's codes, their classes reachable as ``exceptions.<Code>``. Reads are always
-    consistent. A Query or Scan reads at most ``Limit`` items and about 1 MB before answering
-    a page; it answers a LastEvaluatedKey only when more items may follow.
+    batch_get_item, batch_write_item, transact_write_items, describe_table, get_paginator.
+    Errors are ClientErrors with DynamoDB's codes, their classes reachable as
+    ``exceptions.<Code>``. Reads are always consistent. A Query or Scan reads at most
+    ``Limit`` items and about 1 MB before answering a page; it answers a LastEvaluatedKey only
+    when more items may follow.
 
     Besides DynamoDB's API: ``sweep_expired`` deletes items whose TTL has passed, a few at a
     time (until then they are still read, as in DynamoDB); ``read_stream`` and
@@ -1009,6 +1068,93 @@ class SqliteTables:
         return response
 
     # --- tables ----------------------------------------------------------------------------
+
+    @_operation("TransactWriteItems")
+    def transact_write_items(self, **request: Any) -> dict[str, Any]:
+        """Put, Update, Delete and ConditionCheck items together: every condition is tested
+        against the items as they are, then every write is made in one SQLite transaction,
+        or none is (TransactionCanceledException, with one CancellationReason per item)."""
+        _check_parameters(request, _TRANSACT, frozenset({"TransactItems"}))
+        entries: list[dict[str, Any]] = request["TransactItems"]
+        if not 1 <= len(entries) <= MAX_TRANSACT_ITEMS:
+            raise ExpressionError(
+                "Member must have length less than or equal to 100 and at least 1"
+            )
+        planned = [self._transact_step(entry) for entry in entries]
+        if len({(step.table.name, step.key) for step in planned}) != len(planned):
+            raise ExpressionError(
+                "Transaction request cannot include multiple operations on one item"
+            )
+        with self._lock:
+            writes: list[_Write] = []
+            reasons: list[dict[str, Any]] = []
+            for step in planned:
+                old_stored = self._read(step.table, step.key)
+                old = decode(old_stored) if old_stored else None
+                names, values = _placeholders(step.request)
+                write = _Write(step.table, step.key, old_stored, old, old)
+                writes.append(write)
+                if step.condition is not None and not step.condition.test(old or {}, names, values):
+                    reason: dict[str, Any] = {
+                        "Code": "ConditionalCheckFailed",
+                        "Message": "The conditional request failed",
+                    }
+                    failure = step.request.get("ReturnValuesOnConditionCheckFailure")
+                    if failure == "ALL_OLD" and old:
+                        reason["Item"] = old
+                    reasons.append(reason)
+                    continue
+                reasons.append({"Code": "None"})
+                write.new = step.apply(old, names, values)
+            refused = any(reason["Code"] != "None" for reason in reasons)
+            changed = [
+                w for w, s in zip(writes, planned, strict=True) if s.kind != "ConditionCheck"
+            ]
+            if not refused:
+                for w in changed:
+                    if w.new is not None and w.new != w.old:
+                        w.new_stored = _stored(w.new, _TOO_LARGE_AFTER_UPDATE)
+                self._commit([w for w in changed if w.new != w.old])
+        if refused:
+            codes = ", ".join(reason["Code"] for reason in reasons)
+            message = (
+                "Transaction cancelled, please refer cancellation reasons for specific reasons"
+                f" [{codes}]"
+            )
+            response: dict[str, Any] = {
+                "Error": {"Code": "TransactionCanceledException", "Message": message},
+                "Message": message,
+                "CancellationReasons": reasons,
+            }
+            for w in writes:
+                w.new = w.old
+            self._observe("TransactWriteItems", request, response, writes)
+            raise TransactionCanceledException(response, "TransactWriteItems")  # type: ignore[arg-type]
+        self._observe("TransactWriteItems", request, {}, writes)
+        return {}
+
+    def _transact_step(self, entry: Mapping[str, Any]) -> _Step:
+        """One item of a TransactWriteItems, parsed and checked (nothing read yet)."""
+        if len(entry) != 1 or next(iter(entry)) not in _STEP_PARAMETERS:
+            raise ExpressionError(
+                "TransactItems must each hold one of Put, Update, Delete, ConditionCheck"
+            )
+        ((kind, request),) = entry.items()
+        _check_parameters(request, _STEP_PARAMETERS[kind], _STEP_REQUIRED[kind])
+        table = self._table(request["TableName"], "TransactWriteItems")
+        if kind == "Put":
+            item: Item = request["Item"]
+            _stored(item, _TOO_LARGE)
+            return _Step(kind, table, table.key_of_item(item), request, _condition(request, ()))
+        key = table.key_of(request["Key"])
+        if kind == "Update":
+            try:
+                update = ex.update(request["UpdateExpression"])
+            except ex.InvalidExpression as problem:
+                raise ExpressionError(f"Invalid UpdateExpression: {problem}") from None
+            condition = _condition(request, [update])
+            return _Step(kind, table, key, request, condition, update)
+        return _Step(kind, table, key, request, _condition(request, ()))
 
     @_operation("DescribeTable")
     def describe_table(self, **request: Any) -> dict[str, Any]:

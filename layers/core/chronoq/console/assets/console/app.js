@@ -313,10 +313,10 @@ function flowWords(flow) {
 }
 
 function backfillTable(items, cancel) {
-  return table(["Backfill", "State", "From", "To", "Fire times", ""], items.map((b) =>
+  return table(["Backfill", "State", "From", "To", "Ended", ""], items.map((b) =>
     h("tr", { "data-backfill": b.id, "data-state": b.state },
       h("td", {}, b.id), h("td", {}, badge(b.state)), h("td", {}, shortTime(b.from)),
-      h("td", {}, shortTime(b.to)), h("td", {}, b.total),
+      h("td", {}, shortTime(b.to)), h("td", {}, `${b.ended ?? "?"} of ${b.total}`),
       h("td", {}, b.state === "RUNNING" ? h("button", { class: "danger cancel-backfill", onclick: () => cancel(b) }, "Cancel") : ""))),
   { id: "backfills", class: "backfills" });
 }

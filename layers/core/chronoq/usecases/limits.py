@@ -1,0 +1,46 @@
+"""What an owner's backfills and re-runs hold, read without counting anything that grows
+(see domain.limits): what the API checks a backfill or re-run against, and what a
+``GET /limits`` shows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from chronoq.domain.backfills import BackfillState
+from chronoq.domain.jobs import Job
+from chronoq.domain.limits import Usage
+from chronoq.usecases.ports import JobRunStore
+
+
+def owner_usage(store: JobRunStore, owner: str) -> Usage:
+    """The owner's usage: its item (one consistent read), and the fire times its RUNNING
+    backfills have not ended yet, read from those backfills (one batch read of at most
+    ``running_backfills_per_owner`` items; none when none runs). A backfill the usage names
+    that is gone (expired) or no longer RUNNING is taken out of it."""
+    usage = store.get_usage(owner)
+    keys = usage.keys()
+    if not keys:
+        return usage
+    found = {(b.job_id, b.id): b for b in store.get_backfills(keys)}
+    remaining = 0
+    for job_id, backfill_id in keys:
+        backfill = found.get((job_id, backfill_id))
+        if backfill is None or backfill.state is not BackfillState.RUNNING:
+            store.release_backfill(owner, job_id, backfill_id)
+            usage = usage.left(job_id, backfill_id)
+            continue
+        remaining += max(backfill.total - (backfill.ended or 0), 0)
+    return replace(usage, backfill_runs=remaining)
+
+
+def end_backfills_of(store: JobRunStore, job: Job, now: datetime) -> None:
+    """Cancel the RUNNING backfills of a job that is gone (their later fire times would never
+    be made): each ended and taken out of its owner's usage. One read of the usage, and one
+    read and one transaction per backfill running (at most running_backfills_per_job)."""
+    for backfill_id in sorted(store.get_usage(job.owner).running.get(job.id, frozenset())):
+        backfill = store.get_backfill(job.id, backfill_id)
+        if backfill is None:
+            store.release_backfill(job.owner, job.id, backfill_id)
+        else:
+            store.end_backfill(backfill, BackfillState.CANCELLED, now)
