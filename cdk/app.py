@@ -26,9 +26,9 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 - ``max_jobs_per_owner``: jobs one owner may have (default
   chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
 - ``max_running_backfills_per_job``, ``max_running_backfills_per_owner``,
-  ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once
-  (defaults chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's
-  Limits);
+  ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once;
+  ``max_waiting_triggers_per_job``: a job's manual triggers not started yet (defaults
+  chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
 - ``mfa_required``: every user of the pool must sign in with a second factor (default false:
@@ -100,6 +100,9 @@ def stack_from_context(app: App) -> ChronoqStack:
             ),
             queued_runs_per_owner=_number(
                 app, "max_queued_runs_per_owner", r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
+            ),
+            waiting_triggers_per_job=_number(
+                app, "max_waiting_triggers_per_job", r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
             ),
         ),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),

@@ -127,6 +127,7 @@ class Wiring:
             self.output_buckets,
             self.tasks.__contains__,
             self.pages,
+            limits=self.limits,
         )
 
     @property

@@ -406,6 +406,15 @@ def get_signing_secret() -> dict[str, Any]:
 
 
 @app.get(
+    "/limits",
+    summary="The caller's limits, and how much of each is used",
+    responses=doc.responses(200, doc.OwnerLimits, "Each limit and its use"),
+)
+def get_limits() -> dict[str, Any]:
+    return service.jobs.limits_of(_owner())
+
+
+@app.get(
     "/status",
     summary="The deployment's heartbeat: its last run, last success and start lag",
     responses=doc.responses(200, doc.Status, "How the heartbeat goes"),

@@ -31,6 +31,7 @@ ROUTES = {
     ("post", "/schedules/preview"): "200",
     ("get", "/notifications/secret"): "200",
     ("get", "/status"): "200",
+    ("get", "/limits"): "200",
     ("get", "/openapi.json"): "200",
     ("post", "/jobs/{job_id}/backfill"): "202",
     ("get", "/jobs/{job_id}/backfills"): "200",

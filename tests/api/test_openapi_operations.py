@@ -65,6 +65,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         "schedules",
         "notifications",
         "status",
+        "limits",
         "document",
     ]
     assert all(len(tags) == 1 and tags[0] in declared for tags in groups.values())

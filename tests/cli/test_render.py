@@ -151,3 +151,21 @@ def test_given_a_404_when_shown_then_the_exit_code_says_not_found() -> None:
 
 def test_given_an_answer_that_is_not_json_when_shown_then_it_is_shown_as_it_is() -> None:
     assert ApiError(502, "Bad Gateway").format_message() == "HTTP 502: Bad Gateway"
+
+
+def test_given_an_owners_limits_when_rendered_then_each_shows_its_use_against_it() -> None:
+    text = render.limits(
+        {
+            "owner": "alice",
+            "jobs": {"limit": 10000, "used": 3},
+            "running_backfills_per_job": {"limit": 3, "used": {"job_a": 2}},
+            "waiting_triggers_per_job": {"limit": 1000},
+        }
+    )
+
+    assert text.splitlines() == [
+        "limits of alice:",
+        "  jobs                          3 of 10,000",
+        "  running backfills per job     job_a 2 (at most 3 each)",
+        "  waiting triggers per job      at most 1,000",
+    ]

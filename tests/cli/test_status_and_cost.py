@@ -69,6 +69,10 @@ def test_given_chronoq_local_when_started_then_its_heartbeat_runs_and_status_sho
     assert main(["status", *api, "--exit-status"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert any(line.startswith("heartbeat     ok") for line in printed), printed
+    assert any(line.startswith("  jobs  ") for line in printed), printed  # the caller's limits
+    limits = _printed(["status", *api, "-o", "json"], "limits", capsys)
+    assert isinstance(limits, dict)
+    assert limits["jobs"] == {"limit": r.DEFAULT_MAX_JOBS_PER_OWNER, "used": 0}
     last = _status(api, capsys)["last_success"]
     assert isinstance(last, dict)
     assert last["id"] == run.id

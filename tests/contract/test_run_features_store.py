@@ -158,6 +158,28 @@ def test_given_runs_parked_on_a_flow_when_the_flow_asks_for_its_next_ones_then_t
     assert [r.id for r in backend.store.waiting_runs(KEY, 10)] == [new.id, low.id]
 
 
+def test_given_manual_runs_of_a_job_when_its_waiting_triggers_are_counted_then_only_those_not_started_since_the_instant_count_among_the_newest(
+    backend: Backend,
+) -> None:
+    job = a_job()
+    made = []
+    for n, status in enumerate(
+        [RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.SUCCEEDED]
+    ):
+        run = a_run(job, at=NOW + timedelta(seconds=n), trigger=Trigger.MANUAL)
+        backend.store.create_run(run.model_copy(update={"status": status}), NOW)
+        made.append(run)
+    old = a_run(job, at=NOW - timedelta(hours=1), trigger=Trigger.MANUAL)
+    backend.store.create_run(old, NOW)  # before the instant: not counted
+    backend.store.create_run(a_run(job, at=NOW + timedelta(seconds=9)), NOW)  # scheduled
+
+    assert backend.store.count_waiting_triggers(job.id, NOW, 100) == 2
+    assert backend.store.count_waiting_triggers(job.id, NOW - timedelta(hours=2), 100) == 3
+    # the newest 4 runs: the scheduled one, then SUCCEEDED, RUNNING, QUEUED
+    assert backend.store.count_waiting_triggers(job.id, NOW, 4) == 1
+    assert backend.store.count_waiting_triggers(a_job().id, NOW, 100) == 0
+
+
 def test_given_backfill_and_rerun_runs_when_recorded_then_they_keep_what_made_them(
     backend: Backend,
 ) -> None:

@@ -196,6 +196,7 @@ def drive(harness: Harness, sink_url: str) -> None:
         f"/runs?job_id={job_id}",
         "/notifications/secret",
         "/status",
+        "/limits",
     ):
         status, _ = api(api_event("list_jobs", path=path, method="GET"))
         assert status == 200, path

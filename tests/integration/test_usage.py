@@ -46,8 +46,9 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     usage = harness.aws.usage_document()
 
     # By hand, from the handlers and the ASL:
-    # - api (POST /jobs/{id}/trigger): reads the job (GetItem), records the run SCHEDULED
-    #   (PutItem) and queues it (SendMessageBatch): 3.
+    # - api (POST /jobs/{id}/trigger): reads the job (GetItem), counts its triggers not
+    #   started yet (Query of its runs of its last start deadline: none), records the run
+    #   SCHEDULED (PutItem) and queues it (SendMessageBatch): 4.
     # - worker: reads the jobs of the runs due in that second (BatchGetItem, one consistent
     #   read: here one job); a run asked for (here a manual trigger) goes through its
     #   owner's runs asked for under way: its record read (GetItem: it takes no slot if it
@@ -61,11 +62,12 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     #   job): 4.
     # - runner: the output and the log are small: both go back to the state machine,
     #   nothing written (so it makes no request).
-    assert usage["aws_requests_by_caller"] == {"api": 3, "worker": 5, "statemachine": 4}
+    assert usage["aws_requests_by_caller"] == {"api": 4, "worker": 5, "statemachine": 4}
     assert usage["aws_requests"] == {
         "dynamodb:BatchGetItem": 1,
         "dynamodb:GetItem": 3,
         "dynamodb:PutItem": 1,
+        "dynamodb:Query": 1,
         "dynamodb:UpdateItem": 4,
         "lambda:Invoke": 1,
         "sqs:SendMessageBatch": 1,
@@ -75,8 +77,9 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # holds only parked runs): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the owner's
     # flow item, its slot taken (1) and given back (1); the job is not written.
     # Reads, strongly consistent, under 4 KB (1 each): the job twice (api, worker), the run
-    # and the owner's flow item (worker).
-    assert usage["dynamodb"] == {"write_units": 5.0, "read_units": 4.0}
+    # and the owner's flow item (worker); and the api's query of the job's triggers, eventually
+    # consistent, finding none (0.5, the least a query costs).
+    assert usage["dynamodb"] == {"write_units": 5.0, "read_units": 4.5}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,

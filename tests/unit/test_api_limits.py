@@ -145,3 +145,50 @@ def test_given_fire_times_queued_when_a_run_is_rerun_past_the_limit_then_429_and
         api.call("POST", f"/jobs/{job}/rerun", body=body), 422, "max_queued_runs_per_owner"
     )
     assert error["field"] == "to"
+
+
+def test_given_a_job_with_triggers_not_started_when_one_more_is_asked_for_then_429_until_one_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with api_on_fakes(Fakes(limits=Limits(waiting_triggers_per_job=2))) as api:
+        job = a_job(api)
+        other = a_job(api)
+        for _ in range(2):
+            assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
+
+        code, body, headers = api.call("POST", f"/jobs/{job}/trigger")
+
+        assert code == 429, body
+        assert (body["error"]["code"], body["error"]["limit"]) == (
+            "limit_exceeded",
+            "max_waiting_triggers_per_job",
+        )
+        assert headers["Retry-After"] == str(r.TRIGGER_RETRY_AFTER_SECONDS)
+        assert api.call("POST", f"/jobs/{other}/trigger")[0] == 202  # another job goes on
+        manual = [run for run in api.fakes.store.runs.values() if run.job_id == job]
+        assert len(manual) == 2  # nothing kept of the refused one
+        api.fakes.store.update_run(job, manual[0].id, status=RunStatus.RUNNING)  # one starts
+        assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
+
+
+def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it_uses(
+    api: Api,
+) -> None:
+    job = a_job(api)
+    a_job(api, "bob")
+    assert backfill(api, job, 1)[0] == 202
+    assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
+
+    status, limits, _ = api.call("GET", "/limits")
+
+    assert status == 200, limits
+    assert limits == {
+        "owner": "alice",
+        "jobs": {"limit": r.DEFAULT_MAX_JOBS_PER_OWNER, "used": 1},
+        "running_backfills_per_owner": {"limit": 2, "used": 1},
+        "running_backfills_per_job": {"limit": 1, "used": {job: 1}},
+        "queued_runs_per_owner": {"limit": 10, "used": 6},
+        "asked_runs_in_flight": {"limit": r.MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
+        "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
+    }

@@ -99,6 +99,7 @@ def api(settings: ApiSettings) -> Api:
             network=settings.network,
             max_jobs_per_owner=settings.max_jobs_per_owner,
             targets=settings.targets,
+            limits=settings.limits,
         ),
         runs=RunOperations(
             store=store,

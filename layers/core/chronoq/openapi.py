@@ -180,6 +180,29 @@ class Heartbeat(BaseModel):
     max_silence_seconds: int
 
 
+class Used(BaseModel):
+    limit: int
+    used: int | dict[str, int] | None = Field(
+        default=None, description="how much of it is used (by job, for a limit per job)"
+    )
+
+
+class OwnerLimits(BaseModel):
+    owner: str
+    jobs: Used = Field(description="jobs (max_jobs_per_owner)")
+    running_backfills_per_owner: Used
+    running_backfills_per_job: Used = Field(description="used: by job id")
+    queued_runs_per_owner: Used = Field(
+        description="fire times of running backfills and re-runs not ended yet"
+    )
+    asked_runs_in_flight: Used = Field(
+        description="manual triggers, re-runs and backfills' runs under way: one more waits"
+    )
+    waiting_triggers_per_job: Used = Field(
+        description="a job's manual triggers not started yet (counted as each trigger asks)"
+    )
+
+
 class Status(BaseModel):
     heartbeat: Heartbeat = Field(
         description="the job the deployment runs on itself every minute, through the whole"
@@ -414,6 +437,7 @@ TAGS = [
     {"name": "schedules", "description": "When a schedule fires"},
     {"name": "notifications", "description": "Webhook signatures"},
     {"name": "status", "description": "The deployment's health: its heartbeat"},
+    {"name": "limits", "description": "What the caller may hold at once, and what it holds"},
     {"name": "document", "description": "This OpenAPI document"},
 ]
 

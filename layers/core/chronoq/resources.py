@@ -159,6 +159,12 @@ DEFAULT_MAX_JOBS_PER_OWNER = 10_000
 DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB = 3
 DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER = 10
 DEFAULT_MAX_QUEUED_RUNS_PER_OWNER = 10_000
+#: Manual triggers of one job that have not started yet (deployment setting of the same name):
+#: counted among the job's newest WAITING_TRIGGERS_SCAN runs of the last start deadline.
+DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB = 1000
+WAITING_TRIGGERS_SCAN = 2 * DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
+#: The Retry-After (seconds) of a trigger refused for the job's triggers waiting.
+TRIGGER_RETRY_AFTER_SECONDS = 10
 #: The Retry-After (seconds) of a request refused by one of these limits that waiting lifts.
 LIMIT_RETRY_AFTER_SECONDS = 60
 #: Caps on container targets (deployment settings ``max_container_cpu`` in CPU units,
@@ -285,10 +291,12 @@ ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
 ENV_MAX_RUNNING_BACKFILLS_PER_JOB = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_JOB"
 ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
 ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
-ENV_BACKFILL_LIMITS = (
+ENV_MAX_WAITING_TRIGGERS_PER_JOB = "CHRONOQ_MAX_WAITING_TRIGGERS_PER_JOB"
+ENV_OWNER_LIMITS = (
     ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
     ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
     ENV_MAX_QUEUED_RUNS_PER_OWNER,
+    ENV_MAX_WAITING_TRIGGERS_PER_JOB,
 )
 #: What service targets may reach and which images containers may run: comma-separated ARN
 #: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
@@ -464,7 +472,7 @@ API_FUNCTION = Function(
         ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
         ENV_ALLOWED_TARGET_NETWORKS,
         ENV_MAX_JOBS_PER_OWNER,
-        *ENV_BACKFILL_LIMITS,  # to refuse backfills and re-runs past the owner's limits
+        *ENV_OWNER_LIMITS,  # to refuse backfills, re-runs and triggers past the owner's limits
         *ENV_TARGET_ACCESS,  # to refuse targets and images the deployment does not allow
         *ENV_QUEUE_URLS.values(),
     ),

@@ -224,6 +224,11 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     max_queued_runs_per_owner: int = Field(
         default=r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER, alias=r.ENV_MAX_QUEUED_RUNS_PER_OWNER, ge=1
     )
+    max_waiting_triggers_per_job: int = Field(
+        default=r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB,
+        alias=r.ENV_MAX_WAITING_TRIGGERS_PER_JOB,
+        ge=1,
+    )
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
@@ -247,6 +252,7 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
             running_backfills_per_job=self.max_running_backfills_per_job,
             running_backfills_per_owner=self.max_running_backfills_per_owner,
             queued_runs_per_owner=self.max_queued_runs_per_owner,
+            waiting_triggers_per_job=self.max_waiting_triggers_per_job,
         )
 
 

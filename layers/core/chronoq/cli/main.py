@@ -176,6 +176,13 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="fire times one owner's running backfills and re-runs may hold not ended",
 )
 @click.option(
+    "--max-waiting-triggers-per-job",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB,
+    show_default=True,
+    help="manual triggers of one job not started yet",
+)
+@click.option(
     "--allow-host-commands",
     is_flag=True,
     help="run container targets' commands as host processes, as this user (anyone holding a"
@@ -230,6 +237,7 @@ def local(
     max_running_backfills_per_job: int,
     max_running_backfills_per_owner: int,
     max_queued_runs_per_owner: int,
+    max_waiting_triggers_per_job: int,
     allow_host_commands: bool,
     aws_port: int,
     no_heartbeat: bool,
@@ -266,6 +274,7 @@ def local(
             running_backfills_per_job=max_running_backfills_per_job,
             running_backfills_per_owner=max_running_backfills_per_owner,
             queued_runs_per_owner=max_queued_runs_per_owner,
+            waiting_triggers_per_job=max_waiting_triggers_per_job,
         ),
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
@@ -431,13 +440,16 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
 @api_options
 def status(api: Api, output: str, exit_status: bool) -> None:
     """How the deployment goes: its heartbeat (a job it runs on itself every minute, through
-    the whole path of a run), its last run, last success and start lag."""
+    the whole path of a run), its last run, last success and start lag; and your limits, with
+    how much of each you use."""
     answer = api.call("GET", "/status")
     beat = answer["heartbeat"]
+    limits = api.call("GET", "/limits")
     if output == "json":
-        click.echo(render.dump_json(answer))
+        click.echo(render.dump_json({**answer, "limits": limits}))
     else:
         click.echo(render.heartbeat(beat))
+        click.echo(render.limits(limits))
     if exit_status and beat["state"] != "ok":
         raise click.exceptions.Exit(4)
 

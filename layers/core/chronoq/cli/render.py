@@ -426,6 +426,24 @@ def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
     return table
 
 
+def limits(answer: dict[str, Any]) -> str:
+    """``chronoq status``: each of the caller's limits, and how much of it is used."""
+    lines = [f"limits of {answer.get('owner', '?')}:"]
+    for name, value in answer.items():
+        if not isinstance(value, dict):
+            continue
+        used = value.get("used")
+        if isinstance(used, dict):
+            shown = ", ".join(f"{job} {n}" for job, n in used.items()) or "none"
+            text = f"{shown} (at most {value['limit']:,} each)"
+        elif used is None:
+            text = f"at most {value['limit']:,}"
+        else:
+            text = f"{used:,} of {value['limit']:,}"
+        lines.append(f"  {name.replace('_', ' '):<30}{text}")
+    return "\n".join(lines)
+
+
 def heartbeat(beat: dict[str, Any]) -> str:
     """``chronoq status``: the heartbeat's state, last run and last success, in words."""
 

@@ -32,6 +32,7 @@ class Limits:
     running_backfills_per_job: int = r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB
     running_backfills_per_owner: int = r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER
     queued_runs_per_owner: int = r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
+    waiting_triggers_per_job: int = r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
 
     def environment(self) -> dict[str, str]:
         """The API function's variables giving these limits (see settings.ApiSettings)."""
@@ -39,6 +40,7 @@ class Limits:
             r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(self.running_backfills_per_job),
             r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(self.running_backfills_per_owner),
             r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(self.queued_runs_per_owner),
+            r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(self.waiting_triggers_per_job),
         }
 
 
@@ -151,6 +153,19 @@ def check_reruns(usage: Usage, limits: Limits, runs: int, field: str | None = No
             f"your backfills and re-runs hold {usage.queued_runs} fire times not yet ended;"
             f" {runs} more would pass the {queued} allowed (max_queued_runs_per_owner):"
             " wait for them to run",
+        )
+
+
+def check_trigger(limits: Limits, job_id: str, waiting: int) -> None:
+    """Refuse a trigger of job ``job_id`` while ``waiting`` of its triggers have not started:
+    429, they start (or are missed) shortly."""
+    most = limits.waiting_triggers_per_job
+    if waiting >= most:
+        raise LimitExceeded(
+            "max_waiting_triggers_per_job",
+            f"job {job_id} has {waiting} triggers that have not started yet, the most one job"
+            f" may have (max_waiting_triggers_per_job: {most}): wait for them to start",
+            retry_after=r.TRIGGER_RETRY_AFTER_SECONDS,
         )
 
 

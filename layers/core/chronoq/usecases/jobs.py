@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from chronoq import resources as r
@@ -14,12 +14,13 @@ from chronoq.domain.base import STORED
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.labels import Selector, matches
+from chronoq.domain.limits import Limits, check_trigger
 from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
-from chronoq.usecases.limits import end_backfills_of
+from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, JobRunStore, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
@@ -43,6 +44,8 @@ class JobOperations:
     max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
     #: What service targets may reach, which images containers may run and how large.
     targets: TargetPolicy = ANY_TARGET
+    #: What each owner may hold at once (here: a job's triggers not started yet).
+    limits: Limits = field(default_factory=Limits)
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         self._check(spec)
@@ -237,6 +240,9 @@ class JobOperations:
         """One run now, outside the schedule (also for a paused or completed job)."""
         job = self._stored(owner, job_id)
         now = self.clock()
+        since = now - timedelta(seconds=job.start_deadline_seconds)
+        most = max(r.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
+        check_trigger(self.limits, job.id, self.store.count_waiting_triggers(job.id, since, most))
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
         run = run.model_copy(update={"queued_at": now})  # sent right below
@@ -247,6 +253,10 @@ class JobOperations:
             self.store.delete_pending_run(job.id, run.id)
             raise
         return run
+
+    def limits_of(self, owner: str) -> dict[str, Any]:
+        """Each of the owner's limits, and how much of it is used."""
+        return owner_limits(self.store, owner, self.limits, self.max_jobs_per_owner)
 
     def _check(self, spec: JobSpec) -> None:
         """What the models cannot know: registered tasks, writable buckets, addresses the
@@ -265,11 +275,11 @@ class JobOperations:
         urls = {"notify.webhook": spec.notify.webhook if spec.notify else None}
         if isinstance(spec.target, HttpTarget):
             urls["target.url"] = spec.target.url
-        for field, url in urls.items():
+        for name, url in urls.items():
             refusal = self.network.url_refusal(url) if url else None
             if refusal:
                 raise InvalidRequest(
-                    field,
+                    name,
                     f"must not name a private, loopback, link-local or metadata address: {refusal}",
                 )
         if spec.output_location is None or self.output_buckets is None:

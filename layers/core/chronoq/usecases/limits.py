@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
+from chronoq import resources as r
+from chronoq.domain import flow
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
-from chronoq.domain.limits import Usage
+from chronoq.domain.limits import Limits, Usage
 from chronoq.usecases.ports import JobRunStore
 
 
@@ -32,6 +35,24 @@ def owner_usage(store: JobRunStore, owner: str) -> Usage:
             continue
         remaining += max(backfill.total - (backfill.ended or 0), 0)
     return replace(usage, backfill_runs=remaining)
+
+
+def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) -> dict[str, Any]:
+    """Each of the owner's limits and how much of it is used (``GET /limits``): its jobs (one
+    read of its count), its backfills and re-runs (see ``owner_usage``), its runs asked for
+    under way (one read of its flow item); a job's triggers waiting are counted per job, as a
+    trigger asks (its limit only)."""
+    in_flight = store.get_flow(flow.owner_item_key(owner))
+    return {
+        "owner": owner,
+        "jobs": {"limit": max_jobs, "used": store.job_count(owner)},
+        **owner_usage(store, owner).view(limits),
+        "asked_runs_in_flight": {
+            "limit": r.MAX_ASKED_RUNS_IN_FLIGHT,
+            "used": len(in_flight.holders),
+        },
+        "waiting_triggers_per_job": {"limit": limits.waiting_triggers_per_job},
+    }
 
 
 def end_backfills_of(store: JobRunStore, job: Job, now: datetime) -> None:

@@ -148,6 +148,10 @@ class JobStore(Protocol):
 
     def delete_job(self, job_id: str) -> bool: ...
 
+    def job_count(self, owner: str) -> int:
+        """How many jobs the owner has (the count the quota keeps: one read)."""
+        ...
+
     def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
         """Add ``delta`` to the owner's job count, unless that takes it above ``limit``
         (False: refused, nothing changed). One conditional write, no count of the jobs."""
@@ -242,6 +246,12 @@ class RunStore(Protocol):
         starts or ends), and enters it among the flow's parked runs (woken in the order of
         chronoq.domain.flow.wait_order). False when its record is no longer SCHEDULED. A run
         leaves its flow's parked runs when it starts or ends."""
+        ...
+
+    def count_waiting_triggers(self, job_id: str, since: datetime, most: int) -> int:
+        """How many manual runs of the job triggered since ``since`` have not started
+        (SCHEDULED or QUEUED), among its newest ``most`` runs of that time (a key-range query
+        of the job's partition, newest first: its reads bounded by ``most``)."""
         ...
 
     def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:

@@ -39,6 +39,15 @@ class DynamoJobs(Tables):
         # (an idempotency key's item, or an owner's job count, is no job)
         return codecs.job_from_item(item) if item and "spec" in item else None
 
+    def job_count(self, owner: str) -> int:
+        item = self._db.get_item(
+            TableName=self._jobs,
+            Key=_dump({"job_id": keys.count_key(owner)}),
+            ProjectionExpression="#n",
+            ExpressionAttributeNames={"#n": "jobs"},
+        ).get("Item")
+        return int(item["jobs"]["N"]) if item and "jobs" in item else 0
+
     def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
         """The owner's job count is an item of the jobs table (not in the owner index: it
         has no ``owner`` attribute), changed by one conditional update."""

@@ -12,8 +12,8 @@ from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.store._tables import Tables
 from chronoq.domain import ids
 from chronoq.domain.flow import wait_order
-from chronoq.domain.runs import Attempt, Run, RunStatus
-from chronoq.domain.time import format_instant
+from chronoq.domain.runs import Attempt, Run, RunStatus, Trigger
+from chronoq.domain.time import format_instant, utc_second
 from chronoq.usecases.ports import Page, Position, RunFilter
 
 if TYPE_CHECKING:
@@ -44,6 +44,10 @@ def read_run(db: DynamoDBClient, table: str, job_id: str, run_id: str) -> Run | 
         TableName=table, Key=codecs.run_key(job_id, run_id), ConsistentRead=True
     ).get("Item")
     return codecs.run_from_item(item) if item else None
+
+
+#: The statuses of a run that has not started.
+_NOT_STARTED = frozenset({RunStatus.SCHEDULED.value, RunStatus.QUEUED.value})
 
 
 class DynamoRuns(Tables):
@@ -96,6 +100,37 @@ class DynamoRuns(Tables):
         except self._db.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    def count_waiting_triggers(self, job_id: str, since: datetime, most: int) -> int:
+        """Pages of the job's runs from ``since`` on, newest first, only their trigger and
+        status read (at most ``most`` items): those manual and not started counted."""
+        waiting = looked = 0
+        start: dict[str, Any] | None = None
+        while looked < most:
+            request: dict[str, Any] = {
+                "TableName": self._runs,
+                "KeyConditionExpression": "job_id = :j AND run_id >= :since",
+                "ProjectionExpression": "#t, #s",
+                "ExpressionAttributeNames": {"#t": "trigger", "#s": "status"},
+                "ExpressionAttributeValues": _dump(
+                    {":j": job_id, ":since": ids.run_id(job_id, utc_second(since))}
+                ),
+                "ScanIndexForward": False,
+                "Limit": most - looked,
+            }
+            if start:
+                request["ExclusiveStartKey"] = start
+            answer = self._db.query(**request)
+            for item in answer.get("Items", []):
+                looked += 1
+                trigger = item.get("trigger", {}).get("S")
+                status = item.get("status", {}).get("S")
+                if trigger == Trigger.MANUAL.value and status in _NOT_STARTED:
+                    waiting += 1
+            start = answer.get("LastEvaluatedKey")
+            if not start:
+                break
+        return waiting
 
     def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
         """The first ``limit`` runs parked on ``flow_key`` that have not started, in the

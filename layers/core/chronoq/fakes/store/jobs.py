@@ -59,6 +59,9 @@ class FakeJobs(FakeTables):
         with self._lock:
             return self.jobs.pop(job_id, None) is not None
 
+    def job_count(self, owner: str) -> int:
+        return self.job_counts.get(owner, 0)
+
     def count_job(self, owner: str, delta: int, limit: int | None = None) -> bool:
         with self._lock:
             count = self.job_counts.get(owner, 0) + delta

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from chronoq.domain import ids
 from chronoq.domain.flow import wait_order
-from chronoq.domain.runs import Attempt, Run, RunStatus
+from chronoq.domain.runs import Attempt, Run, RunStatus, Trigger
+from chronoq.domain.time import utc_second
 from chronoq.fakes.store._tables import FakeTables, page
 from chronoq.usecases.ports import Page, Position, RunFilter
 
@@ -69,6 +71,21 @@ class FakeRuns(FakeTables):
             _, order = self.parked.get((run.job_id, run.id), (flow_key, order))
             self.parked[(run.job_id, run.id)] = (flow_key, order)
             return True
+
+    def count_waiting_triggers(self, job_id: str, since: datetime, most: int) -> int:
+        with self._lock:
+            start = ids.run_id(job_id, utc_second(since))
+            newest = sorted(
+                (run for (j, rid), run in self.runs.items() if j == job_id and rid >= start),
+                key=lambda run: run.id,
+                reverse=True,
+            )[:most]
+            return sum(
+                1
+                for run in newest
+                if run.trigger is Trigger.MANUAL
+                and run.status in (RunStatus.SCHEDULED, RunStatus.QUEUED)
+            )
 
     def waiting_runs(self, flow_key: str, limit: int) -> list[Run]:
         with self._lock:
