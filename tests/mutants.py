@@ -428,6 +428,57 @@ MUTANTS: tuple[Mutant, ...] = (
         (("    end_backfills_of(store, job, now)\n", ""),),
         ("tests/unit/usecases/test_progress.py",),
     ),
+    Mutant(
+        "flow-park",
+        "a run over its flow's max_running is parked, not sent to look again every second",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "        if answer.start is None and answer.held_by is not None:\n",
+                "        if False:\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_flow.py", "tests/unit/usecases/test_wake.py"),
+    ),
+    Mutant(
+        "flow-wake",
+        "the end of a run that held flow slots wakes the runs parked on them",
+        f"{CORE}/usecases/wake.py",
+        (("        if messages:\n            self.queues.send(messages, now)\n", ""),),
+        ("tests/unit/usecases/test_flow.py", "tests/unit/usecases/test_wake.py"),
+    ),
+    Mutant(
+        "wake-order",
+        "parked runs are woken higher priority first, then the longest waiting",
+        f"{CORE}/domain/flow.py",
+        (
+            (
+                '    return f"{_RANK.get(priority, len(_RANK))}#{format_instant(held_at)}#{run_id}"',
+                '    return f"{format_instant(held_at)}#{run_id}"',
+            ),
+        ),
+        ("tests/unit/usecases/test_wake.py",),
+    ),
+    Mutant(
+        "asked-in-flight",
+        "runs asked for count against their owner's runs asked for under way",
+        f"{CORE}/usecases/flow.py",
+        (("    if asked:\n", "    if False:\n"),),
+        ("tests/unit/usecases/test_wake.py",),
+    ),
+    Mutant(
+        "trigger-limit",
+        "a job's triggers not started yet are limited",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "        check_trigger(self.limits, job.id, self.store.count_waiting_triggers"
+                "(job.id, since, most))\n",
+                "",
+            ),
+        ),
+        ("tests/unit/test_api_limits.py",),
+    ),
 )
 
 
