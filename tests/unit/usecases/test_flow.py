@@ -244,9 +244,10 @@ def test_given_duplicate_deliveries_of_a_waiting_flow_run_in_one_batch_when_admi
     ((_, run),) = due_jobs(fakes, 1, {"key": "k", "max_running": 2})
     queued = message(fakes, run)
 
-    assert fakes.starter.start_runs([queued, queued]) == ["started", "started"]
+    assert fakes.starter.start_runs([queued, queued]) == ["started", "duplicate"]
 
     assert list(fakes.store.get_flow(flow.item_key(OWNER, "k")).holders) == [run.id]
+    assert fakes.executor.starts == {run.id: 1}  # started once
 
 
 def test_given_a_second_delivery_of_a_started_standard_flow_run_when_its_execution_refuses_it_then_the_run_keeps_its_slot(

@@ -302,7 +302,14 @@ class RunStarter:
         """The group's runs that go through flows, asked together: each admitted one's
         execution (claimed first if its job keeps its active runs), or, for one that must
         wait, its message sent again (to look again, or for the second reserved for it)."""
-        gated = [d for d in decisions if isinstance(d, Gated)]
+        gated: list[Gated] = []
+        twice: set[int] = set()  # a second delivery of a run in the batch: a duplicate
+        for n, decision in enumerate(decisions):
+            if isinstance(decision, Gated):
+                if any(g.run.id == decision.run.id for g in gated):
+                    twice.add(n)
+                else:
+                    gated.append(decision)
         answers = (
             self.gate.admit(
                 [
@@ -323,6 +330,9 @@ class RunStarter:
         for n, decision in enumerate(decisions):
             if not isinstance(decision, Gated):
                 out.append(decision)
+                continue
+            if n in twice:
+                out.append("duplicate")
                 continue
             answer = answers[decision.run.id]
             try:
