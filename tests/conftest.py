@@ -45,6 +45,7 @@ MODULES = (
     "e2e/test_restart.py",
     "e2e/test_over_minutes.py",
     "e2e/test_priority_burst.py",
+    "e2e/test_fairness.py",
     "infra/test_workload.py",
 )
 #: The groups handed out first, longest first (so that none of them ends the run alone).
@@ -54,6 +55,7 @@ FIRST = (
     "e2e",
     "browser",
     "tests/e2e/test_over_minutes.py",
+    "tests/e2e/test_fairness.py",
     "tests/unit/test_flow_properties.py::TestFlowReliability::runTest",
     "tests/infra/test_workload.py",
 )
