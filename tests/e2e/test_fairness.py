@@ -178,13 +178,6 @@ def test_given_alice_flooding_with_flow_held_triggers_and_backfills_when_bobs_ev
     beat = heartbeat or {}
     if beat.get("status") != "SUCCEEDED" or beat["lag_ms"] > r.HEARTBEAT_MAX_LAG_SECONDS * 1000:
         late["heartbeat"] = None if beat.get("lag_ms") is None else beat["lag_ms"] / 1000
-    if late and crashes:
-        pytest.xfail(
-            f"late (s; None: not started): {late}; chronoq local's worker crashed on"
-            f" {crashes} batches (two deliveries of a parked flow run in one batch:"
-            " tests/unit/usecases/test_flow_held_duplicates.py), each sent back whole for the"
-            " queue's visibility timeout"
-        )
     assert not late, f"runs started late while alice flooded (s; None: not started): {late}"
 
 

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-import pytest
 from chronoq import resources as r
 from chronoq.aws.queues import SqsQueues, message_delay, message_group
 from chronoq.domain.runs import RunMessage, Trigger
@@ -443,14 +442,6 @@ def _send(sqs: SqliteQueues, url: str, group: str | None, *bodies: str) -> None:
         )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SqliteQueues._fair records the heartbeat's group as the group served last, so a"
-    " receive that ends on the heartbeat's run makes the next turn start at the first group"
-    " after 'chronoq:system' by name: the owner next in turn is skipped and waits one more"
-    " turn (with a heartbeat run before each receive of one, the first group after it by name"
-    " takes every turn)",
-)
 def test_given_the_heartbeat_served_last_in_a_receive_when_owners_wait_then_the_owner_next_in_turn_is_not_skipped() -> (
     None
 ):
@@ -470,13 +461,6 @@ def test_given_the_heartbeat_served_last_in_a_receive_when_owners_wait_then_the_
     assert served == [["heartbeat"], ["b0"], ["d0"], ["a1"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SqliteQueues._fair leaves the group served last at None after serving a message"
-    " sent without a group, and None means 'start the turn from the first group': the"
-    " ungrouped messages, first in that order, take every receive of one until none is left"
-    " (latent in chronoq, whose runs always carry their owner's group)",
-)
 def test_given_runs_sent_without_a_group_when_received_one_at_a_time_then_an_owner_still_takes_its_turn() -> (
     None
 ):

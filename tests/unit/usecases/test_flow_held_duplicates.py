@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from chronoq.domain import flow
 from chronoq.domain.runs import RunStatus
 
@@ -19,16 +18,6 @@ from tests.unit.usecases.helpers import message, pending_run, stored
 from tests.unit.usecases.test_flow import ONE_AT_A_TIME, due_jobs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="FlowGate.admit (chronoq.usecases.flow) keys its answers by run id: the second ask"
-    " of a run the first one parked finds a _Held where it asserts an Answer, and the"
-    " AssertionError fails the whole worker invocation, so every message of the batch (up to"
-    " 40 runs of any owner on that queue) comes back only after the visibility timeout, 180 s"
-    " (seen in tests/e2e/test_fairness.py: 'worker failed; the batch will be retried' in"
-    " chronoq local's log, and bob's runs in such a batch over 100 s late)",
-)
 def test_given_two_deliveries_of_a_parked_run_in_one_batch_when_its_flow_is_full_then_it_stays_parked_and_another_owners_run_in_the_batch_starts(
     fakes: Fakes,
 ) -> None:
