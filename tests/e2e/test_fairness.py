@@ -83,7 +83,15 @@ WORKER_CRASH = re.compile(
 def test_given_alice_flooding_with_flow_held_triggers_and_backfills_when_bobs_every_minute_jobs_run_then_they_start_within_the_fair_share_bound_and_his_requests_answer_within_a_second(
     tmp_path: Path, sink: Sink
 ) -> None:
-    with start_local(tmp_path) as local:
+    # alice's limits raised so that fair share, not a refusal, is what is tested: her ten
+    # backfills run at once on one job
+    raised = (
+        "--max-running-backfills-per-job",
+        str(BACKFILLS),
+        "--max-running-backfills-per-owner",
+        str(BACKFILLS),
+    )
+    with start_local(tmp_path, *raised) as local:
         for user in ("alice", "bob"):
             local.token(user)  # (minted before anything is measured)
         slow = _create(
