@@ -7,7 +7,8 @@ a backfill's runs as they end costs.
   notifier leaves it, but for one, kept as a backfill made before counting was (no counters:
   read from its runs, as every read of a backfill was before). Then, ``--reads`` times each:
   ``GET /jobs/{id}/backfills`` (the page of them), ``GET /jobs/{id}/backfills/{backfill_id}``
-  of a counted one, and of the uncounted one: p50, p99 and max in milliseconds.
+  of a counted one, and of the uncounted one; and a page of the job's runs from
+  ``GET /jobs/{id}/runs`` and ``GET /runs?job_id=``: p50, p99 and max in milliseconds.
 - counting: a backfill of ``--fires`` fire times of an every-minute job (an http target
   served by this process) run end to end on a fresh ``chronoq local``: the seconds until its
   ``GET`` says COMPLETED with every fire time ended, and from ``GET /_local/usage``, per
@@ -176,18 +177,29 @@ def reads(count: int, each: int, times: int, clock: Clock) -> dict[str, Any]:
             listing, page = _timed(api, f"{base}?limit=50", times)
             one, view = _timed(api, f"{base}/{counted.id}", times)
             scanned, old = _timed(api, f"{base}/{uncounted.id}", max(1, times // 10))
+            # the other list routes over the same 10,000 runs: a page of them each
+            job_runs, runs_page = _timed(api, f"/jobs/{job.id}/runs?limit=50", times)
+            all_runs, _ = _timed(api, f"/runs?job_id={job.id}&limit=50", times)
     if len(page["backfills"]) != count or view["ended"] != each or old["ended"] != each:
         raise RuntimeError(f"unexpected answers: {page}, {view}, {old}")
+    if len(runs_page["runs"]) != 50:
+        raise RuntimeError(f"unexpected page of runs: {len(runs_page['runs'])}")
     figures = {
         "runs_under_the_job": records,
         "backfills": count,
         **{f"list_{k}": v for k, v in listing.items()},
         **{f"get_{k}": v for k, v in one.items()},
         **{f"get_uncounted_{k}": v for k, v in scanned.items()},
+        **{f"job_runs_page_{k}": v for k, v in job_runs.items()},
+        **{f"runs_page_{k}": v for k, v in all_runs.items()},
     }
     print(
         f"  GET {base} (a page of {count}): {listing}; one backfill: {one};"
         f" one kept before counting (read from its {each:,} runs): {scanned}",
+        flush=True,
+    )
+    print(
+        f"  GET /jobs/{{id}}/runs?limit=50: {job_runs}; GET /runs?job_id=…&limit=50: {all_runs}",
         flush=True,
     )
     return figures
