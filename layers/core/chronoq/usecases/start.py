@@ -355,8 +355,9 @@ class RunStarter:
 
     def _admitted(self, gated: Gated, answer: Answer) -> Outcome | ExecutionInput | RunMessage:
         """What a run's flows answered becomes: its execution (claimed first for a job that
-        keeps its active runs), or its message to send again (a run that waits, its wait
-        recorded the first time)."""
+        keeps its active runs); for a run that waits, its wait recorded and its message to
+        send again (to look again, or at the second reserved for it), or, for a woken run
+        parked again, nothing more ("parked": its look-again message is on the queue)."""
         job, run, message = gated.job, gated.run, gated.message
         now = self.clock()
         if gated.backfill is not None and answer.start is not None:
