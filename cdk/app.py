@@ -27,7 +27,8 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
 - ``max_running_backfills_per_job``, ``max_running_backfills_per_owner``,
   ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once;
-  ``max_waiting_triggers_per_job``: a job's manual triggers not started yet (defaults
+  ``max_waiting_triggers_per_job``: a job's manual triggers not started yet;
+  ``max_asked_runs_in_flight``: an owner's runs asked for under way at once (defaults
   chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
@@ -103,6 +104,9 @@ def stack_from_context(app: App) -> ChronoqStack:
             ),
             waiting_triggers_per_job=_number(
                 app, "max_waiting_triggers_per_job", r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
+            ),
+            asked_runs_in_flight=_number(
+                app, "max_asked_runs_in_flight", r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
             ),
         ),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),

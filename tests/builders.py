@@ -163,7 +163,13 @@ class Wiring:
     @property
     def starter(self) -> RunStarter:
         return RunStarter(
-            self.store, self.executor, self.canceller, self.clock, self.sleep, self.queues
+            self.store,
+            self.executor,
+            self.canceller,
+            self.clock,
+            self.sleep,
+            self.queues,
+            self.limits.asked_runs_in_flight,
         )
 
 

@@ -189,6 +189,6 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
         "running_backfills_per_owner": {"limit": 2, "used": 1},
         "running_backfills_per_job": {"limit": 1, "used": {job: 1}},
         "queued_runs_per_owner": {"limit": 10, "used": 6},
-        "asked_runs_in_flight": {"limit": r.MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
+        "asked_runs_in_flight": {"limit": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
         "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
     }

@@ -71,6 +71,7 @@ def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen()
         "state_machine_arn": WORKER_ENV[r.ENV_STATE_MACHINE_ARN],
         "express_state_machine_arn": WORKER_ENV[r.ENV_EXPRESS_STATE_MACHINE_ARN],
         **{f"queue_url_{p}": WORKER_ENV[name] for p, name in r.ENV_QUEUE_URLS.items()},
+        "max_asked_runs_in_flight": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
     }
 
 
@@ -167,3 +168,12 @@ def test_given_owner_limits_in_the_api_environment_when_loaded_then_its_use_case
     assert load(ApiSettings, ENVIRONMENT).limits == Limits()
     api = compose.api(settings)
     assert api.backfills.limits == api.reruns.limits == limits
+
+
+def test_given_a_deployment_raising_an_owners_runs_asked_for_under_way_when_the_worker_loads_then_its_starter_holds_them_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # (the worker builds its clients)
+    settings = load(WorkerSettings, {**WORKER_ENV, r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: "500"})
+
+    assert compose.worker(settings).asked_in_flight == 500

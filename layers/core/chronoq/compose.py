@@ -145,6 +145,7 @@ def worker(settings: WorkerSettings) -> RunStarter:
         clock=TIME.clock,
         sleep=TIME.sleep,
         queues=queues,
+        asked_in_flight=settings.max_asked_runs_in_flight,
     )
 
 

@@ -208,10 +208,12 @@ FLOW_RELOOK_SECONDS = 300
 #: this many seconds.
 FLOW_RETRY_SECONDS = 1
 FLOW_START_AHEAD_SECONDS = 2
-#: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once:
-#: one more waits, parked, for one of them to end (see chronoq.domain.flow.owner_item_key).
-#: Scheduled runs are not counted: they never wait for it.
-MAX_ASKED_RUNS_IN_FLIGHT = 1000
+#: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once
+#: (deployment setting ``max_asked_runs_in_flight``): one more waits, parked, for one of them
+#: to end (see chronoq.domain.flow.owner_item_key). Scheduled runs are not counted: they
+#: never wait for it. Each run under way is an entry of the owner's flow item (about 55
+#: bytes), which every start and end of such a run writes: a write unit per KB of it.
+DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT = 200
 #: A slot whose run has not started this long after the second reserved for it (its worker
 #: died before starting it, or its message was lost) is taken back when the flow is full.
 FLOW_LEASE_SECONDS = 60
@@ -292,11 +294,13 @@ ENV_MAX_RUNNING_BACKFILLS_PER_JOB = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_JOB"
 ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
 ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
 ENV_MAX_WAITING_TRIGGERS_PER_JOB = "CHRONOQ_MAX_WAITING_TRIGGERS_PER_JOB"
+ENV_MAX_ASKED_RUNS_IN_FLIGHT = "CHRONOQ_MAX_ASKED_RUNS_IN_FLIGHT"
 ENV_OWNER_LIMITS = (
     ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
     ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
     ENV_MAX_QUEUED_RUNS_PER_OWNER,
     ENV_MAX_WAITING_TRIGGERS_PER_JOB,
+    ENV_MAX_ASKED_RUNS_IN_FLIGHT,
 )
 #: What service targets may reach and which images containers may run: comma-separated ARN
 #: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
@@ -496,6 +500,7 @@ WORKER_FUNCTION = Function(
         ENV_EXPRESS_STATE_MACHINE_ARN,
         # to send again a run its flow holds back, and a backfill's next run
         *ENV_QUEUE_URLS.values(),
+        ENV_MAX_ASKED_RUNS_IN_FLIGHT,  # an owner's runs asked for under way at once
     ),
     description="Claims queued runs and starts their executions",
 )

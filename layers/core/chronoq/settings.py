@@ -229,6 +229,9 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
         alias=r.ENV_MAX_WAITING_TRIGGERS_PER_JOB,
         ge=1,
     )
+    max_asked_runs_in_flight: int = Field(
+        default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
+    )
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
@@ -253,6 +256,7 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
             running_backfills_per_owner=self.max_running_backfills_per_owner,
             queued_runs_per_owner=self.max_queued_runs_per_owner,
             waiting_triggers_per_job=self.max_waiting_triggers_per_job,
+            asked_runs_in_flight=self.max_asked_runs_in_flight,
         )
 
 
@@ -272,6 +276,10 @@ class WorkerSettings(FunctionSettings, _Queues):
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
     state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
     express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
+    #: An owner's runs asked for under way at once.
+    max_asked_runs_in_flight: int = Field(
+        default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
+    )
 
 
 class RunnerSettings(FunctionSettings, _Network):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from chronoq import resources as r
 from chronoq.domain import flow
+from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunStatus
 from chronoq.usecases.wake import Ended
 
@@ -145,10 +145,10 @@ def test_given_a_claimed_run_holding_a_slot_when_cancelled_before_it_started_the
     assert fakes.store.get_flow(KEY).holders == {}
 
 
-def test_given_an_owner_at_its_runs_asked_for_under_way_when_another_trigger_comes_then_it_is_parked_scheduled_runs_are_not_and_an_end_wakes_it(
-    fakes: Fakes, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(r, "MAX_ASKED_RUNS_IN_FLIGHT", 2)
+def test_given_an_owner_at_its_runs_asked_for_under_way_when_another_trigger_comes_then_it_is_parked_scheduled_runs_are_not_and_an_end_wakes_it() -> (
+    None
+):
+    fakes = Fakes(limits=Limits(asked_runs_in_flight=2))
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "0 0 1 1 *"}))
     fakes.queues.sent.clear()
     triggered = [fakes.jobs.trigger_job(OWNER, job.id) for _ in range(3)]

@@ -183,6 +183,13 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="manual triggers of one job not started yet",
 )
 @click.option(
+    "--max-asked-runs-in-flight",
+    type=click.IntRange(min=1),
+    default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
+    show_default=True,
+    help="runs one owner asked for (manual, re-runs, backfills') under way at once",
+)
+@click.option(
     "--allow-host-commands",
     is_flag=True,
     help="run container targets' commands as host processes, as this user (anyone holding a"
@@ -238,6 +245,7 @@ def local(
     max_running_backfills_per_owner: int,
     max_queued_runs_per_owner: int,
     max_waiting_triggers_per_job: int,
+    max_asked_runs_in_flight: int,
     allow_host_commands: bool,
     aws_port: int,
     no_heartbeat: bool,
@@ -275,6 +283,7 @@ def local(
             running_backfills_per_owner=max_running_backfills_per_owner,
             queued_runs_per_owner=max_queued_runs_per_owner,
             waiting_triggers_per_job=max_waiting_triggers_per_job,
+            asked_runs_in_flight=max_asked_runs_in_flight,
         ),
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,

@@ -46,7 +46,7 @@ def backfill_item_key(owner: str, backfill_id: str) -> str:
 
 def owner_item_key(owner: str) -> str:
     """The item counting the owner's asked runs under way (manual, re-runs, backfills): its
-    ``max_running`` is the owner's MAX_ASKED_RUNS_IN_FLIGHT."""
+    ``max_running`` is the deployment's ``max_asked_runs_in_flight``."""
     digest = hashlib.sha256(f"owner\0{owner}".encode()).hexdigest()[:40]
     return ITEM_PREFIX + digest
 

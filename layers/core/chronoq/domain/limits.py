@@ -33,6 +33,7 @@ class Limits:
     running_backfills_per_owner: int = r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER
     queued_runs_per_owner: int = r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
     waiting_triggers_per_job: int = r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
+    asked_runs_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
 
     def environment(self) -> dict[str, str]:
         """The API function's variables giving these limits (see settings.ApiSettings)."""
@@ -41,6 +42,7 @@ class Limits:
             r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(self.running_backfills_per_owner),
             r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(self.queued_runs_per_owner),
             r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(self.waiting_triggers_per_job),
+            r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: str(self.asked_runs_in_flight),
         }
 
 

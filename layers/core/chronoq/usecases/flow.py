@@ -36,12 +36,16 @@ def instant(second: int) -> datetime:
 
 
 def flows_of(
-    job: Job, backfill: Backfill | None, asked: bool = False
+    job: Job,
+    backfill: Backfill | None,
+    asked: bool = False,
+    asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
 ) -> tuple[tuple[str, flow.Limits], ...]:
     """The flow items a run of ``job`` (of ``backfill``, if any; ``asked``: a run asked for,
     see ids.is_asked) goes through, in order: its backfill's pacing first, then its job's
-    flow, then, for a run asked for, its owner's runs asked for under way (last: a run takes
-    a slot of it only once nothing else holds it back)."""
+    flow, then, for a run asked for, its owner's runs asked for under way (at most
+    ``asked_in_flight``; last: a run takes a slot of it only once nothing else holds it
+    back)."""
     found: list[tuple[str, flow.Limits]] = []
     if backfill is not None:
         found.append(
@@ -54,9 +58,7 @@ def flows_of(
         limits = flow.Limits(job.flow.max_running, job.flow.max_starts_per_second)
         found.append((flow.item_key(job.owner, job.flow.key), limits))
     if asked:
-        found.append(
-            (flow.owner_item_key(job.owner), flow.Limits(max_running=r.MAX_ASKED_RUNS_IN_FLIGHT))
-        )
+        found.append((flow.owner_item_key(job.owner), flow.Limits(max_running=asked_in_flight)))
     return tuple(found)
 
 

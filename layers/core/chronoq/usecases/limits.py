@@ -8,7 +8,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from chronoq import resources as r
 from chronoq.domain import flow
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
@@ -48,7 +47,7 @@ def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) 
         "jobs": {"limit": max_jobs, "used": store.job_count(owner)},
         **owner_usage(store, owner).view(limits),
         "asked_runs_in_flight": {
-            "limit": r.MAX_ASKED_RUNS_IN_FLIGHT,
+            "limit": limits.asked_runs_in_flight,
             "used": len(in_flight.holders),
         },
         "waiting_triggers_per_job": {"limit": limits.waiting_triggers_per_job},

@@ -74,6 +74,8 @@ class RunStarter:
     sleep: Sleep
     #: Where a run its flow holds back is sent again (and a backfill's next run sent).
     queues: Queues
+    #: An owner's runs asked for (manual, re-runs, backfills') under way at once.
+    asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
 
     @property
     def gate(self) -> FlowGate:
@@ -315,7 +317,7 @@ class RunStarter:
                 [
                     Ask(
                         g.run.id,
-                        flows_of(g.job, g.backfill, ids.is_asked(g.run.id)),
+                        flows_of(g.job, g.backfill, ids.is_asked(g.run.id), self.asked_in_flight),
                         max(g.message.starts_at, self.clock()),
                         g.message.not_before if g.message.reserved else None,
                     )
@@ -368,7 +370,7 @@ class RunStarter:
         flow_fields = {"held_at": held_at, "owner": job.owner, "woken": False}
         if answer.start is None and answer.held_by is not None:
             # no slot: parked until a run of the flow gives one back (its end wakes it)
-            why = _slot_reason(job, gated.backfill, answer.held_by)
+            why = _slot_reason(job, gated.backfill, answer.held_by, self.asked_in_flight)
             if not self.store.park_run(run, held_at, answer.held_by, why, now):
                 return "duplicate"  # started or ended meanwhile
             if message.woken:  # woken too early: its look-again message is under way
@@ -464,11 +466,11 @@ class RunStarter:
         return active
 
 
-def _slot_reason(job: Job, backfill: Backfill | None, key: str) -> str:
+def _slot_reason(job: Job, backfill: Backfill | None, key: str, asked_in_flight: int) -> str:
     """Why a run parked on flow item ``key`` waits (said to its owner)."""
     if key == flow.owner_item_key(job.owner):
         return (
-            f"one of its owner's {r.MAX_ASKED_RUNS_IN_FLIGHT} runs asked for (manual, re-runs,"
+            f"one of its owner's {asked_in_flight} runs asked for (manual, re-runs,"
             " backfills) under way at once to end"
         )
     if backfill is not None and key == flow.backfill_item_key(job.owner, backfill.id):
