@@ -3,11 +3,12 @@ the topic hears of, to runs whose job asked to be notified (or whose end is coun
 backfill's run, a re-run) and to runs that held flow slots: see chronoq.aws.streams). It
 counts the ends of the batch first (a backfill's progress, its owner's usage:
 chronoq.usecases.progress), then tells owners: the SNS topic for the deployment's topic
-statuses, the job's webhook and e-mail as its ``notify`` asks. A run that held flow slots
-wakes the runs parked on them (chronoq.usecases.wake).
+statuses, the job's webhook and e-mail as its ``notify`` asks. The runs of the batch that
+held flow slots wake the runs parked on them, together (chronoq.usecases.wake).
 
 A record whose delivery raised is reported as a partial batch failure and retried; if
-counting raised, the whole batch is (nothing is counted twice)."""
+counting or waking raised, the whole batch is (nothing is counted twice; a run woken twice
+starts once)."""
 
 from __future__ import annotations
 
@@ -43,14 +44,21 @@ def _status(image: dict[str, Any] | None) -> str | None:
     return str(status) if status else None
 
 
+def _gave_slots_back(record: dict[str, Any]) -> Ended | None:
+    """The end of a run that held flow slots (its record's ``slots``), if the record is one."""
+    change = record.get("dynamodb", {})
+    new, old = change.get("NewImage"), change.get("OldImage")
+    if not new or not has_just_finished(_status(old), _status(new)):
+        return None
+    slots = new.get("slots", {}).get("S", "")
+    return Ended.of(new["run_id"]["S"], slots) if slots else None
+
+
 def notify(record: DynamoDBRecord) -> None:
     change = record.raw_event.get("dynamodb", {})
     new, old = change.get("NewImage"), change.get("OldImage")
     if not new or not has_just_finished(_status(old), _status(new)):
         return
-    slots = new.get("slots", {}).get("S", "")
-    if slots:  # it held flow slots: wake the runs parked on them
-        waker.runs_ended([Ended.of(new["run_id"]["S"], slots)])
     run = run_from_item(new)
     outcomes = notifier.run_finished(run)
     if outcomes:
@@ -64,8 +72,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     try:
         ends = [uncounted_end(rec.get("dynamodb", {}).get("NewImage")) for rec in records]
         progress.count(end for end in ends if end is not None)
+        # the runs that held flow slots, together: a flow's slots given back in the batch
+        # wake as many of its parked runs
+        waker.runs_ended(end for rec in records if (end := _gave_slots_back(rec)) is not None)
     except Exception:
-        logger.exception("counting run ends failed: the batch is retried")
+        logger.exception("counting run ends or waking parked runs failed: the batch is retried")
         first = records[0]["dynamodb"]["SequenceNumber"]
         return {"batchItemFailures": [{"itemIdentifier": first}]}
     return process_partial_response(

@@ -169,3 +169,16 @@ def test_given_an_owner_at_its_runs_asked_for_under_way_when_another_trigger_com
     assert mark_running(fakes, triggered[0])
     end(fakes, triggered[0].id)
     assert [m.run_id for m in resent(fakes)] == [triggered[2].id]
+
+
+def test_given_two_runs_of_a_flow_ending_in_one_batch_when_heard_together_then_two_parked_runs_are_woken_not_the_first_twice(
+    fakes: Fakes,
+) -> None:
+    two = {"key": "partner-api", "max_running": 2}
+    (_, a), (_, b), (_, c), (_, d) = due_jobs(fakes, 4, two)
+    fakes.starter.start_runs([message(fakes, run) for run in (a, b, c, d)])
+    fakes.queues.sent.clear()
+
+    assert fakes.waker.runs_ended([Ended.of(a.id, KEY), Ended.of(b.id, KEY)]) == 2
+
+    assert sorted(m.run_id for m in resent(fakes)) == sorted([c.id, d.id])
