@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -854,6 +855,36 @@ def test_given_a_database_of_a_newer_schema_when_opened_then_it_is_refused(tmp_p
 
     with pytest.raises(UnsupportedDatabase, match="schema version 2"):
         SqliteTables(path, r.TABLES)
+
+
+def test_given_a_database_made_before_a_table_gained_an_index_when_opened_then_its_items_stay_and_the_index_answers(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tables.db"
+    before = tuple(replace(t, indexes=()) if t is r.RUNS_TABLE else t for t in r.TABLES)
+    old = SqliteTables(path, before)
+    old.put_item(TableName="Runs", Item={"job_id": {"S": "j"}, "run_id": {"S": "r1"}})
+    old.close()
+
+    tables = SqliteTables(path, r.TABLES)
+    tables.put_item(
+        TableName="Runs",
+        Item={
+            "job_id": {"S": "j"},
+            "run_id": {"S": "r2"},
+            "waits_on": {"S": "flow#f"},
+            "wait_order": {"S": "1#a"},
+        },
+    )
+
+    assert [i["run_id"]["S"] for i in tables.scan(TableName="Runs")["Items"]] == ["r1", "r2"]
+    found = tables.query(
+        TableName="Runs",
+        IndexName=r.RUNS_WAITING_INDEX,
+        KeyConditionExpression="waits_on = :f",
+        ExpressionAttributeValues={":f": {"S": "flow#f"}},
+    )["Items"]
+    assert [i["run_id"]["S"] for i in found] == ["r2"]
 
 
 WRITER = """
