@@ -51,6 +51,7 @@ from pathlib import Path
 
 from aws_cdk import App
 from chronoq import resources as r
+from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.application import new_app
@@ -92,23 +93,7 @@ def stack_from_context(app: App) -> ChronoqStack:
         block_private_targets=_flag(app.node.try_get_context("block_private_targets"), True),
         allowed_target_networks=context_list(app.node, "allowed_target_networks") or [],
         max_jobs_per_owner=_number(app, "max_jobs_per_owner", r.DEFAULT_MAX_JOBS_PER_OWNER),
-        owner_limits=Limits(
-            running_backfills_per_job=_number(
-                app, "max_running_backfills_per_job", r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB
-            ),
-            running_backfills_per_owner=_number(
-                app, "max_running_backfills_per_owner", r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER
-            ),
-            queued_runs_per_owner=_number(
-                app, "max_queued_runs_per_owner", r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
-            ),
-            waiting_triggers_per_job=_number(
-                app, "max_waiting_triggers_per_job", r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
-            ),
-            asked_runs_in_flight=_number(
-                app, "max_asked_runs_in_flight", r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
-            ),
-        ),
+        owner_limits=Limits(**{s.field: _number(app, s.name, s.default) for s in limit_settings}),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),
         api_rate_limit=_number(app, "api_rate_limit", r.DEFAULT_API_RATE_LIMIT),
         mfa_required=_flag(app.node.try_get_context("mfa_required"), False),

@@ -344,3 +344,25 @@ def test_given_an_allowed_image_when_read_then_the_execution_role_pulls_only_fro
     ]
 
     assert arns == ([repository] if repository else [])
+
+
+def test_given_owner_limits_in_the_context_when_synthesized_then_the_api_and_the_worker_hold_owners_to_them(
+    tmp_path: Path,
+) -> None:
+    from app import stack_from_context
+    from chronoq.domain.limits import SETTINGS
+
+    context = {s.name: str(s.default + 1 + n) for n, s in enumerate(SETTINGS)}
+    app = App(outdir=str(tmp_path), context=context)
+    stack = stack_from_context(app)
+    synthesis = Synthesis(stack, dict(Template.from_stack(stack).to_json()), {})
+
+    def variables(function: r.Function) -> dict[str, str]:
+        props = synthesis.resource(stack.functions[function.name])["Properties"]
+        found: dict[str, str] = props["Environment"]["Variables"]
+        return found
+
+    api, worker = variables(r.API_FUNCTION), variables(r.WORKER_FUNCTION)
+    assert {s.env: api[s.env] for s in SETTINGS} == {s.env: context[s.name] for s in SETTINGS}
+    asked = next(s for s in SETTINGS if s.env == r.ENV_MAX_ASKED_RUNS_IN_FLIGHT)
+    assert worker[asked.env] == context[asked.name]

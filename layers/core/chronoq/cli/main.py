@@ -32,6 +32,8 @@ from chronoq.cli.jobs import jobs
 from chronoq.cli.login import login, logout
 from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
+from chronoq.domain.limits import SETTINGS as limit_settings
+from chronoq.domain.limits import Limits
 
 _DATA_DIR = click.Path(path_type=Path, file_okay=False)
 
@@ -78,6 +80,20 @@ def _topic_statuses(_: click.Context, __: click.Parameter, text: str) -> str:
         return ",".join(sorted(topic_statuses(text)))
     except ValueError as error:
         raise click.BadParameter(str(error)) from None
+
+
+def owner_limit_options(command: Any) -> Any:
+    """``--max-…`` for each limit a deployment sets on its owners (domain.limits.SETTINGS)."""
+    for setting in reversed(limit_settings):
+        command = click.option(
+            "--" + setting.name.replace("_", "-"),
+            setting.name,
+            type=click.IntRange(min=1),
+            default=setting.default,
+            show_default=True,
+            help=setting.help,
+        )(command)
+    return command
 
 
 def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
@@ -154,41 +170,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     show_default=True,
     help="jobs one owner may have",
 )
-@click.option(
-    "--max-running-backfills-per-job",
-    type=click.IntRange(min=1),
-    default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB,
-    show_default=True,
-    help="backfills of one job running at once",
-)
-@click.option(
-    "--max-running-backfills-per-owner",
-    type=click.IntRange(min=1),
-    default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER,
-    show_default=True,
-    help="backfills of one owner running at once",
-)
-@click.option(
-    "--max-queued-runs-per-owner",
-    type=click.IntRange(min=1),
-    default=r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER,
-    show_default=True,
-    help="fire times one owner's running backfills and re-runs may hold not ended",
-)
-@click.option(
-    "--max-waiting-triggers-per-job",
-    type=click.IntRange(min=1),
-    default=r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB,
-    show_default=True,
-    help="manual triggers of one job not started yet",
-)
-@click.option(
-    "--max-asked-runs-in-flight",
-    type=click.IntRange(min=1),
-    default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
-    show_default=True,
-    help="runs one owner asked for (manual, re-runs, backfills') under way at once",
-)
+@owner_limit_options
 @click.option(
     "--allow-host-commands",
     is_flag=True,
@@ -228,6 +210,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @click.pass_context
 def local(
     ctx: click.Context,
+    /,
     host: str,
     port: int,
     data_dir: Path,
@@ -241,16 +224,12 @@ def local(
     block_private_targets: bool,
     allowed_target_networks: str,
     max_jobs_per_owner: int,
-    max_running_backfills_per_job: int,
-    max_running_backfills_per_owner: int,
-    max_queued_runs_per_owner: int,
-    max_waiting_triggers_per_job: int,
-    max_asked_runs_in_flight: int,
     allow_host_commands: bool,
     aws_port: int,
     no_heartbeat: bool,
     engine: str,
     in_memory: bool,
+    **owner_limits: int,
 ) -> None:
     """Run the whole system locally: chronoq's own tables, queues and state machines on an
     engine built for one machine, the embedded AWS for what targets call. Its state (jobs,
@@ -258,7 +237,6 @@ def local(
     again, and it carries on."""
     if ctx.invoked_subcommand is not None:  # (backup, restore: see there)
         return
-    from chronoq.domain.limits import Limits
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.backup import BackupError
@@ -278,13 +256,7 @@ def local(
         block_private_targets=block_private_targets,
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
-        owner_limits=Limits(
-            running_backfills_per_job=max_running_backfills_per_job,
-            running_backfills_per_owner=max_running_backfills_per_owner,
-            queued_runs_per_owner=max_queued_runs_per_owner,
-            waiting_triggers_per_job=max_waiting_triggers_per_job,
-            asked_runs_in_flight=max_asked_runs_in_flight,
-        ),
+        owner_limits=Limits(**{s.field: owner_limits[s.name] for s in limit_settings}),
         allow_host_commands=allow_host_commands,
         in_memory=in_memory,
         engine=engine,

@@ -36,14 +36,57 @@ class Limits:
     asked_runs_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
 
     def environment(self) -> dict[str, str]:
-        """The API function's variables giving these limits (see settings.ApiSettings)."""
-        return {
-            r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(self.running_backfills_per_job),
-            r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(self.running_backfills_per_owner),
-            r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(self.queued_runs_per_owner),
-            r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(self.waiting_triggers_per_job),
-            r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: str(self.asked_runs_in_flight),
-        }
+        """The functions' variables giving these limits (see settings.ApiSettings)."""
+        return {s.env: str(getattr(self, s.field)) for s in SETTINGS}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One of ``Limits`` as a deployment sets it: its field, its name (the CDK context value,
+    ``chronoq local --max-…``), its variable and what it bounds."""
+
+    field: str
+    env: str
+    help: str
+
+    @property
+    def name(self) -> str:
+        return f"max_{self.field}"
+
+    @property
+    def default(self) -> int:
+        value: int = getattr(Limits(), self.field)
+        return value
+
+
+#: Every limit a deployment sets on each owner (README, "Limits").
+SETTINGS = (
+    Setting(
+        "running_backfills_per_job",
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
+        "backfills of one job running at once",
+    ),
+    Setting(
+        "running_backfills_per_owner",
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
+        "backfills of one owner running at once",
+    ),
+    Setting(
+        "queued_runs_per_owner",
+        r.ENV_MAX_QUEUED_RUNS_PER_OWNER,
+        "fire times one owner's running backfills and re-runs may hold not ended",
+    ),
+    Setting(
+        "waiting_triggers_per_job",
+        r.ENV_MAX_WAITING_TRIGGERS_PER_JOB,
+        "manual triggers of one job not started yet",
+    ),
+    Setting(
+        "asked_runs_in_flight",
+        r.ENV_MAX_ASKED_RUNS_IN_FLIGHT,
+        "runs one owner asked for (manual, re-runs, backfills') under way at once",
+    ),
+)
 
 
 @dataclass(frozen=True)
