@@ -40,3 +40,19 @@ def test_given_two_deliveries_of_a_parked_run_in_one_batch_when_its_flow_is_full
     assert list(fakes.store.get_flow(key).holders) == [running.id]  # it keeps its slot
     assert [w.id for w in fakes.store.waiting_runs(key, 10)] == [parked.id]  # parked once
     assert stored(fakes, parked).status is RunStatus.SCHEDULED
+
+
+def test_given_a_wake_and_the_look_again_of_a_parked_run_in_one_batch_when_it_is_parked_again_then_its_look_again_is_sent_again(
+    fakes: Fakes,
+) -> None:
+    (_, running), (_, parked) = due_jobs(fakes, 2, ONE_AT_A_TIME)
+    fakes.starter.start_runs([message(fakes, running), message(fakes, parked)])
+    (relook,) = [s.message for s in fakes.queues.sent if s.message.run_id == parked.id]
+    fakes.queues.sent.clear()
+    relook = relook.model_copy(update={"not_before": None})  # (both due now: asked together)
+    woken = relook.model_copy(update={"woken": True})
+
+    assert fakes.starter.start_runs([woken, relook]) == ["duplicate", "held"]
+
+    (again,) = fakes.queues.sent  # the look-again chain goes on: the wake was the duplicate
+    assert (again.message.run_id, again.message.woken) == (parked.id, False)

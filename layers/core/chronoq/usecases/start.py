@@ -304,14 +304,20 @@ class RunStarter:
         """The group's runs that go through flows, asked together: each admitted one's
         execution (claimed first if its job keeps its active runs), or, for one that must
         wait, its message sent again (to look again, or for the second reserved for it)."""
-        gated: list[Gated] = []
-        twice: set[int] = set()  # a second delivery of a run in the batch: a duplicate
+        # Two deliveries of a run in the batch: one is asked, the other is a duplicate. The
+        # one asked is not a wake, if either is: parked again, a run keeps its look-again.
+        asked: dict[str, tuple[int, Gated]] = {}
         for n, decision in enumerate(decisions):
             if isinstance(decision, Gated):
-                if any(g.run.id == decision.run.id for g in gated):
-                    twice.add(n)
-                else:
-                    gated.append(decision)
+                first = asked.get(decision.run.id)
+                if first is None or (first[1].message.woken and not decision.message.woken):
+                    asked[decision.run.id] = (n, decision)
+        gated = [g for _, g in sorted(asked.values(), key=lambda pair: pair[0])]
+        twice = {
+            n
+            for n, decision in enumerate(decisions)
+            if isinstance(decision, Gated) and asked[decision.run.id][0] != n
+        }
         answers = (
             self.gate.admit(
                 [
