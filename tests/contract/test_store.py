@@ -826,6 +826,21 @@ def test_given_occurrences_written_in_packs_when_their_minutes_are_read_then_eac
     assert [o.run_id for o in alone] == [a_run(jobs[0], at=NOW).id]
 
 
+def test_given_two_pages_of_a_minute_chained_under_one_pack_name_when_read_then_neither_overwrites_the_other(
+    backend: Backend,
+) -> None:
+    """The dispatcher chains a minute on page by page, each page's packs named by the minute:
+    two pages whose next occurrences begin in the same second are still two packs."""
+    first = [Occurrence.of(a_run(a_job(), at=NOW + MINUTE)) for _ in range(3)]
+    second = [Occurrence.of(a_run(a_job(), at=NOW + MINUTE)) for _ in range(3)]
+
+    backend.store.put_occurrences(first, 1, NOW, pack="chain-x")
+    backend.store.put_occurrences(second, 1, NOW, pack="chain-x")
+
+    found = backend.store.occurrences_in(NOW + MINUTE, 0)
+    assert sorted(o.run_id for o in found) == sorted(o.run_id for o in first + second)
+
+
 def test_given_a_minute_larger_than_a_page_when_read_page_after_page_then_each_occurrence_comes_once_and_the_last_page_says_so(
     backend: Backend,
 ) -> None:

@@ -163,13 +163,14 @@ PACK_SIZE = 100
 def pack_item(
     occurrences: list[Occurrence], shards: int, now: datetime, key: str
 ) -> dict[str, Any]:
-    """The time index's item of many occurrences of one bucket (``key``, with their first
-    due time, names it): what the dispatcher writes when it chains jobs on, a write unit per
-    few occurrences rather than one each."""
+    """The time index's item of many occurrences of one bucket (``key`` and the first of
+    them name it, so the same occurrences packed again are the same item, while another
+    page of the minute being chained on is another): what the dispatcher writes when it
+    chains jobs on, a write unit per few occurrences rather than one each."""
     first = min(occurrences, key=lambda o: (o.starts_at, o.run_id))
     return {
         "bucket": ids.bucket(first.starts_at, ids.shard_of(first.job_id, shards)),
-        "due": f"{format_instant(first.starts_at)}#pack#{key}",
+        "due": f"{format_instant(first.starts_at)}#pack#{key}#{first.run_id}",
         "occurrences": [
             {
                 "job_id": o.job_id,
