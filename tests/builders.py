@@ -13,16 +13,18 @@ from chronoq.domain.jobs import JobSpec
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunMessage
 from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes.secrets import FakeSecretValues
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
-from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, Sleep, Store
+from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, SecretValues, Sleep, Store
 from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
+from chronoq.usecases.secrets import SecretOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
 from chronoq.usecases.wake import SlotWaker
@@ -105,6 +107,14 @@ class Wiring:
     master_secret: str = "test-master-secret"
     #: What each owner's backfills and re-runs may hold.
     limits: Limits = field(default_factory=Limits)
+    #: Owners' secrets' values.
+    secret_values: SecretValues = field(default_factory=FakeSecretValues)
+
+    @property
+    def secrets(self) -> SecretOperations:
+        return SecretOperations(
+            self.store, self.secret_values, self.store, self.clock, self.limits.secrets_per_owner
+        )
 
     @property
     def index(self) -> TimeIndex:

@@ -27,6 +27,7 @@ ENVIRONMENT = {
     r.ENV_OUTPUT_BUCKET: "chronoq-local-outputs",
     r.ENV_OUTPUT_BUCKETS: "*",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s-AbCdEf",
+    r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
     r.ENV_BLOCK_PRIVATE_TARGETS: "false",
     r.ENV_ALLOWED_TARGET_NETWORKS: "",
     r.ENV_MAX_JOBS_PER_OWNER: "10000",
@@ -94,5 +95,6 @@ def api_on_fakes(fakes: Fakes | None = None) -> Iterator[Api]:
         master_secret=lambda: fakes.master_secret,
         backfills=fakes.backfills,
         reruns=fakes.reruns,
+        secrets=fakes.secrets,
     )
     yield Api(module, fakes)

@@ -85,6 +85,8 @@ def test_given_lists_when_loaded_then_they_are_split_and_a_star_means_any_bucket
             r.ENV_CONTAINER_LOG_GROUP: "/logs",
             r.ENV_CONTAINER_EXECUTION_ROLE_ARN: "arn:exec",
             r.ENV_CONTAINER_TASK_ROLE_ARN: "arn:task",
+            r.ENV_JOBS_TABLE: "jobs",
+            r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
         },
     )
     assert runner.task_modules == ("mytasks.a", "mytasks.b")
@@ -110,6 +112,7 @@ NOTIFIER_ENV = {
     r.ENV_RUNS_TABLE: "runs",
     r.ENV_TOPIC_ARN: "arn:aws:sns:us-east-1:123456789012:runs",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s",
+    r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
     **{name: WORKER_ENV[name] for name in r.ENV_QUEUE_URLS.values()},
 }
 

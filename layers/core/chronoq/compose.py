@@ -13,6 +13,7 @@ from chronoq.aws import clients
 from chronoq.aws.artifacts import S3Artifacts
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
+from chronoq.aws.secrets import SsmSecretValues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain.time import utc_now
 from chronoq.execution.egress import Egress
@@ -35,6 +36,7 @@ from chronoq.usecases.ports import Clock, Sleep
 from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
+from chronoq.usecases.secrets import Resolver, SecretOperations
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
 from chronoq.usecases.wake import SlotWaker
@@ -64,6 +66,12 @@ class Api:
     master_secret: Callable[[], str]
     backfills: BackfillOperations
     reruns: RerunOperations
+    secrets: SecretOperations
+
+
+def secret_values(path: str) -> SsmSecretValues:
+    """Owners' secrets' values (the client made on first use)."""
+    return SsmSecretValues(cache(lambda: clients.client("ssm")), path)
 
 
 def secret_value(arn: str) -> str:
@@ -119,6 +127,13 @@ def api(settings: ApiSettings) -> Api:
             limits=settings.limits,
         ),
         reruns=RerunOperations(store=store, index=index, clock=TIME.clock, limits=settings.limits),
+        secrets=SecretOperations(
+            store=store,
+            values=secret_values(settings.secrets_path),
+            jobs=store,
+            clock=TIME.clock,
+            max_secrets_per_owner=settings.max_secrets_per_owner,
+        ),
     )
 
 
@@ -164,6 +179,10 @@ def runner(settings: RunnerSettings) -> Runner:
         ),
         task_modules=settings.task_modules,
         egress=Egress(settings.network),
+        secrets=Resolver(
+            DynamoStore(clients.dynamodb(), settings.jobs_table),
+            secret_values(settings.secrets_path),
+        ),
     )
 
 
@@ -194,4 +213,8 @@ def notifier(settings: NotifierSettings) -> Notifier:
         master_secret=cache(lambda: secret_value(arn)),
         egress=Egress(settings.network),
         sleep=TIME.sleep,  # (its retries' waits; signatures keep the wall clock's time)
+        secrets=Resolver(
+            DynamoStore(clients.dynamodb(), settings.jobs_table),
+            secret_values(settings.secrets_path),
+        ),
     )

@@ -49,10 +49,16 @@ class ApiError(Exception):
     field: str | None = None
     #: The owner's limit a request is past (its setting's name): ``limit_exceeded`` only.
     limit: str | None = None
+    #: The jobs a request clashes with (a secret that jobs name): ``conflict`` only.
+    jobs: list[str] | None = None
 
     def body(self) -> dict[str, Any]:
-        error = {"code": self.code, "message": self.message, "field": self.field}
-        return {"error": {**error, "limit": self.limit} if self.limit else error}
+        error: dict[str, Any] = {"code": self.code, "message": self.message, "field": self.field}
+        if self.limit:
+            error["limit"] = self.limit
+        if self.jobs is not None:
+            error["jobs"] = self.jobs
+        return {"error": error}
 
 
 def field_path(location: Sequence[int | str]) -> str | None:

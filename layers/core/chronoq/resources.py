@@ -136,6 +136,17 @@ MAX_ARGS_BYTES = 64 * 1024
 MAX_HEADERS = 50
 MAX_HEADER_NAME_LENGTH = 256
 MAX_HEADER_VALUE_LENGTH = 8 * 1024
+#: Secrets (README, "Secrets"): a name's length; a value's size (SSM Parameter Store's
+#: standard tier holds 4 KB) and its least length (a shorter one could not be scrubbed from
+#: a run's logs without masking ordinary text); how many one owner may keep.
+MAX_SECRET_NAME_LENGTH = 64
+MAX_SECRET_VALUE_BYTES = 4096
+MIN_SECRET_VALUE_LENGTH = 4
+DEFAULT_MAX_SECRETS_PER_OWNER = 50
+#: How long the runner and the notifier keep a resolved value (by owner, name and version):
+#: a value is read from its store at most once per this per container, and a deleted secret
+#: is forgotten within it.
+SECRET_CACHE_SECONDS = 300
 #: A cron expression's length, a job's name.
 MAX_CRON_EXPRESSION_LENGTH = 200
 MAX_NAME_LENGTH = 200
@@ -226,6 +237,10 @@ DEFAULT_API_RATE_LIMIT = 100
 #: Headers an http target may not set: chronoq sets them (or HTTP framing depends on them).
 RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 RESERVED_HEADER_PREFIX = "x-chronoq-"
+#: What a webhook's own headers may not name (besides the reserved ones above): chronoq
+#: sends a signed JSON document. And how many a webhook may have.
+WEBHOOK_OWN_HEADERS = frozenset({"content-type", "user-agent"})
+MAX_WEBHOOK_HEADERS = 20
 #: Shortest password of a user of the deployment's user pool (upper and lower case letters,
 #: digits and symbols required too).
 MIN_PASSWORD_LENGTH = 12
@@ -270,6 +285,9 @@ ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
 ENV_TOPIC_STATUSES = "CHRONOQ_TOPIC_STATUSES"
 #: The Secrets Manager secret from which each owner's webhook signing secret is derived.
 ENV_SIGNING_SECRET_ARN = "CHRONOQ_SIGNING_SECRET_ARN"  # noqa: S105 - a variable name
+#: The SSM Parameter Store path under which owners' secrets live (``<path>/<owner>/<name>``,
+#: see chronoq.aws.secrets): the stack's own, ``/chronoq/<stack name>/secrets``.
+ENV_SECRETS_PATH = "CHRONOQ_SECRETS_PATH"
 #: The SES identity notification e-mails are sent from (empty: no e-mail).
 ENV_EMAIL_SENDER = "CHRONOQ_EMAIL_SENDER"
 #: Container targets: the log group of their tasks and the roles their task definitions use.
@@ -295,12 +313,14 @@ ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
 ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
 ENV_MAX_WAITING_TRIGGERS_PER_JOB = "CHRONOQ_MAX_WAITING_TRIGGERS_PER_JOB"
 ENV_MAX_ASKED_RUNS_IN_FLIGHT = "CHRONOQ_MAX_ASKED_RUNS_IN_FLIGHT"
+ENV_MAX_SECRETS_PER_OWNER = "CHRONOQ_MAX_SECRETS_PER_OWNER"
 ENV_OWNER_LIMITS = (
     ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
     ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
     ENV_MAX_QUEUED_RUNS_PER_OWNER,
     ENV_MAX_WAITING_TRIGGERS_PER_JOB,
     ENV_MAX_ASKED_RUNS_IN_FLIGHT,
+    ENV_MAX_SECRETS_PER_OWNER,
 )
 #: What service targets may reach and which images containers may run: comma-separated ARN
 #: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
@@ -478,6 +498,7 @@ API_FUNCTION = Function(
         ENV_MAX_JOBS_PER_OWNER,
         *ENV_OWNER_LIMITS,  # to refuse backfills, re-runs and triggers past the owner's limits
         *ENV_TARGET_ACCESS,  # to refuse targets and images the deployment does not allow
+        ENV_SECRETS_PATH,  # to keep and delete owners' secrets' values
         *ENV_QUEUE_URLS.values(),
     ),
     description="HTTP API: stores jobs and answers queries",
@@ -511,6 +532,8 @@ RUNNER_FUNCTION = Function(
     env=(
         ENV_TASK_MODULES,
         ENV_RUNS_TABLE,  # to keep each attempt's logs and the output
+        ENV_JOBS_TABLE,  # to read the versions of the secrets a target names
+        ENV_SECRETS_PATH,  # and their values
         ENV_OUTPUT_BUCKET,
         ENV_CONTAINER_LOG_GROUP,
         ENV_CONTAINER_EXECUTION_ROLE_ARN,
@@ -530,6 +553,7 @@ NOTIFIER_FUNCTION = Function(
         ENV_TOPIC_ARN,
         ENV_TOPIC_STATUSES,
         ENV_SIGNING_SECRET_ARN,
+        ENV_SECRETS_PATH,  # the secrets a webhook's headers name
         ENV_EMAIL_SENDER,
         ENV_BLOCK_PRIVATE_TARGETS,  # webhooks: the SSRF guard, at call time
         ENV_ALLOWED_TARGET_NETWORKS,

@@ -65,6 +65,10 @@ def _statuses(value: Any) -> Any:
     return value
 
 
+#: An SSM Parameter Store path: ``/`` and names of letters, digits, ``_``, ``.`` and ``-``.
+SECRETS_PATH_PATTERN = r"^(/[A-Za-z0-9_.-]+)+$"
+
+
 class FunctionSettings(BaseModel):
     """The settings of one function, read from the variables of ``FUNCTION.env``."""
 
@@ -232,6 +236,11 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     max_asked_runs_in_flight: int = Field(
         default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
     )
+    max_secrets_per_owner: int = Field(
+        default=r.DEFAULT_MAX_SECRETS_PER_OWNER, alias=r.ENV_MAX_SECRETS_PER_OWNER, ge=1
+    )
+    #: Where owners' secrets' values live (SSM Parameter Store).
+    secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
     _output_buckets = field_validator("output_buckets", mode="before")(_buckets)
@@ -257,6 +266,7 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
             queued_runs_per_owner=self.max_queued_runs_per_owner,
             waiting_triggers_per_job=self.max_waiting_triggers_per_job,
             asked_runs_in_flight=self.max_asked_runs_in_flight,
+            secrets_per_owner=self.max_secrets_per_owner,
         )
 
 
@@ -293,6 +303,8 @@ class RunnerSettings(FunctionSettings, _Network):
         alias=r.ENV_CONTAINER_EXECUTION_ROLE_ARN, min_length=1
     )
     container_task_role_arn: str = Field(alias=r.ENV_CONTAINER_TASK_ROLE_ARN, min_length=1)
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
 
     _task_modules = field_validator("task_modules", mode="before")(_names)
 
@@ -309,6 +321,7 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
         alias=r.ENV_TOPIC_STATUSES,
     )
     signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
+    secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
     #: The SES identity e-mails come from ("": no e-mail).
     email_sender: str = Field(default="", alias=r.ENV_EMAIL_SENDER)
 

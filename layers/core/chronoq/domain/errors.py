@@ -24,6 +24,14 @@ class NameTaken(Conflict):
     field: str | None = "name"
 
 
+class SecretInUse(Conflict):
+    """A secret that jobs name cannot be deleted (``jobs``: their ids)."""
+
+    def __init__(self, message: str, jobs: list[str]) -> None:
+        super().__init__(message)
+        self.jobs = jobs
+
+
 class InvalidRequest(ChronoqError):
     """A well-formed request that cannot be accepted; ``field`` names the culprit (its JSON
     path in the request body; None: the request as a whole)."""

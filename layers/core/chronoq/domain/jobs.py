@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from chronoq import resources as r
-from chronoq.domain import ids, windows
+from chronoq.domain import ids, secrets, windows
 from chronoq.domain.base import STORED, Model
 from chronoq.domain.labels import Labels
 from chronoq.domain.runs import (
@@ -36,8 +36,11 @@ from chronoq.domain.schedules import Schedule, next_fire
 from chronoq.domain.targets import (
     OUTPUT_LOCATION_PATTERN,
     ContainerTarget,
+    HeaderName,
+    SecretHeaderValue,
     Target,
     http_url,
+    no_secrets,
     shown_text,
     visible_text,
 )
@@ -112,9 +115,34 @@ class Notify(Model):
 
     on: list[FinalStatus] = Field(default_factory=_default_notify_on, min_length=1, max_length=10)
     webhook: str | None = Field(default=None, max_length=2048)
+    #: More headers the webhook is sent with (a receiver's credential: a secret's reference
+    #: or placeholder, resolved by the notifier when it sends).
+    webhook_headers: dict[HeaderName, SecretHeaderValue] = Field(
+        default_factory=dict, max_length=r.MAX_WEBHOOK_HEADERS
+    )
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
     _webhook = field_validator("webhook")(lambda v: v if v is None else http_url(v))
+    _webhook_plain = field_validator("webhook")(no_secrets)
+
+    @field_validator("webhook_headers")
+    @classmethod
+    def _own_headers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for name in value:
+            if name.lower() in seen:
+                raise ValueError(f"names {name} twice (header names are case-insensitive)")
+            if name.lower() in r.WEBHOOK_OWN_HEADERS:
+                raise ValueError(f"{name} is set by chronoq (the document it signs is JSON)")
+            seen.add(name.lower())
+        return value
+
+    @model_validator(mode="after")
+    def _headers_need_a_webhook(self) -> Notify:
+        if self.webhook_headers and not self.webhook:
+            raise ValueError("webhook_headers need a webhook")
+        return self
+
     _email = field_validator("email")(lambda v, info: v if v is None else shown_text(v, info))
 
 
@@ -178,6 +206,13 @@ class JobSpec(Model):
     on_complete: OnComplete = OnComplete.KEEP
     #: Key/value strings to find the job by (GET /jobs?label=key=value).
     labels: Labels = Field(default_factory=dict)
+
+    def secret_names(self) -> frozenset[str]:
+        """The secrets the job names: its target's and its webhook's headers'."""
+        names = secrets.names_in(self.target)
+        if self.notify is not None:
+            names |= secrets.names_in(self.notify.webhook_headers)
+        return frozenset(names)
 
     @model_validator(mode="before")
     @classmethod

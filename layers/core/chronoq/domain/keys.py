@@ -8,7 +8,9 @@ The jobs table (partition key ``job_id``):
 - ``name#<length of owner>#<owner>#<name>``: the job holding a name among an owner's jobs;
 - ``idem#<key>``: an idempotency key's record;
 - ``flow#<digest>``: a flow's holders, or a backfill's pacing (see domain.flow);
-- ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits).
+- ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits);
+- ``secrets#<owner>``: an owner's secrets, names and versions (see domain.secrets);
+- ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret.
 
 The runs table (``job_id``, ``run_id``), one partition per job:
 
@@ -29,6 +31,8 @@ NAME = "name#"
 IDEMPOTENCY_KEY = "idem#"
 FLOW = "flow#"
 USAGE = "usage#"
+SECRETS = "secrets#"
+SECRET_USES = "uses#"  # noqa: S105 - a key prefix
 
 BACKFILL = "backfill#"
 
@@ -36,7 +40,7 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE)
+JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES)
 RUNS_TABLE = (BACKFILL,)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
 
@@ -60,3 +64,14 @@ def idempotency_key(key: str) -> str:
 def usage_key(owner: str) -> str:
     """The key of the item keeping what ``owner``'s backfills and re-runs hold."""
     return f"{USAGE}{owner}"
+
+
+def secrets_key(owner: str) -> str:
+    """The key of the item holding ``owner``'s secrets' names and versions."""
+    return f"{SECRETS}{owner}"
+
+
+def secret_uses_key(owner: str, name: str) -> str:
+    """The key of the item holding the ids of the jobs using ``owner``'s secret ``name``
+    (the owner's length first, as in name_key)."""
+    return f"{SECRET_USES}{len(owner)}#{owner}#{name}"

@@ -11,7 +11,9 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
+from chronoq.domain import secrets
 from chronoq.domain.base import Model, is_stored, whole
+from chronoq.domain.secrets import SecretRef
 
 #: Bidirectional formatting characters: they reorder what a terminal or page shows around them.
 _BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -52,10 +54,21 @@ def visible_text(value: str, info: ValidationInfo) -> str:
     raise ValueError("must contain a visible character (not only spaces, fillers or marks)")
 
 
-def http_url(value: str) -> str:
+def http_url(value: str, info: ValidationInfo | None = None) -> str:
     """``value`` if it is an absolute http(s) URL without credentials (a pydantic validator).
     Which addresses it may name is the deployment's network policy's business (see
-    chronoq.domain.network)."""
+    chronoq.domain.network). A secret placeholder may sit in its query only: where it calls
+    is never a secret's to say."""
+    if secrets.names_in_text(value):
+        before, _, query = value.partition("?")
+        if not is_stored(info) and (secrets.names_in_text(before) or "#" in query):
+            raise ValueError("may hold a secret placeholder in its query only")
+    checked = secrets.PLACEHOLDER.sub("x", value)
+    _plain_url(checked)
+    return value
+
+
+def _plain_url(value: str) -> None:
     if any(c in value for c in "\r\n\t\x00 ") or not value.isprintable():
         raise ValueError("must not contain spaces or control characters")
     parts = urlsplit(value)
@@ -67,7 +80,6 @@ def http_url(value: str) -> str:
         parts.port  # noqa: B018 - raises for a port that is not one
     except ValueError:
         raise ValueError("has an invalid port") from None
-    return value
 
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -111,6 +123,20 @@ def _header_value(value: str, info: ValidationInfo) -> str:
 
 HeaderName = Annotated[str, AfterValidator(_header_name)]
 HeaderValue = Annotated[str, AfterValidator(_header_value)]
+#: A header's value: text (secret placeholders in it), or a secret's whole value.
+SecretHeaderValue = HeaderValue | SecretRef
+
+
+def no_secrets(value: Any, info: ValidationInfo) -> Any:
+    """``value`` if it names no secret (a pydantic validator): what the state machine
+    delivers itself (sqs, sns, eventbridge) would keep a value in its history, and a lambda
+    target's payload is the function's to see whole."""
+    if not is_stored(info) and secrets.names_in(value):
+        raise ValueError(
+            "must not name a secret: secrets reach http, python and container targets and"
+            " webhooks only"
+        )
+    return value
 
 
 _DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
@@ -155,14 +181,16 @@ class HttpTarget(Model):
     type: Literal["http"]
     url: str = Field(max_length=2048)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict, max_length=r.MAX_HEADERS)
+    headers: dict[HeaderName, SecretHeaderValue] = Field(
+        default_factory=dict, max_length=r.MAX_HEADERS
+    )
     body: Any = None
 
     _url = field_validator("url")(http_url)
 
     @field_validator("headers")
     @classmethod
-    def _one_of_each(cls, value: dict[str, str]) -> dict[str, str]:
+    def _one_of_each(cls, value: dict[str, Any]) -> dict[str, Any]:
         seen: set[str] = set()
         for name in value:
             if name.lower() in seen:
@@ -182,6 +210,22 @@ class PythonTarget(Model):
     type: Literal["python"]
     task: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$", max_length=200)
     args: dict[str, Any] = Field(default_factory=dict)
+    #: What the task reads as ``context.environment`` (never the process's own environment:
+    #: tasks of other runs share the process).
+    environment: dict[
+        Annotated[str, Field(min_length=1, max_length=256)],
+        Annotated[str, Field(max_length=4096)] | SecretRef,
+    ] = Field(default_factory=dict, max_length=50)
+
+    @field_validator("environment")
+    @classmethod
+    def _environment_names(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        invalid = sorted(k for k in value if not whole(ENVIRONMENT_NAME, k, info))
+        if invalid:
+            raise ValueError(
+                f"names must be letters, digits and _, not starting with a digit: {invalid[0]!r}"
+            )
+        return value
 
     @field_validator("args")
     @classmethod
@@ -215,6 +259,7 @@ class LambdaTarget(Model):
     payload: Any = None
 
     _payload = field_validator("payload")(_bounded_json)
+    _no_secrets = field_validator("payload")(no_secrets)
 
 
 class SqsTarget(Model):
@@ -226,6 +271,7 @@ class SqsTarget(Model):
 
     _message = field_validator("message")(_bounded_json)
     _queue_url = field_validator("queue_url")(shown_text)
+    _no_secrets = field_validator("message")(no_secrets)
 
 
 class SnsTarget(Model):
@@ -236,6 +282,7 @@ class SnsTarget(Model):
     message: Any = None
 
     _message = field_validator("message")(_bounded_json)
+    _no_secrets = field_validator("message")(no_secrets)
 
 
 class EventBridgeTarget(Model):
@@ -249,6 +296,7 @@ class EventBridgeTarget(Model):
 
     _detail = field_validator("detail")(_bounded_json)
     _shown = field_validator("event_bus", "detail_type")(shown_text)
+    _no_secrets = field_validator("detail", "event_bus", "detail_type")(no_secrets)
 
     @field_validator("source")
     @classmethod
@@ -268,8 +316,10 @@ class ContainerTarget(Model):
     command: list[Annotated[str, Field(max_length=4096)]] = Field(min_length=1, max_length=100)
     cpu: Literal[256, 512, 1024, 2048, 4096] = 256
     memory: int = Field(default=512, ge=512, le=30720, strict=True)
+    #: A secret is a whole variable's value (``{"secret": name}``): ECS hands it to the task.
     environment: dict[
-        Annotated[str, Field(min_length=1, max_length=256)], Annotated[str, Field(max_length=4096)]
+        Annotated[str, Field(min_length=1, max_length=256)],
+        Annotated[str, Field(max_length=4096)] | SecretRef,
     ] = Field(default_factory=dict, max_length=50)
     #: The clock starts at RunTask: the first heartbeat must come this soon after the task
     #: was asked for, image pull and start-up included.
@@ -281,7 +331,13 @@ class ContainerTarget(Model):
 
     @field_validator("environment")
     @classmethod
-    def _no_reserved_names(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+    def _no_reserved_names(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        inside = sorted(k for k, v in value.items() if isinstance(v, str) and secrets.names_in(v))
+        if inside:
+            raise ValueError(
+                f"{inside[0]} holds a secret placeholder: a container takes a secret as a whole"
+                ' variable, {"secret": "name"}'
+            )
         invalid = sorted(k for k in value if not whole(ENVIRONMENT_NAME, k, info))
         if invalid:
             raise ValueError(

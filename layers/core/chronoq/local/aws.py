@@ -96,6 +96,10 @@ def _clients_for(region: str) -> None:
         _CLIENTS_FOR[0] = region
 
 
+#: Where owners' secrets live in the embedded Parameter Store (the engine's storage).
+LOCAL_SECRETS_PATH = "/chronoq/local/secrets"
+
+
 @functools.cache
 def _notifier_filter(topic_statuses: str) -> Callable[[dict[str, Any]], bool]:
     return stream_filter(notifier_filters(notifications.topic_statuses(topic_statuses)))
@@ -383,6 +387,7 @@ class LocalAWS:
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
             **self.owner_limits.environment(),
+            r.ENV_SECRETS_PATH: LOCAL_SECRETS_PATH,
             r.LOCAL_OWN_PORTS: ",".join(str(p) for p in self.own_ports),
             r.LOCAL_OWN_ADDRESSES: ",".join(self.own_addresses),
             # Locally everything in the embedded AWS stays allowed, up to Fargate's own sizes.

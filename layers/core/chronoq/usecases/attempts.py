@@ -23,6 +23,7 @@ from chronoq.execution.contract import (
 )
 from chronoq.execution.egress import Egress
 from chronoq.usecases.ports import Artifacts
+from chronoq.usecases.secrets import Resolver
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
@@ -51,6 +52,8 @@ class Runner:
     task_modules: tuple[str, ...] = ()
     #: How http targets are called (the SSRF guard).
     egress: Egress = field(default_factory=Egress)
+    #: The values of the secrets a target names (None: a deployment without secrets).
+    secrets: Resolver | None = None
 
     def attempt(self, request: AttemptRequest) -> AttemptResult:
         """Run the target once; keep its log whatever happens, and its output if it

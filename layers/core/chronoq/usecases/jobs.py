@@ -20,6 +20,7 @@ from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
+from chronoq.usecases import secrets
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
 from chronoq.usecases.ports import Clock, JobRunStore, Store
@@ -74,9 +75,12 @@ class JobOperations:
         except Exception:
             self.store.count_job(owner, -1)
             raise
+        names = spec.secret_names()
         try:
+            secrets.use(self.store, owner, job.id, spec, names)
             self.store.put_new_job(job)
         except Exception:
+            self.store.unuse_secrets(owner, job.id, names)
             self.store.release_name(owner, job.name, job.id)
             self.store.count_job(owner, -1)
             raise
@@ -147,12 +151,16 @@ class JobOperations:
         renamed = spec.name != job.name
         if renamed:
             self._claim_name(job, spec.name, now)
+        before, after = job.secret_names(), spec.secret_names()
         try:
+            secrets.use(self.store, owner, job.id, spec, after - before)
             changed = self._change(job, spec, changes, now)
         except Exception:
+            self.store.unuse_secrets(owner, job.id, after - before)
             if renamed:
                 self.store.release_name(owner, spec.name, job.id)
             raise
+        self.store.unuse_secrets(owner, job.id, before - after)
         if renamed:
             self.store.release_name(owner, job.name, job.id)
         return self._settle(changed, now)
@@ -345,5 +353,6 @@ def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
         return False
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
+    store.unuse_secrets(job.owner, job.id, job.secret_names())
     end_backfills_of(store, job, now)
     return True

@@ -21,6 +21,7 @@ from chronoq.domain.runs import Run, RunStatus, Trigger
 from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import JobRunStore
+from chronoq.usecases.secrets import Resolver
 
 logger = logging.getLogger(__name__)
 _SECOND = timedelta(seconds=1)
@@ -40,6 +41,8 @@ class Notifier:
     clock: Callable[[], float] = time.time
     #: How webhooks are called (the SSRF guard).
     egress: Egress = field(default_factory=Egress)
+    #: The values of the secrets a webhook's headers name.
+    secrets: Resolver | None = None
 
     def run_finished(self, run: Run) -> dict[str, str]:
         """Publish the run's end if the topic hears of its status, deliver it where its job

@@ -14,6 +14,7 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
+from chronoq.domain.secrets import SecretMeta
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 
@@ -415,12 +416,73 @@ class KeyStore(Protocol):
         ...
 
 
-class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, UsageStore, Protocol):
+class SecretStore(Protocol):
+    """Each owner's secrets as chronoq knows them: names, versions and which jobs use each
+    (the values are SecretValues'). One item of the jobs table per owner holds its secrets'
+    names and versions (what a run reads), one per secret the ids of the jobs using it."""
+
+    def get_secrets(self, owner: str, consistent: bool = False) -> dict[str, SecretMeta]:
+        """The owner's secrets by name (one read)."""
+        ...
+
+    def put_secret(self, owner: str, meta: SecretMeta, limit: int) -> bool:
+        """Keep ``meta``: a new secret (False, nothing kept, if the owner has ``limit``
+        already), or a new version of one (a version older than the one kept is not
+        written: two changes at once keep the later value's)."""
+        ...
+
+    def remove_secret(self, owner: str, name: str) -> list[str]:
+        """Forget the secret unless a job uses it: [] (forgotten, or not there), else the ids
+        of the jobs using it (nothing changed). Atomic with use_secrets: no job can come to
+        use a secret removed meanwhile."""
+        ...
+
+    def use_secrets(self, owner: str, job_id: str, names: Iterable[str]) -> str | None:
+        """Note that the job uses ``names``, all of them only if every one exists: None, or
+        one that does not (nothing noted)."""
+        ...
+
+    def unuse_secrets(self, owner: str, job_id: str, names: Iterable[str]) -> None:
+        """The job no longer uses ``names`` (idempotent)."""
+        ...
+
+    def secret_users(self, owner: str, name: str) -> list[str]:
+        """The ids of the jobs using the secret, sorted."""
+        ...
+
+
+class SecretValues(Protocol):
+    """Secrets' values, per owner (on AWS: SSM Parameter Store SecureStrings under the
+    deployment's path; locally: the engine's storage). Write-only to the API: only the runner
+    and the notifier read them, at run time."""
+
+    def put_value(self, owner: str, name: str, value: str) -> int:
+        """Keep ``value`` as the secret's latest; its version (each put moves it on)."""
+        ...
+
+    def get_value(self, owner: str, name: str, version: int) -> str:
+        """The value the secret had at ``version``; raises SecretUnavailable."""
+        ...
+
+    def delete_value(self, owner: str, name: str) -> None:
+        """Forget the secret's every version (nothing there: nothing done)."""
+        ...
+
+
+class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
 
 
 class Store(
-    JobStore, RunStore, ScheduleStore, KeyStore, FlowStore, BackfillStore, UsageStore, Protocol
+    JobStore,
+    RunStore,
+    ScheduleStore,
+    KeyStore,
+    FlowStore,
+    BackfillStore,
+    UsageStore,
+    SecretStore,
+    Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""
 

@@ -13,6 +13,7 @@ from chronoq.aws.store.idempotency import DynamoKeys
 from chronoq.aws.store.jobs import DynamoJobs
 from chronoq.aws.store.runs import DynamoRuns
 from chronoq.aws.store.schedule import DynamoSchedule
+from chronoq.aws.store.secrets import DynamoSecrets
 from chronoq.aws.store.usage import DynamoUsage
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "DynamoKeys",
     "DynamoRuns",
     "DynamoSchedule",
+    "DynamoSecrets",
     "DynamoStore",
     "DynamoUsage",
 ]
@@ -35,6 +37,7 @@ class DynamoStore(
     DynamoFlows,
     DynamoBackfills,
     DynamoUsage,
+    DynamoSecrets,
 ):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""

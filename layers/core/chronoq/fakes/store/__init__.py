@@ -11,6 +11,7 @@ from chronoq.fakes.store.idempotency import FakeKeys
 from chronoq.fakes.store.jobs import FakeJobs
 from chronoq.fakes.store.runs import FakeRuns
 from chronoq.fakes.store.schedule import FakeSchedule
+from chronoq.fakes.store.secrets import FakeSecrets
 from chronoq.fakes.store.usage import FakeUsage
 
 __all__ = [
@@ -20,11 +21,14 @@ __all__ = [
     "FakeKeys",
     "FakeRuns",
     "FakeSchedule",
+    "FakeSecrets",
     "FakeStore",
     "FakeUsage",
 ]
 
 
 @dataclass
-class FakeStore(FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills, FakeUsage):
+class FakeStore(
+    FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills, FakeUsage, FakeSecrets
+):
     """Every store port over the same tables in memory."""

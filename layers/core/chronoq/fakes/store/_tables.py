@@ -14,6 +14,7 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
+from chronoq.domain.secrets import SecretMeta
 from chronoq.usecases.ports import KeyRecord, Page, Position, RunEnd
 
 T = TypeVar("T")
@@ -95,4 +96,8 @@ class FakeTables:
     usage: dict[str, Usage] = field(default_factory=dict)
     #: (owner, job name) -> (the job holding it, when it was claimed)
     names: dict[tuple[str, str], tuple[str, datetime]] = field(default_factory=dict)
+    #: owner -> name -> what is kept of the secret (its value is the SecretValues fake's)
+    secrets: dict[str, dict[str, SecretMeta]] = field(default_factory=dict)
+    #: (owner, secret name) -> the ids of the jobs using it
+    secret_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)

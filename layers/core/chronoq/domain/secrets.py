@@ -1,0 +1,199 @@
+"""Secrets: named values of one owner that jobs refer to and never hold.
+
+A job names a secret in one of two ways (README, "Secrets"):
+
+- a reference, ``{"secret": "crm-token"}``, as the whole value of an http header, a python
+  task's or a container's environment variable, or a webhook's header;
+- a placeholder inside a string, ``"Bearer {{ secret.crm-token }}"``: in an http header, the
+  url's query, the body's strings, a python task's arguments and environment, a webhook's
+  headers. (A container takes a secret only as a whole variable: ECS hands it to the task.)
+
+The placeholder language is ``{{ namespace.name }}`` (spaces inside the braces optional). It
+is expanded in a single pass: a value put in is never read for placeholders again, so a value
+holding ``{{ secret.x }}`` stays that text. Text in braces that is not a placeholder of a
+known namespace stays as it is.
+
+Values are resolved by the component that makes the call, at run time, and only there. Before
+a run's logs and output are kept, every value resolved for it is scrubbed from them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from chronoq import resources as r
+from chronoq.domain.base import Model
+
+#: A secret's name: letters, digits, ``_`` and ``-``, starting with a letter or digit.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+NAME = re.compile(NAME_PATTERN)
+#: A placeholder: ``{{ namespace.name }}``.
+PLACEHOLDER = re.compile(r"\{\{\s*([a-z]+)\.([A-Za-z0-9][A-Za-z0-9_-]*)\s*\}\}")
+#: The namespaces placeholders may name (a later one: run parameters, upstream outputs).
+SECRET_NAMESPACE = "secret"  # noqa: S105 - a placeholder namespace
+#: What a resolved value is replaced with in a run's logs and output.
+MASK = "***"
+
+
+class SecretRef(Model):
+    """``{"secret": "name"}``: the whole value is the secret's."""
+
+    secret: str = Field(min_length=1, max_length=r.MAX_SECRET_NAME_LENGTH, pattern=NAME_PATTERN)
+
+
+class SecretMeta(Model):
+    """What chronoq keeps of a secret besides its value (which only its value store holds):
+    its version (the value store's, moved on by every change of the value) and times."""
+
+    name: str
+    version: int = Field(ge=1)
+    created_at: datetime
+    updated_at: datetime
+
+
+class SecretUnavailable(Exception):
+    """A secret's value could not be read: gone, or access denied (``retryable`` False), or
+    throttled or unreachable (True). Its message names the secret, never the value."""
+
+    def __init__(self, name: str, reason: str, retryable: bool = False) -> None:
+        super().__init__(f"secret {name!r}: {reason}")
+        self.name = name
+        self.reason = reason
+        self.retryable = retryable
+
+
+class UnknownSecret(LookupError):
+    """A job names a secret its owner does not have (or no longer has)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+# --- finding references ---------------------------------------------------------------------
+
+
+def names_in_text(text: str) -> set[str]:
+    """The secrets a string's placeholders name."""
+    return {key for space, key in PLACEHOLDER.findall(text) if space == SECRET_NAMESPACE}
+
+
+def names_in(value: Any) -> set[str]:
+    """The secrets a value names: its references and its strings' placeholders, at any
+    depth of a JSON document, a dict of strings or a model."""
+    if isinstance(value, SecretRef):
+        return {value.secret}
+    if isinstance(value, str):
+        return names_in_text(value)
+    if isinstance(value, Model):  # (its fields as they are: a reference stays one)
+        return {n for f in type(value).model_fields for n in names_in(getattr(value, f))}
+    if isinstance(value, Mapping):
+        return {n for v in value.values() for n in names_in(v)}
+    if isinstance(value, list | tuple):
+        return {n for v in value for n in names_in(v)}
+    return set()
+
+
+# --- resolving --------------------------------------------------------------------------------
+
+Lookup = Callable[[str], str]
+
+
+def render(text: str, lookup: Lookup) -> str:
+    """``text`` with each secret placeholder replaced by its value (``lookup``), in one pass:
+    what is put in is not read again."""
+
+    def value(match: re.Match[str]) -> str:
+        space, key = match.group(1), match.group(2)
+        return lookup(key) if space == SECRET_NAMESPACE else match.group(0)
+
+    return PLACEHOLDER.sub(value, text)
+
+
+def resolve(value: Any, lookup: Lookup) -> Any:
+    """``value`` (a JSON document, a dict of strings and references, a reference) with its
+    references and placeholders resolved."""
+    if isinstance(value, SecretRef):
+        return lookup(value.secret)
+    if isinstance(value, str):
+        return render(value, lookup)
+    if isinstance(value, Mapping):
+        return {k: resolve(v, lookup) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [resolve(v, lookup) for v in value]
+    return value
+
+
+def scrub(text: str, values: Iterable[str]) -> str:
+    """``text`` with every value (as it is, and as JSON would escape it) replaced by
+    ``***``, the longest first (so a value holding another is masked whole)."""
+    forms: set[str] = set()
+    for v in values:
+        if not v:
+            continue
+        forms.add(v)
+        forms.add(json.dumps(v)[1:-1])
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, MASK)
+    return text
+
+
+def scrub_json(value: Any, values: Iterable[str]) -> Any:
+    """A JSON document with the values scrubbed from its strings (keys included)."""
+    secrets = list(values)
+    if not secrets:
+        return value
+    return json.loads(scrub(json.dumps(value), secrets))
+
+
+# --- plain credentials ------------------------------------------------------------------------
+
+#: Headers whose plain values are credentials.
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie"})
+#: Well-known token formats.
+TOKEN_FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("a GitHub token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b")),
+    ("a GitHub token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
+    ("a Stripe key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}\b")),
+    ("an OpenAI key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{32,}\b")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a JSON Web Token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[\w-]*")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+)
+
+
+def credential_warnings(headers: Mapping[str, Any], where: str) -> list[str]:
+    """What looks like a plain credential among ``headers`` (named by ``where``, e.g.
+    ``target.headers``): a credential header with a plain value, or a value shaped like a
+    well-known token. References and values made of placeholders only are not plain."""
+    found = []
+    for name, value in headers.items():
+        if not isinstance(value, str):
+            continue  # a reference
+        plain = PLACEHOLDER.sub("", value).strip()
+        if name.lower() in CREDENTIAL_HEADERS and plain and names_in_text(value) == set():
+            found.append(f"{where}.{name} holds a plain credential")
+            continue
+        for kind, pattern in TOKEN_FORMATS:
+            if pattern.search(plain):
+                found.append(f"{where}.{name} looks like {kind}")
+                break
+    return found
+
+
+def warning_header(warnings: Iterable[str]) -> str | None:
+    """The ``Warning`` header (RFC 9111's 299, "miscellaneous persistent warning") naming
+    each plain credential, or None."""
+    listed = list(warnings)
+    if not listed:
+        return None
+    text = "; ".join(listed) + ": keep credentials in secrets (PUT /secrets/{name})"
+    return '299 chronoq "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
