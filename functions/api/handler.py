@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
-from chronoq.domain import labels, pages, windows
+from chronoq.domain import labels, pages, secrets, windows
 from chronoq.domain.backfills import BackfillRequest
 from chronoq.domain.errors import (
     Conflict,
@@ -23,6 +23,7 @@ from chronoq.domain.errors import (
     LimitExceeded,
     NotFound,
     QuotaExceeded,
+    SecretInUse,
 )
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
@@ -124,7 +125,13 @@ def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str
     owner = _owner()
     request = {"route": "POST /jobs", "body": spec.model_dump(mode="json")}
     answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec)))
-    return Response(201, "application/json", answer, headers=headers)
+    return Response(201, "application/json", answer, headers=_warned(spec, headers))
+
+
+def _warned(spec: JobSpec, headers: dict[str, str] | None) -> dict[str, str] | None:
+    """``headers``, with a ``Warning`` naming each credential the job holds in plain text."""
+    warning = secrets.warning_header(spec.plain_credentials())
+    return headers if warning is None else {**(headers or {}), "Warning": warning}
 
 
 @app.get(
@@ -156,8 +163,11 @@ def get_job(job_id: str) -> dict[str, Any]:
     summary="Change a job",
     responses=doc.responses(200, doc.Job, "The job, changed", *doc.BODY, 404, 409),
 )
-def update_job(job_id: str, patch: Annotated[JobPatch, Body(embed=False)]) -> dict[str, Any]:
-    return view(service.jobs.update_job(_owner(), job_id, patch))
+def update_job(
+    job_id: str, patch: Annotated[JobPatch, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    job = service.jobs.update_job(_owner(), job_id, patch)
+    return Response(200, "application/json", view(job), headers=_warned(job, None))
 
 
 @app.delete(
@@ -405,6 +415,38 @@ def get_signing_secret() -> dict[str, Any]:
     return {"owner": owner, "header": SIGNATURE_HEADER, "secret": secret}
 
 
+@app.put(
+    "/secrets/<name>",
+    summary="Keep a secret's value (a new secret, or its new version)",
+    responses=doc.responses(200, doc.Secret, "The secret, its value changed", *doc.BODY)
+    | doc.responses(201, doc.Secret, "The secret, made", limited=True),
+)
+def put_secret(
+    name: str, body: Annotated[doc.SecretValue, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    secret, made = service.secrets.put(_owner(), name, body.value)
+    return Response(201 if made else 200, "application/json", secret.model_dump(mode="json"))
+
+
+@app.get(
+    "/secrets",
+    summary="The caller's secrets: names, versions, when each changed (never values)",
+    responses=doc.responses(200, doc.SecretPage, "The secrets, by name"),
+)
+def list_secrets() -> dict[str, Any]:
+    return {"secrets": [s.model_dump(mode="json") for s in service.secrets.list(_owner())]}
+
+
+@app.delete(
+    "/secrets/<name>",
+    summary="Delete a secret no job names",
+    responses=doc.responses(204, None, "Deleted", 404, 409),
+)
+def delete_secret(name: str) -> Response[str]:
+    service.secrets.delete(_owner(), name)
+    return Response(204, None, "")
+
+
 @app.get(
     "/limits",
     summary="The caller's limits, and how much of each is used",
@@ -455,7 +497,8 @@ def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None)))
+    jobs = error.jobs if isinstance(error, SecretInUse) else None
+    return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None), jobs=jobs))
 
 
 @app.exception_handler(InvalidRequest)

@@ -179,6 +179,8 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
     a_job(api, "bob")
     assert backfill(api, job, 1)[0] == 202
     assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
+    assert api.call("PUT", "/secrets/token", body={"value": "t0ken"})[0] == 201
+    assert api.call("PUT", "/secrets/other", user="bob", body={"value": "t0ken"})[0] == 201
 
     status, limits, _ = api.call("GET", "/limits")
 
@@ -191,4 +193,5 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
         "queued_runs_per_owner": {"limit": 10, "used": 6},
         "asked_runs_in_flight": {"limit": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
         "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
+        "secrets_per_owner": {"limit": r.DEFAULT_MAX_SECRETS_PER_OWNER, "used": 1},
     }

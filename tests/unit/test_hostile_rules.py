@@ -320,10 +320,10 @@ def test_given_an_attempt_with_fields_the_state_machine_never_sends_when_parsed_
         "scheduled_at": "2026-01-01T00:00:00Z",
         "timeout_seconds": 60,
         "target": {"type": "python", "task": "chronoq.tasks:echo"},
-        "owner": "bob",
+        "role": "admin",
     }
 
-    with pytest.raises(ValidationError, match="owner"):
+    with pytest.raises(ValidationError, match="role"):
         contract.AttemptRequest.model_validate(attempt)
 
 

@@ -158,6 +158,32 @@ class SigningSecret(BaseModel):
     secret: str
 
 
+class Secret(BaseModel):
+    """A secret as the API shows it: never its value."""
+
+    name: str
+    version: int = Field(description="moved on by every PUT of a value")
+    created_at: str
+    updated_at: str = Field(description="when its value last changed")
+
+
+class SecretPage(BaseModel):
+    secrets: list[Secret]
+
+
+class SecretValue(BaseModel):
+    """The body of ``PUT /secrets/{name}``: the value, write-only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: str = Field(
+        min_length=r.MIN_SECRET_VALUE_LENGTH,
+        max_length=r.MAX_SECRET_VALUE_BYTES,
+        description=f"{r.MIN_SECRET_VALUE_LENGTH} characters to {r.MAX_SECRET_VALUE_BYTES}"
+        " bytes; never shown again",
+    )
+
+
 class HeartbeatRun(BaseModel):
     id: str
     status: str
@@ -201,6 +227,7 @@ class OwnerLimits(BaseModel):
     waiting_triggers_per_job: Used = Field(
         description="a job's manual triggers not started yet (counted as each trigger asks)"
     )
+    secrets_per_owner: Used = Field(description="secrets kept")
 
 
 class Status(BaseModel):
@@ -436,6 +463,10 @@ TAGS = [
     },
     {"name": "schedules", "description": "When a schedule fires"},
     {"name": "notifications", "description": "Webhook signatures"},
+    {
+        "name": "secrets",
+        "description": "Named values that jobs refer to and never hold: put, list and delete",
+    },
     {"name": "status", "description": "The deployment's health: its heartbeat"},
     {"name": "limits", "description": "What the caller may hold at once, and what it holds"},
     {"name": "document", "description": "This OpenAPI document"},

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,9 @@ class RunContext:
     scheduled_at: str
     #: Lines logged here are kept with the run.
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("chronoq.task"))
+    #: The target's ``environment``, its secrets resolved (never the process's environment:
+    #: other runs' tasks share it).
+    environment: Mapping[str, str] = field(default_factory=dict)
 
 
 Task = Callable[[dict[str, Any], RunContext], Any]

@@ -37,6 +37,8 @@ from chronoq.domain.targets import (
     OUTPUT_LOCATION_PATTERN,
     ContainerTarget,
     HeaderName,
+    HttpTarget,
+    PythonTarget,
     SecretHeaderValue,
     Target,
     http_url,
@@ -206,6 +208,22 @@ class JobSpec(Model):
     on_complete: OnComplete = OnComplete.KEEP
     #: Key/value strings to find the job by (GET /jobs?label=key=value).
     labels: Labels = Field(default_factory=dict)
+
+    def plain_credentials(self) -> list[str]:
+        """What looks like a credential written into the job rather than kept as a secret
+        (a warning, never a refusal): each field, and why."""
+        found: list[str] = []
+        target = self.target
+        if isinstance(target, HttpTarget):
+            found += secrets.credential_warnings({"url": target.url}, "target")
+            found += secrets.credential_warnings(target.headers, "target.headers")
+        if isinstance(target, PythonTarget | ContainerTarget):
+            found += secrets.credential_warnings(target.environment, "target.environment")
+        if self.notify is not None:
+            found += secrets.credential_warnings(
+                self.notify.webhook_headers, "notify.webhook_headers"
+            )
+        return found
 
     def secret_names(self) -> frozenset[str]:
         """The secrets the job names: its target's and its webhook's headers'."""

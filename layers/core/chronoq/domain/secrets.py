@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import Field
 
@@ -131,14 +132,16 @@ def resolve(value: Any, lookup: Lookup) -> Any:
 
 
 def scrub(text: str, values: Iterable[str]) -> str:
-    """``text`` with every value (as it is, and as JSON would escape it) replaced by
-    ``***``, the longest first (so a value holding another is masked whole)."""
+    """``text`` with every value (as it is, as JSON would escape it, as a URL's query would
+    carry it) replaced by ``***``, the longest first (so a value holding another is masked
+    whole)."""
     forms: set[str] = set()
     for v in values:
         if not v:
             continue
         forms.add(v)
         forms.add(json.dumps(v)[1:-1])
+        forms.add(quote(v, safe=""))
     for form in sorted(forms, key=len, reverse=True):
         text = text.replace(form, MASK)
     return text

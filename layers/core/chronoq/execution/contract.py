@@ -151,6 +151,8 @@ class AttemptRequest(BaseModel):
 
     job_id: str
     run_id: str
+    #: Whose secrets the target may name.
+    owner: str = ""
     scheduled_at: str
     timeout_seconds: int
     attempt: int = 1
@@ -173,6 +175,10 @@ class CollectRequest(BaseModel):
     output_location: str | None = None
     task: dict[str, Any]
     logs_with_outcome: bool = False
+    #: The owner and the target: the values of the secrets it names are scrubbed from the
+    #: container's logs.
+    owner: str = ""
+    target: ContainerTarget | None = None
 
 
 class PrepareRequest(BaseModel):
@@ -182,6 +188,8 @@ class PrepareRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     target: ContainerTarget
+    #: Whose secrets the target's environment names (ECS hands them to the task).
+    owner: str = ""
 
 
 class DecideRequest(BaseModel):

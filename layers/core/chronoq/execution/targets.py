@@ -53,7 +53,10 @@ def run_http(
     log(f"{target.method} {target.url}")
     started = time.monotonic()
     # chronoq's own headers last: a job cannot override them (nor can it name them at all)
-    all_headers = {"User-Agent": "chronoq", **target.headers, **headers}
+    given = {k: v for k, v in target.headers.items() if isinstance(v, str)}
+    if len(given) != len(target.headers):
+        raise PermanentError("a header names a secret that was not resolved")
+    all_headers = {"User-Agent": "chronoq", **given, **headers}
     if target.body is not None:
         body = json.dumps(target.body).encode()
         if not any(k.lower() == "content-type" for k in all_headers):
@@ -176,15 +179,18 @@ def run_python(
     scheduled_at: str,
     timeout_seconds: float,
     log: Log,
+    environment: dict[str, str] | None = None,
 ) -> Any:
     """Call the registered task once, for at most ``timeout_seconds``; its return value is
-    the attempt's output."""
+    the attempt's output. ``environment``: what the task reads as ``context.environment``."""
     function = tasks.lookup(target.task, modules)
     if function is None:
         raise PermanentError(f"{target.task} is not a registered task")
     log(f"calling {target.task}")
     with task_logger(run_id, log) as logger:
-        context = tasks.RunContext(job_id, run_id, attempt, scheduled_at, logger)
+        context = tasks.RunContext(
+            job_id, run_id, attempt, scheduled_at, logger, dict(environment or {})
+        )
         try:
             with waits.waiting():
                 result = within(timeout_seconds, lambda: function(dict(target.args), context))
@@ -282,7 +288,9 @@ def prepare_container(
                 "essential": True,
                 "memory": target.memory,
                 "environment": [
-                    {"name": k, "value": v} for k, v in sorted(target.environment.items())
+                    {"name": k, "value": v}
+                    for k, v in sorted(target.environment.items())
+                    if isinstance(v, str)
                 ],
                 "logConfiguration": {
                     "logDriver": "awslogs",

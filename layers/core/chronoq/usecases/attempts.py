@@ -4,12 +4,16 @@ records the rest: status, attempts, times); and the state machine's other questi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+from chronoq.domain import secrets
+from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.retry import decide
 from chronoq.domain.runs import log_size
+from chronoq.domain.secrets import SecretUnavailable
 from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
 from chronoq.execution import targets
 from chronoq.execution.contract import (
@@ -57,8 +61,10 @@ class Runner:
 
     def attempt(self, request: AttemptRequest) -> AttemptResult:
         """Run the target once; keep its log whatever happens, and its output if it
-        succeeded. Raises when the attempt failed."""
-        return self._keeping(request, lambda log: self._run(request, log))
+        succeeded. Raises when the attempt failed. The values of the secrets it names are
+        read now, and scrubbed from its log, its output and its error."""
+        resolved: dict[str, str] = {}
+        return self._keeping(request, lambda log: self._run(request, log, resolved), resolved)
 
     def decide(self, request: DecideRequest) -> DecideResult:
         """After a failed attempt: retry (after how long) or give up."""
@@ -79,24 +85,56 @@ class Runner:
 
     def collect_container(self, request: CollectRequest) -> AttemptResult:
         logs, group = self.logs_client(), self.containers.log_group
-        return self._keeping(
-            request, lambda log: targets.collect_container(logs, request.task, group, log)
-        )
+        resolved: dict[str, str] = {}
+
+        def collect(log: targets.Log) -> Any:
+            if request.target is not None:  # (its secrets: scrubbed from what it logged)
+                resolved.update(self._values(request.owner, request.target))
+            return targets.collect_container(logs, request.task, group, log)
+
+        return self._keeping(request, collect, resolved)
+
+    def _values(self, owner: str, target: Any) -> dict[str, str]:
+        """The values of the secrets ``target`` names: a secret gone or denied fails the
+        attempt for good, one that could not be read now fails it (it is tried again)."""
+        names = secrets.names_in(target)
+        if not names:
+            return {}
+        if self.secrets is None:
+            raise PermanentError("this deployment keeps no secrets")
+        try:
+            return self.secrets.values_of(owner, names)
+        except SecretUnavailable as error:
+            if error.retryable:
+                raise TargetError(str(error)) from None
+            raise PermanentError(str(error)) from None
 
     def _keeping(
-        self, request: AttemptRequest | CollectRequest, work: Callable[[targets.Log], Any]
+        self,
+        request: AttemptRequest | CollectRequest,
+        work: Callable[[targets.Log], Any],
+        resolved: Mapping[str, str],
     ) -> AttemptResult:
         """Do ``work`` and keep its result. The lines it logged are kept here if it failed,
         or if the request says so (STANDARD); else (EXPRESS) they go back with the result and
-        the state machine writes them with the run's outcome: one write fewer per run."""
+        the state machine writes them with the run's outcome: one write fewer per run. Every
+        value in ``resolved`` (the secrets ``work`` used, as it finds them) is scrubbed from
+        them, from its result and from its error first."""
         lines, log = targets.lines_collector(request.attempt)
         try:
             result = work(log)
-        except BaseException:
+        except BaseException as error:
+            lines[:] = [secrets.scrub(line, resolved.values()) for line in lines]
             self.artifacts.append_logs(
                 request.job_id, request.run_id, request.attempt, lines, request.output_location
             )
-            raise
+            scrubbed = _scrubbed(error, resolved.values())
+            if scrubbed is error:
+                raise
+            raise scrubbed from None
+        if resolved:
+            lines[:] = [secrets.scrub(line, resolved.values()) for line in lines]
+            result = secrets.scrub_json(result, resolved.values())
         if not request.logs_with_outcome:
             self.artifacts.append_logs(
                 request.job_id, request.run_id, request.attempt, lines, request.output_location
@@ -120,9 +158,12 @@ class Runner:
             log_bytes=log_size(inline),
         )
 
-    def _run(self, request: AttemptRequest, log: targets.Log) -> Any:
+    def _run(self, request: AttemptRequest, log: targets.Log, resolved: dict[str, str]) -> Any:
         target = request.target
         deadline = targets.runner_deadline(request.timeout_seconds)
+        resolved.update(self._values(request.owner, target))
+        if resolved:
+            target = with_secrets(target, resolved)
         if isinstance(target, HttpTarget):
             headers = {
                 "X-Chronoq-Job-Id": request.job_id,
@@ -142,6 +183,7 @@ class Runner:
                     request.scheduled_at,
                     deadline,
                     log,
+                    environment=resolved_environment(target),
                 )
             }
         if isinstance(target, LambdaTarget):
@@ -150,3 +192,65 @@ class Runner:
             )
             return targets.run_lambda(self.lambda_client(), target, context, log)
         raise TypeError(f"the state machine delivers {target.type} targets itself")
+
+
+def _scrubbed(error: BaseException, values: Iterable[str]) -> BaseException:
+    """``error``, or, if its message holds a secret's value, the same error without it (its
+    message reaches the state machine's history)."""
+    shown = str(error)
+    clean = secrets.scrub(shown, values)
+    if clean == shown:
+        return error
+    if isinstance(error, PermanentError | TargetError):
+        return type(error)(clean)
+    return TargetError(f"{type(error).__name__}: {clean}")
+
+
+def _header(name: str, value: str, secret_names: Iterable[str]) -> str:
+    """A header's value once its secrets are in: refused (for good) if a value would break
+    the header, naming the header and the secret, never the value."""
+    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+        named = ", ".join(sorted(secret_names))
+        raise PermanentError(
+            f"header {name}: the value of secret {named} holds characters a header cannot carry"
+            " (CR, LF, NUL or other control characters)"
+        )
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        named = ", ".join(sorted(secret_names))
+        raise PermanentError(
+            f"header {name}: the value of secret {named} is not Latin-1 text"
+        ) from None
+    return value
+
+
+def with_secrets(target: Any, values: Mapping[str, str]) -> Any:
+    """``target`` with the secrets it names resolved (built without validation: the values
+    are checked here, and are never shown back)."""
+
+    def lookup(name: str) -> str:
+        return values[name]
+
+    if isinstance(target, HttpTarget):
+        base, mark, query = target.url.partition("?")
+        url = base + mark + secrets.render(query, lambda n: quote(lookup(n), safe=""))
+        headers = {
+            name: _header(name, secrets.resolve(value, lookup), secrets.names_in(value))
+            for name, value in target.headers.items()
+        }
+        body = secrets.resolve(target.body, lookup)
+        return target.model_copy(update={"url": url, "headers": headers, "body": body})
+    if isinstance(target, PythonTarget):
+        return target.model_copy(
+            update={
+                "args": secrets.resolve(target.args, lookup),
+                "environment": secrets.resolve(target.environment, lookup),
+            }
+        )
+    return target
+
+
+def resolved_environment(target: PythonTarget) -> dict[str, str]:
+    """A python task's environment as its task reads it (``context.environment``)."""
+    return {k: v for k, v in target.environment.items() if isinstance(v, str)}

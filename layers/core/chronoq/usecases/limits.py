@@ -39,8 +39,8 @@ def owner_usage(store: JobRunStore, owner: str) -> Usage:
 def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) -> dict[str, Any]:
     """Each of the owner's limits and how much of it is used (``GET /limits``): its jobs (one
     read of its count), its backfills and re-runs (see ``owner_usage``), its runs asked for
-    under way (one read of its flow item); a job's triggers waiting are counted per job, as a
-    trigger asks (its limit only)."""
+    under way (one read of its flow item), its secrets (one read); a job's triggers waiting
+    are counted per job, as a trigger asks (its limit only)."""
     in_flight = store.get_flow(flow.owner_item_key(owner))
     return {
         "owner": owner,
@@ -51,6 +51,10 @@ def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) 
             "used": len(in_flight.holders),
         },
         "waiting_triggers_per_job": {"limit": limits.waiting_triggers_per_job},
+        "secrets_per_owner": {
+            "limit": limits.secrets_per_owner,
+            "used": len(store.get_secrets(owner)),
+        },
     }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,8 +16,10 @@ import urllib3
 
 from chronoq import resources as r
 from chronoq.domain import notifications as notify
+from chronoq.domain import secrets
 from chronoq.domain.jobs import Job, JobState, OnComplete
 from chronoq.domain.runs import Run, RunStatus, Trigger
+from chronoq.domain.secrets import SecretUnavailable
 from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import JobRunStore
@@ -82,7 +84,8 @@ class Notifier:
         if job is not None and job.notify is not None and notify.wants(job, run.status):
             webhook, email = job.notify.webhook, job.notify.email
             if webhook:
-                channels["webhook"] = lambda: self._post(webhook, run, document)
+                extra = job.notify.webhook_headers
+                channels["webhook"] = lambda: self._post(webhook, run, document, extra)
             if email:
                 channels["email"] = lambda: self._email(email, document)
         if not channels:  # (its job wants other statuses, or is gone)
@@ -109,15 +112,40 @@ class Notifier:
         )
         return f"published {answer['MessageId']}"
 
-    def _post(self, url: str, run: Run, document: dict[str, Any]) -> str:
-        """POST the signed document; retried with doubling pauses on network errors, 408,
-        429 and 5xx answers."""
+    def _headers(self, owner: str, extra: Mapping[str, Any]) -> dict[str, str]:
+        """The webhook's own headers, the secrets they name resolved (raises
+        SecretUnavailable)."""
+        names = secrets.names_in(extra)
+        if not names:
+            return dict(extra)
+        if self.secrets is None:
+            raise SecretUnavailable(sorted(names)[0], "this deployment keeps no secrets")
+        values = self.secrets.values_of(owner, names)
+        headers = {
+            name: secrets.resolve(value, values.__getitem__) for name, value in extra.items()
+        }
+        for name, value in headers.items():
+            if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+                raise SecretUnavailable(
+                    ", ".join(sorted(secrets.names_in(extra[name]))),
+                    f"its value cannot be sent in header {name} (control characters)",
+                )
+        return headers
+
+    def _post(self, url: str, run: Run, document: dict[str, Any], extra: Mapping[str, Any]) -> str:
+        """POST the signed document (with the job's own headers, their secrets resolved now);
+        retried with doubling pauses on network errors, 408, 429 and 5xx answers."""
+        try:
+            own = self._headers(run.owner, extra)
+        except SecretUnavailable as error:
+            return f"not sent: {error}"
         payload = notify.body(document)
         secret = notify.signing_secret(self.master_secret(), run.owner)
         pause = r.WEBHOOK_FIRST_BACKOFF_SECONDS
         outcome = ""
         for attempt in range(1, r.WEBHOOK_ATTEMPTS + 1):
             headers = {
+                **own,  # (chronoq's own after them: a job cannot set them)
                 "Content-Type": "application/json",
                 "User-Agent": "chronoq",
                 r.SIGNATURE_HEADER: notify.sign(secret, int(self.clock()), payload),
