@@ -18,7 +18,8 @@ VALUE = "sk_live_" + "a1B2c3D4e5F6g7H8"
 
 
 @pytest.fixture
-def api() -> Iterator[Api]:
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # (the handler builds its clients)
     with api_on_fakes() as api:
         yield api
 
