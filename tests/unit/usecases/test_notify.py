@@ -18,6 +18,7 @@ from chronoq.domain.notifications import signing_secret, topic_statuses, verify
 from chronoq.domain.runs import Run, RunStatus
 from chronoq.execution.egress import Egress
 from chronoq.usecases.notify import Notifier
+from chronoq.usecases.secrets import Resolver
 
 from tests.builders import OWNER, Fakes
 from tests.unit.usecases.helpers import due_job, finish, message, started_run, stored
@@ -140,6 +141,7 @@ def notifier(
         sleep=channels.slept.append,
         clock=lambda: NOW,
         egress=Egress(_http=channels.http),  # type: ignore[arg-type]
+        secrets=Resolver(fakes.store, fakes.secret_values),
     )
 
 
@@ -441,3 +443,50 @@ def test_given_a_channel_already_noted_on_the_run_when_notified_again_then_only_
         "webhook": "delivered (HTTP 200, attempt 1)",
     }
     assert stored(fakes, run).notifications == outcomes
+
+
+# --- a webhook's own headers ---------------------------------------------------------------------
+
+
+def test_given_a_webhook_with_headers_naming_a_secret_when_notified_then_they_are_sent_resolved_beside_chronoqs_own(
+    fakes: Fakes, channels: Channels
+) -> None:
+    fakes.secrets.put(OWNER, "hook-key", "hk-0123456789")
+    notify = {
+        "on": ["FAILED"],
+        "webhook": WEBHOOK,
+        "webhook_headers": {"Authorization": "Bearer {{ secret.hook-key }}", "X-Team": "ops"},
+    }
+    job, run = ended_run(fakes, RunStatus.FAILED, notify=notify)
+
+    outcomes = notifier(fakes, channels).run_finished(run)
+
+    (hit,) = channels.http.requests
+    assert hit.headers["Authorization"] == "Bearer hk-0123456789"
+    assert hit.headers["X-Team"] == "ops"
+    assert hit.headers["Content-Type"] == "application/json"
+    assert verify(
+        signing_secret("master", OWNER), hit.headers[r.SIGNATURE_HEADER], hit.body, now=NOW
+    )
+    assert outcomes["webhook"] == "delivered (HTTP 200, attempt 1)"
+    assert "hk-0123456789" not in repr(stored(fakes, run))
+
+
+def test_given_a_webhook_whose_secret_is_gone_when_notified_then_nothing_is_sent_and_the_outcome_names_it(
+    fakes: Fakes, channels: Channels
+) -> None:
+    fakes.secrets.put(OWNER, "hook-key", "hk-0123456789")
+    notify = {
+        "on": ["FAILED"],
+        "webhook": WEBHOOK,
+        "webhook_headers": {"X-Key": {"secret": "hook-key"}},
+    }
+    job, run = ended_run(fakes, RunStatus.FAILED, notify=notify)
+    fakes.store.unuse_secrets(OWNER, job.id, ["hook-key"])
+    fakes.secrets.delete(OWNER, "hook-key")
+
+    outcomes = notifier(fakes, channels).run_finished(run)
+
+    assert channels.http.requests == []
+    assert outcomes["webhook"] == "not sent: secret 'hook-key': it no longer exists"
+    assert stored(fakes, run).notifications["webhook"] == outcomes["webhook"]
