@@ -457,7 +457,7 @@ def test_given_a_webhook_with_headers_naming_a_secret_when_notified_then_they_ar
         "webhook": WEBHOOK,
         "webhook_headers": {"Authorization": "Bearer {{ secret.hook-key }}", "X-Team": "ops"},
     }
-    job, run = ended_run(fakes, RunStatus.FAILED, notify=notify)
+    _job, run = ended_run(fakes, RunStatus.FAILED, notify=notify)
 
     outcomes = notifier(fakes, channels).run_finished(run)
 

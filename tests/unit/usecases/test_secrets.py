@@ -136,7 +136,9 @@ def test_given_jobs_naming_a_secret_when_it_is_deleted_then_409_naming_them_unti
     with pytest.raises(SecretInUse) as refused:
         fakes.secrets.delete(OWNER, "crm-token")
     assert sorted(refused.value.jobs) == sorted([uses.id, also.id])
-    fakes.jobs.update_job(OWNER, uses.id, JobPatch(target=http_job({"X-Plain": "v"})))
+    fakes.jobs.update_job(
+        OWNER, uses.id, JobPatch.model_validate({"target": http_job({"X-Plain": "v"})})
+    )
     fakes.jobs.delete_job(OWNER, also.id)
 
     fakes.secrets.delete(OWNER, "crm-token")
@@ -154,7 +156,9 @@ def test_given_a_job_whose_change_names_a_missing_secret_when_changed_then_refus
     job = fakes.jobs.create_job(OWNER, job_spec(target=http_job({"X-A": {"secret": "a"}})))
 
     with pytest.raises(InvalidRequest) as refused:
-        fakes.jobs.update_job(OWNER, job.id, JobPatch(target=http_job({"X-B": "{{ secret.b }}"})))
+        fakes.jobs.update_job(
+            OWNER, job.id, JobPatch.model_validate({"target": http_job({"X-B": "{{ secret.b }}"})})
+        )
 
     assert refused.value.field == "target.headers.X-B"
     assert fakes.store.get_job(job.id) == job
@@ -185,7 +189,8 @@ def test_given_a_cached_value_when_its_secret_changes_then_the_next_read_gets_th
     fakes.secrets.put(OWNER, "k", OTHER)
     second = resolver.values_of(OWNER, ["k"])
 
-    assert first == [{"k": TOKEN}] * 3 and second == {"k": OTHER}
+    assert first == [{"k": TOKEN}] * 3
+    assert second == {"k": OTHER}
     assert values(fakes).reads == [(OWNER, "k", 1), (OWNER, "k", 2)]
 
 
@@ -202,8 +207,8 @@ def test_given_a_cached_value_when_its_time_is_up_then_it_is_read_again_and_a_de
     ticks.now = r.SECRET_CACHE_SECONDS + 1
     resolver.values_of(OWNER, ["k"])
     values(fakes).values.pop((OWNER, "k"))  # (its value gone, its version still named)
+    ticks.now = 2 * r.SECRET_CACHE_SECONDS + 2
     with pytest.raises(SecretUnavailable):
-        ticks.now = 2 * r.SECRET_CACHE_SECONDS + 2
         resolver.values_of(OWNER, ["k"])
 
     assert values(fakes).reads == [(OWNER, "k", 1)] * 3
@@ -261,7 +266,7 @@ def test_given_an_http_target_naming_secrets_when_it_echoes_them_then_it_got_the
             url=f"{sink.url}/hook?key={{{{secret.other}}}}",
             body={"token": "{{ secret.crm-token }}", "text": "{{ user.name }}"},
         )
-        job, run, request = attempt(fakes, target)
+        job, _run, request = attempt(fakes, target)
 
         result = runner(fakes).attempt(request)
 
@@ -294,7 +299,8 @@ def test_given_a_target_failing_with_a_secret_in_its_error_when_attempted_then_t
     assert TOKEN not in str(failed.value)
     assert "bad token ***" in str(failed.value)
     logs = fakes.artifacts.read_logs(job.id, run.id)
-    assert logs and not any(TOKEN in line for line in logs)
+    assert logs
+    assert not any(TOKEN in line for line in logs)
 
 
 @pytest.mark.parametrize(
@@ -309,14 +315,15 @@ def test_given_a_secret_that_cannot_be_read_when_attempted_then_the_attempt_fail
     fakes: Fakes, setup: Any, error: type[Exception], reason: str
 ) -> None:
     fakes.secrets.put(OWNER, "k", TOKEN)
-    job, run, request = attempt(fakes, http_job({"X-K": {"secret": "k"}}))
+    _job, _run, request = attempt(fakes, http_job({"X-K": {"secret": "k"}}))
     setup(values(fakes))
 
     with pytest.raises(error) as failed:
         runner(fakes).attempt(request)
 
     assert type(failed.value) is error
-    assert "secret 'k'" in str(failed.value) and reason in str(failed.value)
+    assert "secret 'k'" in str(failed.value)
+    assert reason in str(failed.value)
     assert TOKEN not in str(failed.value)
 
 
@@ -324,7 +331,7 @@ def test_given_a_secret_value_that_would_break_a_header_when_attempted_then_it_f
     fakes: Fakes,
 ) -> None:
     fakes.secrets.put(OWNER, "k", "abc\r\nX-Injected: 1")
-    job, run, request = attempt(fakes, http_job({"X-K": "v {{ secret.k }}"}))
+    _job, _run, request = attempt(fakes, http_job({"X-K": "v {{ secret.k }}"}))
 
     with pytest.raises(PermanentError, match="header X-K: the value of secret k"):
         runner(fakes).attempt(request)
@@ -340,7 +347,7 @@ def test_given_a_python_task_naming_secrets_when_attempted_then_its_arguments_an
         "args": {"auth": "Bearer {{ secret.k }}", "kept": "{{ secret.k }}"},
         "environment": {"API_KEY": {"secret": "k"}, "PLAIN": "x"},
     }
-    job, run, request = attempt(fakes, target)
+    _job, _run, request = attempt(fakes, target)
     seen: list[dict[str, str]] = []
 
     def record(args: dict[str, Any], context: Any) -> dict[str, Any]:
