@@ -24,7 +24,9 @@ job's last run chains on to no next one: with ``--cron-runs`` N, N-1 of every N 
 write their successor, as every run of a job that keeps firing does.
 
 ``--flow JSON`` gives every job of the phases that flow (say ``{"key": "k", "max_running":
-100}``): beside a run without it, what flow control costs per run.
+100}``): beside a run without it, what flow control costs per run. ``--secret`` makes every
+job name one secret (an http job in its ``Authorization`` header, a python job in its
+``environment``): what a secret costs per run.
 
 Every figure is printed beside its value in ``--before`` (bench/before.json: measured before
 the cost work, on the commit it names); ``--save-before`` writes this run's figures there.
@@ -162,6 +164,17 @@ def plan(
         spec = {"name": "runpath-container", "schedule": at, "target": CONTAINER, "retry": RETRY}
         planned.append(Planned(spec, 1))
     return planned
+
+
+#: The secret every job names with ``--secret``.
+SECRET = "bench-token"  # noqa: S105 - a secret's name
+
+
+def with_secret(target: dict[str, Any]) -> dict[str, Any]:
+    """``target`` naming the benchmark's secret (a container takes it as ECS would)."""
+    if target["type"] == "http":
+        return {**target, "headers": {"Authorization": f"Bearer {{{{ secret.{SECRET} }}}}"}}
+    return {**target, "environment": {"TOKEN": {"secret": SECRET}}}
 
 
 # --- a phase on its own chronoq local ---------------------------------------------------------
@@ -447,6 +460,7 @@ def run_phase(
     clock: Clock,
     phases: list[Phase],
     flow: dict[str, Any] | None = None,
+    secret: bool = False,
 ) -> None:
     """One phase, alone on the machine: create its jobs, reset the counts, wait for the
     runs, read the counts, check the runs. The phase goes into ``phases`` as soon as it
@@ -460,6 +474,14 @@ def run_phase(
     if flow is not None:  # every job of the phase shares one flow (what flow control costs)
         phase.planned = [
             Planned({**p.spec, "flow": flow}, p.runs, p.fail_first) for p in phase.planned
+        ]
+    if secret:  # every job names one secret (what resolving it costs)
+        status, answer = api.call("PUT", f"/secrets/{SECRET}", {"value": "bench-secret-value"})
+        if status not in (200, 201):
+            raise RuntimeError(f"PUT /secrets/{SECRET} answered {status}: {answer}")
+        phase.planned = [
+            Planned({**p.spec, "target": with_secret(p.spec["target"])}, p.runs, p.fail_first)
+            for p in phase.planned
         ]
     phases.append(phase)
     started = time.monotonic()
@@ -517,6 +539,11 @@ def main() -> None:
         help='give every job of the phases this flow, e.g. \'{"key": "k", "max_running": 100}\''
         " (what flow control costs per run)",
     )
+    parser.add_argument(
+        "--secret",
+        action="store_true",
+        help="every job names one secret (what a secret costs per run)",
+    )
     args = parser.parse_args()
     if args.cron_runs < 1 or args.cron_jobs < 0 or args.at_jobs < 0:
         parser.error("--cron-runs must be at least 1, job counts at least 0")
@@ -550,7 +577,7 @@ def main() -> None:
                 t0 = time.monotonic()
                 with chronoq_local(directory, clock, LOCAL_OPTIONS) as api:
                     print(f"({key}) chronoq local started in {time.monotonic() - t0:.1f} s")
-                    run_phase(key, workload, sink, api, clock, phases, args.flow)
+                    run_phase(key, workload, sink, api, clock, phases, args.flow, args.secret)
             if args.burst > 0 and "burst" in args.phases:
                 t0 = time.monotonic()
                 with chronoq_local(directories[2], clock, ("--no-heartbeat",)) as api:
