@@ -33,7 +33,8 @@ def test_given_a_job_naming_a_secret_when_it_runs_then_the_target_gets_the_value
         lead=2,
     )
 
-    run = ended(local, poll(lambda: (local.runs(job["id"]) or [None])[0], 60, "the run")["id"])
+    first = poll(lambda: next(iter(local.runs(job["id"])), None), 60, "the run")
+    run = ended(local, first["id"])
 
     assert run["status"] == "SUCCEEDED", run
     (hit,) = sink.hits_to(f"/crm?key={FIRST}")
