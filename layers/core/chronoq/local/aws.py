@@ -97,7 +97,7 @@ def _clients_for(region: str) -> None:
 
 
 #: Where owners' secrets live in the embedded Parameter Store (the engine's storage).
-LOCAL_SECRETS_PATH = "/chronoq/local/secrets"
+LOCAL_SECRETS_PATH = r.secrets_path("local")
 
 
 @functools.cache

@@ -30,6 +30,9 @@ _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", 
 #: What callers outside any function are, by the name of their thread's role.
 STATE_MACHINE = "statemachine"
 EVENT_SOURCES = "event-source-mappings"
+#: ECS starting a container target's task, with the containers' execution role (reading the
+#: secrets its task definition names).
+CONTAINER_EXECUTION = "container-execution"
 
 
 @contextlib.contextmanager
