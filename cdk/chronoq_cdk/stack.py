@@ -24,7 +24,8 @@ from .layer import CoreLayer
 from .monitoring import Monitoring, Watched
 from .notifications import Notifications
 from .queues import Queues
-from .storage import Storage
+from .secrets import grant_secrets, secrets_path
+from .storage import Storage, grant_items
 from .workers import Workers
 
 MAX_SHARDS = 1000
@@ -117,6 +118,8 @@ class ChronoqStack(Stack):
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: ",".join(allowed_target_networks),
             r.ENV_MAX_JOBS_PER_OWNER: str(max_jobs_per_owner),
+            # Where owners' secrets' values live: SSM Parameter Store, under the stack's path.
+            r.ENV_SECRETS_PATH: secrets_path(self),
             # What each owner's backfills and re-runs may hold at once.
             **limits.environment(),
             # What service targets and container images the API accepts: what IAM allows.
@@ -190,6 +193,7 @@ class ChronoqStack(Stack):
             mfa_required=mfa_required,
         )
         self.console = Console(self, "Console", layer=self.layer, api=self.api)
+        self._grant_secrets()
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -244,6 +248,20 @@ class ChronoqStack(Stack):
             value=f"https://console.aws.amazon.com/cloudwatch/home?region={self.region}"
             f"#dashboards:name={self.monitoring.dashboard.dashboard_name}",
         )
+
+    def _grant_secrets(self) -> None:
+        """Owners' secrets' values (see .secrets): the api keeps and deletes them; the runner
+        and the notifier read the versions a run names; ECS reads those a container target
+        names as it starts its task. No other function may reach them."""
+        grant_secrets(self, self.api.function, ["ssm:PutParameter", "ssm:DeleteParameter"])
+        grant_secrets(self, self.execution.runner, ["ssm:GetParameter"])
+        grant_secrets(self, self.notifications.function, ["ssm:GetParameter"])
+        grant_secrets(self, self.containers.execution_role, ["ssm:GetParameters"])
+        # The runner reads its owner's secrets' versions: the owner's ``secrets#<owner>``
+        # item of the jobs table (the notifier may read jobs already). On the whole table:
+        # the least-privilege check evaluates no ``dynamodb:LeadingKeys`` condition, which
+        # would narrow it to the items whose key begins ``secrets#``.
+        grant_items(self.execution.runner, self.storage.jobs, "dynamodb:GetItem")
 
     @property
     def functions(self) -> dict[str, lambda_.Function]:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients, codecs
 from chronoq.aws.artifacts import S3Artifacts
@@ -24,8 +25,9 @@ from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution import batches
 from chronoq.fakes import FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes.secrets import FakeSecretValues
 from chronoq.resources import Priority
-from chronoq.usecases.ports import Artifacts, Executor, Queues, Store
+from chronoq.usecases.ports import Artifacts, Executor, Queues, SecretValues, Store
 
 from tests.builders import OWNER, job_spec
 
@@ -117,6 +119,8 @@ class Backend(ABC):
     queues: Queues
     executor: Executor
     artifacts: Artifacts
+    #: Owners' secrets' values (on AWS: SSM Parameter Store, under the deployment's path).
+    secret_values: SecretValues
     #: The deployment's bucket for outputs and logs too large for the run record.
     output_bucket: str
 
@@ -161,6 +165,7 @@ class FakeBackend(Backend):
         self.queues = self.fake_queues
         self.executor = self.fake_executor
         self.artifacts = self.fake_artifacts
+        self.secret_values = FakeSecretValues()
         self.output_bucket = self.fake_artifacts.bucket
 
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
@@ -207,6 +212,8 @@ class MotoBackend(Backend):
         self.artifacts = S3Artifacts(
             clients.dynamodb(), clients.client("s3"), env[r.ENV_RUNS_TABLE], self.output_bucket
         )
+        # (as the functions compose it)
+        self.secret_values = compose.secret_values(env[r.ENV_SECRETS_PATH])
         self._db: DynamoDBClient = aws.client("dynamodb")
         self._sqs: SQSClient = aws.client("sqs")
         self._sfn: SFNClient = aws.client("stepfunctions")

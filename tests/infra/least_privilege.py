@@ -19,7 +19,7 @@ from chronoq.domain import flow
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.aws import LocalAWS
 from chronoq.local.calls import CALLS_FILE_ENV, Call
-from chronoq.local.usage import EVENT_SOURCES, STATE_MACHINE
+from chronoq.local.usage import CONTAINER_EXECUTION, EVENT_SOURCES, STATE_MACHINE
 
 from tests.builders import worker_event
 from tests.infra.policies import Role, Statement, local_names, statements
@@ -127,7 +127,8 @@ def drive_workload() -> None:
 
 
 def roles(synth: Synthesis) -> dict[str, Role]:
-    """Each role of the stack a recorded call may be made with, by name."""
+    """Each role of the stack a recorded call may be made with, by name: the functions',
+    the state machines', and the containers' execution role (ECS's, as it starts a task)."""
     named = local_names(synth)
     stack = synth.stack
     found = {
@@ -139,6 +140,9 @@ def roles(synth: Synthesis) -> dict[str, Role]:
         ("express", stack.execution.express_state_machine),
     ):
         found[name] = Role(name, tuple(statements(synth.role_statements(machine), named)))
+    # ECS starting a container target's task (the secrets it names)
+    execution_role = synth.statements(synth.arn(stack.containers.execution_role))
+    found[CONTAINER_EXECUTION] = Role(CONTAINER_EXECUTION, tuple(statements(execution_role, named)))
     return found
 
 
@@ -149,6 +153,8 @@ def roles_of(call: Call) -> list[str]:
     if call.caller == STATE_MACHINE:
         # both run the same states; only STANDARD runs containers
         return ["standard"] if call.action.startswith(STANDARD_ONLY) else ["standard", "express"]
+    if call.caller == CONTAINER_EXECUTION:
+        return [CONTAINER_EXECUTION]
     if call.caller == EVENT_SOURCES:
         # the queues' mappings feed the worker, the runs stream's the notifier
         return ["worker"] if call.action.startswith("sqs:") else ["notifier"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from chronoq import console
 from chronoq import resources as r
-from chronoq.local.aws import ACCOUNT, PREFIX, REGION
+from chronoq.local.aws import ACCOUNT, LOCAL_SECRETS_PATH, PREFIX, REGION
 from chronoq.local.calls import Call
 
 from tests.infra.synthesis import Synthesis
@@ -28,6 +28,9 @@ PSEUDO = {
     "AWS::StackName": "Chronoq",
 }
 OWN = f"{REGION}:{ACCOUNT}"
+#: The stack's path of owners' secrets, and chronoq local's (where the calls name them).
+STACK_SECRETS = f":parameter{r.secrets_path(PSEUDO['AWS::StackName'])}/"
+LOCAL_SECRETS = f":parameter{LOCAL_SECRETS_PATH}/"
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,12 @@ def _like(value: str, pattern: str, case: bool = True) -> bool:
     return fnmatch.fnmatchcase(value, escaped)
 
 
+def _local(resource: str) -> str:
+    """A resource as chronoq local names it: the stack's parameters of owners' secrets are
+    chronoq local's (its path is ``local``'s, not the stack's name's)."""
+    return resource.replace(STACK_SECRETS, LOCAL_SECRETS)
+
+
 def statements(raw: Iterable[Mapping[str, Any]], named: Mapping[str, Named]) -> list[Statement]:
     found = []
     for statement in raw:
@@ -197,7 +206,7 @@ def statements(raw: Iterable[Mapping[str, Any]], named: Mapping[str, Named]) -> 
             Statement(
                 allow=statement.get("Effect", "Allow") == "Allow",
                 actions=tuple(_listed(statement["Action"])),
-                resources=tuple(resolve(v, named) for v in _listed(statement["Resource"])),
+                resources=tuple(_local(resolve(v, named)) for v in _listed(statement["Resource"])),
                 conditions=conditions,
             )
         )

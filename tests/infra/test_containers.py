@@ -74,16 +74,22 @@ def test_given_the_task_roles_when_synthesized_then_only_ecs_tasks_of_the_accoun
         assert not synth.resource(role)["Properties"].get("ManagedPolicyArns")
 
 
-def test_given_no_container_images_allowed_when_synthesized_then_the_execution_role_pulls_nothing_and_writes_the_log(
+def test_given_no_container_images_allowed_when_synthesized_then_the_execution_role_pulls_nothing_writes_the_log_and_reads_owners_secrets(
     synth: Synthesis,
 ) -> None:
     containers = synth.stack.containers
     log_group = synth.logical_id(containers.log_group)
+    secrets = (
+        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+        ":parameter/chronoq/Chronoq/secrets/*"
+    )
 
     # (the images a deployment allows, and what it may pull then: tests/infra/test_context.py)
     assert grants(synth.statements(synth.arn(containers.execution_role))) == {
         ("logs:CreateLogStream", f"${{{log_group}.Arn}}", "null"),
         ("logs:PutLogEvents", f"${{{log_group}.Arn}}", "null"),
+        # the secrets a task definition names (ECS reads them as it starts the task)
+        ("ssm:GetParameters", secrets, "null"),
     }
 
 

@@ -44,6 +44,8 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_BLOCK_PRIVATE_TARGETS: "true",  # the SSRF guard is on in AWS by default
         r.ENV_ALLOWED_TARGET_NETWORKS: "",  # and lets no private network through
         r.ENV_MAX_JOBS_PER_OWNER: str(r.DEFAULT_MAX_JOBS_PER_OWNER),
+        r.ENV_SECRETS_PATH: "/chronoq/Chronoq/secrets",  # the stack's own path
+        r.ENV_MAX_SECRETS_PER_OWNER: str(r.DEFAULT_MAX_SECRETS_PER_OWNER),
         r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB),
         r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER),
         r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER),
@@ -195,6 +197,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             stack.execution.express_state_machine,
         ],
         r.RUNNER_FUNCTION.name: [
+            tables[r.JOBS_TABLE.id],  # its owner's secrets' versions
             tables[r.RUNS_TABLE.id],
             outputs,
             containers.execution_role,
@@ -243,18 +246,21 @@ def test_given_the_api_role_when_synthesized_then_it_only_reads_outputs_and_the_
     }
 
 
-def test_given_the_runner_role_when_synthesized_then_it_only_appends_logs_and_writes_outputs(
+def test_given_the_runner_role_when_synthesized_then_it_only_appends_logs_writes_outputs_and_reads_secrets_versions(
     synth: Synthesis,
 ) -> None:
     stack = synth.stack
     statements = _role_statements(synth, r.RUNNER_FUNCTION.name)
+    jobs = synth.logical_id(stack.storage.jobs)
     runs = synth.logical_id(stack.storage.runs)
     outputs = synth.logical_id(stack.storage.outputs)
 
     assert not _on(statements, "sqs")
     assert not _on(statements, "states")
     assert grants(_on(statements, "dynamodb")) == {
-        ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null")
+        ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
+        # its owner's secrets' versions (the secrets#<owner> item), read with the job
+        ("dynamodb:GetItem", f"${{{jobs}.Arn}}", "null"),
     }
     assert grants(_on(statements, "s3")) == {("s3:PutObject", f"${{{outputs}.Arn}}/*", "null")}
 

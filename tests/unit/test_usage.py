@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from decimal import Decimal
 
 import pytest
 from chronoq import resources as r
+from chronoq.local.calls import Call, calls_in, calls_of
 from chronoq.local.usage import (
     Usage,
     index_write_units,
     item_size,
+    operation_of,
     per_million_runs,
     price,
     read_units,
@@ -113,10 +116,56 @@ def test_given_a_workload_when_priced_then_each_service_costs_what_its_list_pric
         "sns": Decimal("0.0000005"),
         "s3": Decimal("0.000005"),
         "eventbridge": Decimal("0.000001"),
+        "ssm": Decimal(0),  # (no secret read)
         "total": Decimal("0.00021022504250"),
     }
     assert per_million_runs(document)["total"] == Decimal("105.11252125")
     assert document["aws_requests_by_caller"] == {"api": 1, "statemachine": 4}
+
+
+def test_given_secrets_put_and_read_when_priced_then_parameter_store_is_free_and_kms_is_paid_per_request() -> (
+    None
+):
+    usage = Usage()
+    usage.request("ssm:PutParameter", "api")
+    usage.request("ssm:DeleteParameter", "api")
+    for _ in range(9_998):
+        usage.request("ssm:GetParameter", "runner")
+    usage.request("ssm:GetParameters", "container-execution")
+    document = usage.document(runs_finished=1)
+
+    # Standard parameters at the standard throughput cost nothing; each put or read of a
+    # SecureString is a KMS request on the aws/ssm key, $0.03 per 10,000.
+    assert document["ssm"] == {"requests": 10_001, "reads": 9_999, "kms_requests": 10_000}
+    assert price(document)["ssm"] == Decimal("0.03")
+    assert price({**document, "ssm": {**document["ssm"], "kms_requests": 0}})["ssm"] == 0
+    # (a usage document kept from before secrets)
+    assert price({k: v for k, v in document.items() if k != "ssm"})["ssm"] == 0
+
+
+def test_given_an_ssm_request_to_the_embedded_aws_when_counted_then_it_is_the_ssm_call_on_its_parameter() -> (
+    None
+):
+    body = json.dumps({"Name": "/chronoq/local/secrets/alice/tok:3", "WithDecryption": True})
+    headers = {"X-Amz-Target": b"AmazonSSM.GetParameter"}
+
+    operation = operation_of("POST", "https://ssm.us-east-1.amazonaws.com/", headers, b"")
+    calls = set(calls_of("runner", operation, "", body.encode(), "us-east-1", "123456789012"))
+    many = calls_in(
+        "container-execution",
+        "ssm:GetParameters",
+        {"Names": ["arn:aws:ssm:us-east-1:123456789012:parameter/p/a", "/p/b:2"]},
+        "us-east-1",
+        "123456789012",
+    )
+
+    assert operation == "ssm:GetParameter"
+    arn = "arn:aws:ssm:us-east-1:123456789012:parameter/chronoq/local/secrets/alice/tok"
+    assert calls == {Call("runner", "ssm:GetParameter", arn)}
+    assert [c.resource for c in many] == [
+        "arn:aws:ssm:us-east-1:123456789012:parameter/p/a",
+        "arn:aws:ssm:us-east-1:123456789012:parameter/p/b",
+    ]
 
 
 def test_given_runs_on_each_state_machine_when_priced_per_million_then_as_the_readme_says() -> None:

@@ -147,6 +147,14 @@ DEFAULT_MAX_SECRETS_PER_OWNER = 50
 #: a value is read from its store at most once per this per container, and a deleted secret
 #: is forgotten within it.
 SECRET_CACHE_SECONDS = 300
+
+
+def secrets_path(deployment: str) -> str:
+    """The SSM Parameter Store path under which the owners' secrets of a deployment live
+    (ENV_SECRETS_PATH): ``deployment`` is the stack's name (locally ``local``)."""
+    return f"/chronoq/{deployment}/secrets"
+
+
 #: A cron expression's length, a job's name.
 MAX_CRON_EXPRESSION_LENGTH = 200
 MAX_NAME_LENGTH = 200
@@ -286,7 +294,8 @@ ENV_TOPIC_STATUSES = "CHRONOQ_TOPIC_STATUSES"
 #: The Secrets Manager secret from which each owner's webhook signing secret is derived.
 ENV_SIGNING_SECRET_ARN = "CHRONOQ_SIGNING_SECRET_ARN"  # noqa: S105 - a variable name
 #: The SSM Parameter Store path under which owners' secrets live (``<path>/<owner>/<name>``,
-#: see chronoq.aws.secrets): the stack's own, ``/chronoq/<stack name>/secrets``.
+#: see chronoq.aws.secrets): the stack's own, ``/chronoq/<stack name>/secrets``
+#: (``secrets_path``).
 ENV_SECRETS_PATH = "CHRONOQ_SECRETS_PATH"
 #: The SES identity notification e-mails are sent from (empty: no e-mail).
 ENV_EMAIL_SENDER = "CHRONOQ_EMAIL_SENDER"

@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ from chronoq.origin import target_client_context
 
 if TYPE_CHECKING:
     from mypy_boto3_ecs import ECSClient
+    from mypy_boto3_ecs.type_defs import ContainerDefinitionTypeDef
     from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_logs import CloudWatchLogsClient
 
@@ -251,9 +252,18 @@ def run_lambda(
 # --- containers ---------------------------------------------------------------------------
 
 
-def task_family(target: ContainerTarget) -> str:
-    """One task definition family per image, size and environment."""
-    key = json.dumps([target.image, target.cpu, target.memory, sorted(target.environment.items())])
+def task_family(
+    target: ContainerTarget, owner: str = "", secrets: Sequence[tuple[str, str]] = ()
+) -> str:
+    """One task definition family per image, size and environment; a target whose variables
+    name secrets (``secrets``: each variable and the ARN of the parameter ECS reads it from),
+    one per owner and those too, so that two owners' task definitions never mix (nor two
+    deployments' paths)."""
+    plain = sorted((k, v) for k, v in target.environment.items() if isinstance(v, str))
+    parts: list[Any] = [target.image, target.cpu, target.memory, plain]
+    if secrets:
+        parts += [owner, sorted(secrets)]
+    key = json.dumps(parts)
     return "chronoq-" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -264,15 +274,63 @@ def prepare_container(
     region: str,
     execution_role_arn: str,
     task_role_arn: str,
+    owner: str = "",
+    secret_parameter: Callable[[str, str], str] | None = None,
 ) -> str:
-    """The ARN of the task definition that runs ``target`` (registered on first use)."""
-    family = task_family(target)
+    """The ARN of the task definition that runs ``target`` (registered on first use).
+
+    Plain variables go in its ``environment``; a variable that is a secret
+    (``{"secret": name}``) goes in its ``secrets``, read by ECS from the parameter of
+    ``owner``'s secret as it starts the task (its latest version), never written anywhere
+    else. ``secret_parameter(owner, name)`` names that parameter (SsmSecretValues.parameter:
+    its name, made an ARN here in ``region`` and the account of the execution role; or its
+    ARN)."""
+    references = sorted(
+        (k, v.secret) for k, v in target.environment.items() if not isinstance(v, str)
+    )
+    secrets: list[tuple[str, str]] = []
+    if references:
+        if secret_parameter is None or not owner:
+            raise PermanentError(
+                "this container's environment names secrets, which this runner cannot hand to"
+                " ECS (no owner or secrets' store given)"
+            )
+        # arn:<partition>:iam::<account>:role/...: the task runs in the role's account
+        partition, account = execution_role_arn.split(":")[1], execution_role_arn.split(":")[4]
+        for variable, name in references:
+            parameter = secret_parameter(owner, name)
+            if not parameter.startswith("arn:"):
+                slash = "" if parameter.startswith("/") else "/"
+                parameter = f"arn:{partition}:ssm:{region}:{account}:parameter{slash}{parameter}"
+            secrets.append((variable, parameter))
+    family = task_family(target, owner, secrets)
     try:
         found = client.describe_task_definition(taskDefinition=family)["taskDefinition"]
         if found.get("status") == "ACTIVE":
             return found["taskDefinitionArn"]
     except client.exceptions.ClientException:
         pass  # not registered yet
+    container: ContainerDefinitionTypeDef = {
+        "name": r.CONTAINER_NAME,
+        "image": target.image,
+        "essential": True,
+        "memory": target.memory,
+        "environment": [
+            {"name": k, "value": v}
+            for k, v in sorted(target.environment.items())
+            if isinstance(v, str)
+        ],
+        "logConfiguration": {
+            "logDriver": "awslogs",
+            "options": {
+                "awslogs-group": log_group,
+                "awslogs-region": region,
+                "awslogs-stream-prefix": r.CONTAINER_LOG_PREFIX,
+            },
+        },
+    }
+    if secrets:
+        container["secrets"] = [{"name": k, "valueFrom": arn} for k, arn in secrets]
     registered = client.register_task_definition(
         family=family,
         requiresCompatibilities=["FARGATE"],
@@ -281,27 +339,7 @@ def prepare_container(
         memory=str(target.memory),
         executionRoleArn=execution_role_arn,
         taskRoleArn=task_role_arn,
-        containerDefinitions=[
-            {
-                "name": r.CONTAINER_NAME,
-                "image": target.image,
-                "essential": True,
-                "memory": target.memory,
-                "environment": [
-                    {"name": k, "value": v}
-                    for k, v in sorted(target.environment.items())
-                    if isinstance(v, str)
-                ],
-                "logConfiguration": {
-                    "logDriver": "awslogs",
-                    "options": {
-                        "awslogs-group": log_group,
-                        "awslogs-region": region,
-                        "awslogs-stream-prefix": r.CONTAINER_LOG_PREFIX,
-                    },
-                },
-            }
-        ],
+        containerDefinitions=[container],
     )
     return registered["taskDefinition"]["taskDefinitionArn"]
 

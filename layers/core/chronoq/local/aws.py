@@ -41,7 +41,7 @@ from chronoq.local.emulation.stepfunctions import (
 from chronoq.local.engine.services import Engine
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 from chronoq.local.persist import TableState
-from chronoq.local.usage import Meter, Usage, uncounted
+from chronoq.local.usage import CONTAINER_EXECUTION, Meter, Usage, calling_as, uncounted
 from chronoq.settings import S, load
 
 ENGINE_LOCAL = "local"
@@ -97,7 +97,7 @@ def _clients_for(region: str) -> None:
 
 
 #: Where owners' secrets live in the embedded Parameter Store (the engine's storage).
-LOCAL_SECRETS_PATH = "/chronoq/local/secrets"
+LOCAL_SECRETS_PATH = r.secrets_path("local")
 
 
 @functools.cache
@@ -221,6 +221,7 @@ class LocalAWS:
         serialize_service_calls()
         self.emulation.containers, self.emulation.docker = container_mode(self.allow_host_commands)
         self.emulation.own_prefix = f"{PREFIX}-"  # targets never reach chronoq itself
+        self.emulation.parameters = self._task_secrets  # a container's secrets, as ECS reads them
         run_containers_as_subprocesses(REGION)
         # Failures the run state machine catches on purpose are not errors of chronoq local.
         logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -324,6 +325,7 @@ class LocalAWS:
             self.services = None
         self.emulation.meter = None
         self.emulation.own_prefix = None
+        self.emulation.parameters = None
         if deactivate(self.emulation):
             compose.TIME = compose.Time()
         if self._mock is not None:
@@ -340,6 +342,20 @@ class LocalAWS:
             if served is not None:
                 return served
         return _client(service)
+
+    def _task_secrets(self, arns: list[str]) -> dict[str, str]:
+        """The parameters a starting task's ``secrets`` name, read as ECS reads them: with
+        the containers' execution role (metered and recorded as its calls), ten a request,
+        decrypted, their latest versions; each ARN found and its value. From the engine's
+        parameters (``engine`` local), else the embedded SSM."""
+        ssm = self.client("ssm")
+        found: dict[str, str] = {}
+        with calling_as(CONTAINER_EXECUTION):
+            for start in range(0, len(arns), 10):
+                answer = ssm.get_parameters(Names=arns[start : start + 10], WithDecryption=True)
+                for parameter in answer["Parameters"]:
+                    found[parameter["ARN"]] = parameter["Value"]
+        return {arn: found[arn] for arn in arns if arn in found}
 
     def running_executions(self) -> int:
         """Executions of the run state machines not yet ended."""

@@ -168,6 +168,11 @@ def calls_in(
         yield call(f"arn:aws:ses:{own}:identity/{source}", **{"ses:FromAddress": source})
     elif service == "secretsmanager":
         yield call(document.get("SecretId", "*"))
+    elif service == "ssm":
+        # IAM authorizes a read of ``name:version`` (or of an ARN) on the parameter itself
+        names = document.get("Names") or [document.get("Name", "")]
+        for name in names:
+            yield call(parameter_arn(str(name), region, account))
     elif service == "events":
         for entry in document.get("Entries", []):
             bus = entry.get("EventBusName") or "default"
@@ -201,6 +206,16 @@ def _ecs(call: Any, name: str, document: Mapping[str, Any], own: str) -> Iterato
                 yield Call(call("*").caller, "iam:PassRole", str(document[role]))
     else:
         yield call("*")
+
+
+def parameter_arn(name: str, region: str, account: str) -> str:
+    """The ARN of the SSM parameter a request names (by its name or its ARN, with a
+    ``:version`` selector or without): ``arn:aws:ssm:<region>:<account>:parameter/<name>``."""
+    if name.startswith("arn:"):
+        prefix, _, rest = name.partition(":parameter")
+        return f"{prefix}:parameter{rest.partition(':')[0]}"
+    name = name.partition(":")[0]
+    return f"arn:aws:ssm:{region}:{account}:parameter{'' if name.startswith('/') else '/'}{name}"
 
 
 def _stream_of(iterator: Any) -> str | None:

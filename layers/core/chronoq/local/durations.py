@@ -67,6 +67,7 @@ MODEL = DurationModel(
         "events": 12.0,
         "ses": 25.0,
         "secretsmanager": 10.0,
+        "ssm": 10.0,
         "logs": 8.0,
         "ecs": 40.0,
     },

@@ -30,6 +30,9 @@ _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", 
 #: What callers outside any function are, by the name of their thread's role.
 STATE_MACHINE = "statemachine"
 EVENT_SOURCES = "event-source-mappings"
+#: ECS starting a container target's task, with the containers' execution role (reading the
+#: secrets its task definition names).
+CONTAINER_EXECUTION = "container-execution"
 
 
 @contextlib.contextmanager
@@ -355,6 +358,14 @@ class Usage:
                     "gets": _count(requests, "s3:GetObject"),
                 },
                 "eventbridge": {"put_events": _count(requests, "events:PutEvents")},
+                # secrets' values (SSM Parameter Store): reads by the runner, the notifier and
+                # ECS, writes and deletes by the API; each put and read of a SecureString
+                # asks KMS to encrypt or decrypt it (chronoq reads one parameter a request)
+                "ssm": {
+                    "requests": sum(n for k, n in requests.items() if k.startswith("ssm:")),
+                    "reads": sum(n for k, n in requests.items() if k.startswith("ssm:Get")),
+                    "kms_requests": sum(n for k, n in requests.items() if k in _SSM_KMS_OPERATIONS),
+                },
             }
 
 
@@ -379,7 +390,18 @@ PRICES: dict[str, Decimal] = {
     "s3_put": Decimal("0.005") / 1000,
     "s3_get": Decimal("0.0004") / 1000,
     "eventbridge_event": Decimal("1.00") / 1_000_000,
+    # SSM Parameter Store, where secrets' values live: standard parameters cost nothing to
+    # keep, and their API interactions at the standard throughput (the default, which the
+    # stack keeps) nothing either; the higher throughput would cost $0.05 per 10,000
+    # (https://aws.amazon.com/systems-manager/pricing/, "Parameter Store").
+    "ssm_request": Decimal(0),
+    # SecureStrings are encrypted with the account's AWS managed key (aws/ssm): no monthly
+    # charge for the key, but "you will be charged on any API request made to AWS-managed
+    # keys", $0.03 per 10,000 (https://aws.amazon.com/kms/pricing/): one per put or read.
+    "kms_request": Decimal("0.03") / 10_000,
 }
+#: The SSM operations that encrypt or decrypt a SecureString (one KMS request each).
+_SSM_KMS_OPERATIONS = frozenset({"ssm:PutParameter", "ssm:GetParameter", "ssm:GetParameters"})
 #: What EventBridge Scheduler charges per million invocations, for comparison.
 EVENTBRIDGE_SCHEDULER_PER_MILLION = Decimal("1.00")
 
@@ -405,6 +427,9 @@ def price(usage: Mapping[str, Any]) -> dict[str, Decimal]:
         "sns": usage["sns"]["publishes"] * p["sns_publish"],
         "s3": usage["s3"]["puts"] * p["s3_put"] + usage["s3"]["gets"] * p["s3_get"],
         "eventbridge": usage["eventbridge"]["put_events"] * p["eventbridge_event"],
+        # (a document from before secrets counts none)
+        "ssm": usage.get("ssm", {}).get("requests", 0) * p["ssm_request"]
+        + usage.get("ssm", {}).get("kms_requests", 0) * p["kms_request"],
     }
     costs["total"] = sum(costs.values(), Decimal(0))
     return costs
@@ -430,6 +455,7 @@ _TARGETS = {
     "secretsmanager": "secretsmanager",
     "AmazonEC2ContainerServiceV20141113": "ecs",
     "Logs_20140328": "logs",
+    "AmazonSSM": "ssm",
 }
 _QUERY_HOSTS = {"sns": "sns", "email": "ses", "sts": "sts", "iam": "iam", "ec2": "ec2"}
 _uncounted = threading.local()

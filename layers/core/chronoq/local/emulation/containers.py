@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from chronoq.local.emulation.ecs import pass_ecs_parameters_as_the_api_names_them
@@ -132,13 +133,47 @@ def container_command(
     return None
 
 
+class SecretsUnavailable(Exception):
+    """A task's secrets could not be read: ECS does not start the task."""
+
+
+def secrets_of(
+    secrets: list[dict[str, str]], parameters: Callable[[list[str]], dict[str, str]] | None
+) -> dict[str, str]:
+    """The variables a task definition's ``secrets`` give its container (each ``name`` the
+    value of the parameter ``valueFrom`` names), read as ECS reads them as the task starts;
+    raises SecretsUnavailable, naming the parameters (never a value), as ECS stops a task
+    whose secrets it cannot read."""
+    if not secrets:
+        return {}
+    wanted = list(dict.fromkeys(s["valueFrom"] for s in secrets))
+    try:
+        found = parameters(wanted) if parameters is not None else {}
+    except Exception as error:  # access denied, throttled: the task does not start
+        code = getattr(error, "response", {}).get("Error", {}).get("Code", type(error).__name__)
+        raise SecretsUnavailable(
+            "ResourceInitializationError: unable to pull secrets or registry auth: unable to"
+            f" retrieve secrets from ssm: {code}"
+        ) from None
+    missing = [arn for arn in wanted if arn not in found]
+    if missing:
+        raise SecretsUnavailable(
+            "ResourceInitializationError: unable to pull secrets or registry auth: unable to"
+            f" retrieve secrets from ssm: invalid parameters: {', '.join(missing)}"
+        )
+    return {s["name"]: found[s["valueFrom"]] for s in secrets}
+
+
 def run_containers_as_subprocesses(region: str) -> None:
     """ECS on moto records tasks but runs nothing. Locally a task runs as the active state's
     ``containers`` says (see chronoq.local.emulation.state): its command as a host process
     (the image is not used), or ``docker run --rm image command``, or not at all (the attempt
-    fails, saying how to enable them). Its output goes to the task's awslogs stream in
-    CloudWatch Logs, its exit code to the task's container, and the task stops when the
-    process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS`` (killed)."""
+    fails, saying how to enable them). The variables its definition's ``secrets`` name are
+    read as ECS reads them (the active state's ``parameters``) into the process's environment
+    alone; a task whose secrets cannot be read does not start. Its output goes to the task's
+    awslogs stream in CloudWatch Logs, its exit code to the task's container, and the task
+    stops when the process ends, when it is stopped, or at ``CHRONOQ_TIMEOUT_SECONDS``
+    (killed)."""
     import subprocess
 
     import boto3
@@ -210,13 +245,27 @@ def run_containers_as_subprocesses(region: str) -> None:
     def start(task: Any, definition: Any) -> None:
         container = definition.container_definitions[0]
         override = (task.overrides.get("containerOverrides") or [{}])[0]
-        job_env: dict[str, str] = {}
-        for pair in (container.get("environment") or []) + (override.get("environment") or []):
-            job_env[pair["name"]] = pair["value"]
         group = (
             (container.get("logConfiguration") or {}).get("options", {}).get("awslogs-group", "")
         )
         emulation = active()
+        job_env: dict[str, str] = {}
+        for pair in container.get("environment") or []:
+            job_env[pair["name"]] = pair["value"]
+        try:
+            # (the values go to the process's environment only: never to the task, its
+            # definition, its overrides or its log)
+            job_env.update(secrets_of(container.get("secrets") or [], emulation.parameters))
+        except SecretsUnavailable as unavailable:
+            message = str(unavailable)
+            threading.Thread(
+                target=finish,
+                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
+                daemon=True,
+            ).start()
+            return
+        for pair in override.get("environment") or []:
+            job_env[pair["name"]] = pair["value"]
         mode, docker = emulation.containers, emulation.docker
         name = f"chronoq-{task.task_arn.rsplit('/', 1)[-1]}"
         try:

@@ -6,6 +6,7 @@ containers) when none is."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,10 @@ class EmulationState:
     #: The docker program, resolved from chronoq's own PATH when chronoq local starts (an
     #: absolute path: a job's environment never decides which program runs).
     docker: str | None = None
+    #: Reads the SSM parameters a task definition's ``secrets`` name (their ARNs), as ECS
+    #: reads them with the task's execution role as it starts the task: each ARN found and
+    #: its value (latest version). None: there are none, and a task naming one cannot start.
+    parameters: Callable[[list[str]], dict[str, str]] | None = None
 
 
 _active: EmulationState | None = None

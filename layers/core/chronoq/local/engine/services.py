@@ -11,6 +11,8 @@ runs stream that chronoq's own functions call, as clients of the services AWS wo
 - The executions under way (``executions.db``): what a restart must give back.
 - chronoq's own S3 bucket (``objects.db``): outputs and logs too large for a run record
   (engine.objects).
+- SSM Parameter Store (``parameters.db``, its user's only): the values of owners' secrets
+  (engine.parameters).
 
 Every call is metered as the AWS request it stands for (chronoq.local.usage.Meter.observe),
 with the IAM call it makes (chronoq.local.calls): ``chronoq cost`` and the least-privilege
@@ -33,6 +35,7 @@ from chronoq.local.engine.functions import LocalFunctions
 from chronoq.local.engine.inflight import InFlight
 from chronoq.local.engine.interpreter import TaskContext, TaskHandler
 from chronoq.local.engine.objects import LocalObjects
+from chronoq.local.engine.parameters import LocalParameters
 from chronoq.local.engine.queues import SqliteQueues
 from chronoq.local.engine.stepfunctions import ExecutionSummary, LocalStepFunctions
 from chronoq.local.engine.streams import LocalStreams
@@ -47,7 +50,8 @@ TABLES_FILE = "tables.db"
 QUEUES_FILE = "queues.db"
 EXECUTIONS_FILE = "executions.db"
 OBJECTS_FILE = "objects.db"
-FILES = (TABLES_FILE, QUEUES_FILE, EXECUTIONS_FILE, OBJECTS_FILE)
+PARAMETERS_FILE = "parameters.db"
+FILES = (TABLES_FILE, QUEUES_FILE, EXECUTIONS_FILE, OBJECTS_FILE, PARAMETERS_FILE)
 
 
 def _as_the_state_machine(handler: TaskHandler) -> TaskHandler:
@@ -126,6 +130,9 @@ class Engine:
         self.objects = LocalObjects(
             self._path(OBJECTS_FILE), buckets, lambda: embedded("s3"), clock.now, self._observe
         )
+        self.parameters = LocalParameters(
+            self._path(PARAMETERS_FILE), region, account, clock.now, self._observe
+        )
         self.functions = LocalFunctions(runtime, lambda: embedded("lambda"), observer=self._observe)
         own: dict[str, Any] = {
             "dynamodb": self.tables,
@@ -162,6 +169,7 @@ class Engine:
             "stepfunctions": self.stepfunctions,
             "dynamodbstreams": self.streams,
             "s3": self.objects,
+            "ssm": self.parameters,
         }
 
     # --- metering -----------------------------------------------------------------------------
@@ -212,4 +220,5 @@ class Engine:
         self.queues.close()
         self.inflight.close()
         self.objects.close()
+        self.parameters.close()
         self.tables.close()
