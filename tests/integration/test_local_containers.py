@@ -27,7 +27,7 @@ from chronoq.local.usage import CONTAINER_EXECUTION
 
 from tests.integration.conftest import Harness
 from tests.integration.test_targets import logs_of
-from tests.support import wait_for
+from tests.support import api_event, wait_for
 
 
 def test_given_host_commands_not_allowed_and_no_docker_when_a_container_runs_then_the_attempt_fails_saying_how_to_enable_them(
@@ -59,6 +59,30 @@ def test_given_host_commands_allowed_when_a_container_runs_then_its_command_runs
 
     assert run.status is RunStatus.SUCCEEDED
     assert marker.exists()
+
+
+def test_given_a_container_job_naming_a_secret_when_it_runs_then_its_process_prints_the_value_and_the_runs_log_holds_it_scrubbed(
+    harness: Harness,
+) -> None:
+    value = "container-secret-3e9a"
+    put = api_event("get_job", path="/secrets/ctr", method="PUT", body={"value": value})
+    assert harness.api(put)[0] == 201
+    job = harness.create_job(
+        {
+            "type": "container",
+            "image": "alpine",
+            "command": ["sh", "-c", 'echo "token=$TOKEN"'],
+            "environment": {"TOKEN": {"secret": "ctr"}},
+        }
+    )
+
+    run = harness.run(job, timeout=60)
+
+    assert run.status is RunStatus.SUCCEEDED, run.error
+    lines = logs_of(harness, run.id)
+    assert any("token=***" in line for line in lines), lines
+    assert not any(value in line for line in lines)
+    assert value not in json.dumps(harness.aws.client("ecs").list_task_definitions())
 
 
 def test_given_a_data_directory_when_chronoq_local_starts_then_webhooks_are_signed_from_its_kept_secret(

@@ -176,6 +176,7 @@ def runner(settings: RunnerSettings) -> Runner:
             log_group=settings.container_log_group,
             execution_role_arn=settings.container_execution_role_arn,
             task_role_arn=settings.container_task_role_arn,
+            secret_parameter=secret_values(settings.secrets_path).parameter,
         ),
         task_modules=settings.task_modules,
         egress=Egress(settings.network),

@@ -42,6 +42,9 @@ class ContainerSettings:
     log_group: str
     execution_role_arn: str
     task_role_arn: str
+    #: The parameter holding an owner's secret (owner, name -> its name or ARN): what a task
+    #: definition's ``secrets`` name (None: a deployment without secrets).
+    secret_parameter: Callable[[str, str], str] | None = None
 
 
 @dataclass
@@ -71,7 +74,8 @@ class Runner:
         decision = decide(request.retry, request.attempt, request.error)
         return DecideResult(**asdict(decision), summary=summary(request.error, request.cause))
 
-    def prepare_container(self, target: ContainerTarget) -> PrepareResult:
+    def prepare_container(self, target: ContainerTarget, owner: str = "") -> PrepareResult:
+        """The task definition of ``target`` (its secrets: ``owner``'s, read by ECS)."""
         ecs = self.ecs_client()
         arn = targets.prepare_container(
             ecs,
@@ -80,6 +84,8 @@ class Runner:
             ecs.meta.region_name,
             self.containers.execution_role_arn,
             self.containers.task_role_arn,
+            owner,
+            self.containers.secret_parameter,
         )
         return PrepareResult(task_definition=arn)
 
