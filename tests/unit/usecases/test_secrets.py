@@ -22,7 +22,7 @@ from chronoq.domain.jobs import JobPatch
 from chronoq.domain.limits import Limits
 from chronoq.domain.secrets import SecretUnavailable
 from chronoq.domain.time import format_instant
-from chronoq.execution.contract import AttemptRequest
+from chronoq.execution.contract import AttemptRequest, CollectRequest
 from chronoq.execution.egress import Egress
 from chronoq.fakes.secrets import FakeSecretValues
 from chronoq.usecases.attempts import ContainerSettings, Runner
@@ -365,3 +365,50 @@ def test_given_a_python_task_naming_secrets_when_attempted_then_its_arguments_an
     assert seen == [{"auth": f"Bearer {TOKEN}", "kept": TOKEN, "API_KEY": TOKEN, "PLAIN": "x"}]
     assert TOKEN not in result.output
     assert json.loads(result.output) == {"result": {"args": {"auth": "Bearer ***", "kept": "***"}}}
+
+
+class StubLogs:
+    """CloudWatch Logs as collect_container reads a stopped task's log: one page."""
+
+    class exceptions:  # noqa: N801 - as a boto3 client names it
+        ResourceNotFoundException = LookupError
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def get_log_events(self, **_: Any) -> dict[str, Any]:
+        events = [{"message": line} for line in self.lines]
+        self.lines = []
+        return {"events": events, "nextForwardToken": "same"}
+
+
+def test_given_a_container_that_printed_its_secret_when_collected_then_the_runs_log_holds_it_scrubbed(
+    fakes: Fakes,
+) -> None:
+    fakes.secrets.put(OWNER, "k", TOKEN)
+    target = {
+        "type": "container",
+        "image": "alpine",
+        "command": ["env"],
+        "environment": {"TOKEN": {"secret": "k"}},
+    }
+    job, run = started_run(fakes, target=target)
+    collector = runner(fakes)
+    collector.logs_client = lambda: StubLogs([f"TOKEN={TOKEN}", "done"])  # type: ignore[assignment,return-value]
+    request = CollectRequest(
+        job_id=job.id,
+        run_id=run.id,
+        attempt=1,
+        task={
+            "TaskArn": "arn:aws:ecs:us-east-1:123456789012:task/c/t1",
+            "Containers": [{"ExitCode": 0}],
+        },
+        owner=OWNER,
+        target=job.target,  # type: ignore[arg-type]
+    )
+
+    result = collector.collect_container(request)
+
+    kept = json.dumps(result.lines()) + json.dumps(fakes.artifacts.read_logs(job.id, run.id))
+    assert "TOKEN=***" in kept
+    assert TOKEN not in kept
