@@ -370,7 +370,7 @@ def test_given_a_python_task_naming_secrets_when_attempted_then_its_arguments_an
 class StubLogs:
     """CloudWatch Logs as collect_container reads a stopped task's log: one page."""
 
-    class exceptions:  # noqa: N801 - as a boto3 client names it
+    class exceptions:
         ResourceNotFoundException = LookupError
 
     def __init__(self, lines: list[str]) -> None:
@@ -404,7 +404,7 @@ def test_given_a_container_that_printed_its_secret_when_collected_then_the_runs_
             "Containers": [{"ExitCode": 0}],
         },
         owner=OWNER,
-        target=job.target,  # type: ignore[arg-type]
+        target=job.target,
     )
 
     result = collector.collect_container(request)
