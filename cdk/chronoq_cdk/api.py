@@ -90,7 +90,9 @@ class Api(Construct):
             no_dead_letters="API Gateway invokes it synchronously: the caller gets its answer.",
         )
         # Jobs (and idempotency keys, items of the same table): created, read, counted per
-        # owner, changed, deleted; listed through the owner index (keys only), then read.
+        # owner, changed, deleted; listed through the owner index (keys only), then read. A
+        # job's secrets are noted in a transaction that checks (ConditionCheckItem) that its
+        # owner has them; a secret is forgotten in one that checks no job names it.
         grant_items(
             self.function,
             storage.jobs,
@@ -99,6 +101,7 @@ class Api(Construct):
             "dynamodb:BatchGetItem",
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
+            "dynamodb:ConditionCheckItem",
             "dynamodb:Query",
             indexes=[r.JOBS_BY_OWNER_INDEX],
         )

@@ -234,7 +234,43 @@ def drive(harness: Harness, sink_url: str) -> None:
     assert status == 200
     status, _ = api(api_event("get_job", path=f"/jobs/{http['id']}", method="DELETE"))
     assert status == 204
+    _drive_secrets(harness, sink_url)
     _drive_run_features(harness, sink_url)
+
+
+def _drive_secrets(harness: Harness, sink_url: str) -> None:
+    """A secret kept, named by an http job's header, a container's variable and a webhook's
+    header; the runs that resolve it (the runner, ECS, the notifier); the secret deleted."""
+    api = harness.api
+    put = api_event("get_job", path="/secrets/least", method="PUT", body={"value": "v4lue-lp"})
+    assert api(put)[0] == 201
+    webhook = {
+        "on": ["SUCCEEDED"],
+        "webhook": sink_url,
+        "webhook_headers": {"X-K": {"secret": "least"}},
+    }
+    named = [
+        harness.create_job(
+            {"type": "http", "url": sink_url, "headers": {"X-K": "{{ secret.least }}"}},
+            notify=webhook,
+        ),
+        harness.create_job(
+            {
+                "type": "container",
+                "image": "busybox",
+                "command": ["echo", "hi"],
+                "environment": {"K": {"secret": "least"}},
+            }
+        ),
+    ]
+    for job in named:
+        assert harness.run(job, timeout=60).status is RunStatus.SUCCEEDED
+    harness.notify()  # the webhook, its header resolved
+    assert api(api_event("list_jobs", path="/secrets", method="GET"))[0] == 200
+    for job in named:
+        path = f"/jobs/{job['id']}"
+        assert api(api_event("get_job", path=path, method="DELETE"))[0] == 204
+    assert api(api_event("get_job", path="/secrets/least", method="DELETE"))[0] == 204
 
 
 def _drive_run_features(harness: Harness, sink_url: str) -> None:
