@@ -419,6 +419,18 @@ def _ended(backfill: dict[str, Any]) -> str:
     return f"{'?' if ended is None else ended} of {backfill.get('total', '?')}"
 
 
+def secrets_table(items: Iterable[dict[str, Any]]) -> Table:
+    """The caller's secrets (``chronoq secrets list``): never a value, the API has none."""
+    table = _table("name", "version", "updated")
+    for secret in items:
+        table.add_row(
+            str(secret.get("name", "")),
+            str(secret.get("version", "")),
+            short_time(secret.get("updated_at")),
+        )
+    return table
+
+
 def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
     table = _table("utc", "local")
     for fire in fire_times:
