@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from chronoq.cli import apply as applying
+from chronoq.cli.client import Answer
 from chronoq.cli.errors import ApiError
 from chronoq.cli.jobspec import BadInput
 from chronoq.cli.main import cli
@@ -79,6 +80,9 @@ class FakeApi:
             code = next(s for kind, s in status.items() if isinstance(error, kind))
             raise ApiError(code, {"error": {"code": "refused", "message": str(error)}}) from None
         raise AssertionError(f"no such call in this test: {method} {path}")
+
+    def send(self, method: str, path: str, body: Any = None, query: Any = None) -> Answer:
+        return Answer(200, self.call(method, path, body, query))
 
     def pages(self, path: str, key: str, *_: Any, **__: Any) -> Any:
         assert (path, key) == ("/jobs", "jobs")

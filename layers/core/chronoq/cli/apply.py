@@ -7,7 +7,12 @@ YAML documents separated by ``---``); a directory, every ``*.json``, ``*.yaml`` 
 file in it. The files are the whole truth about their jobs: a field a file leaves out is
 the API's default, whatever the job had. Every job applied carries the label ``managed-by``
 (``--managed-by``, default ``chronoq-apply``); ``--prune`` deletes the jobs that carry the
-same label and are in none of the files."""
+same label and are in none of the files.
+
+Both warn, on stderr and without failing, about credentials written into the files' jobs (a
+plain ``Authorization`` header, a value shaped like a well-known token: what the API's
+``Warning`` header names), pointing at ``chronoq secrets put``; apply also passes on what the
+API's ``Warning`` names beyond that."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ import click
 from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.client import Api, quote
-from chronoq.cli.common import api_options
+from chronoq.cli.common import api_options, credential_findings, warn_credentials
 from chronoq.cli.errors import DIFFERENT, USAGE, ApiError, Failure
 from chronoq.cli.jobspec import BadInput
 
@@ -184,6 +189,8 @@ class Change:
     #: The job as the API answered the change (or why it refused it).
     result: dict[str, Any] | None = None
     error: str | None = None
+    #: The plain credentials the API's answer warned of that the files' check did not.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def job_id(self) -> str:
@@ -278,7 +285,15 @@ def _planned(
         raise click.UsageError(str(error)) from None
     except OSError as error:
         raise click.UsageError(f"-f: {error}") from None
-    return plan(desired, current_jobs(api), label, prune), label
+    planned = plan(desired, current_jobs(api), label, prune)
+    for job in desired:
+        warn_credentials(_subject(job), job.spec.plain_credentials())
+    return planned, label
+
+
+def _subject(desired: Desired) -> str:
+    """How a warning names a job of the files: ``nightly (jobs/nightly.yaml): ``."""
+    return f"{desired.name} ({desired.source}): "
 
 
 # --- the commands ------------------------------------------------------------------------------
@@ -350,6 +365,8 @@ def apply(
             change.result = _carry_out(api, change)
         except ApiError as error:
             change.error = error.format_message()
+        if change.desired is not None:
+            warn_credentials(_subject(change.desired), change.warnings)
     failed = [c for c in changes if c.error]
     if output == "json":
         click.echo(render.dump_json(_summary(changes, label, DONE)))
@@ -391,19 +408,24 @@ def diff(
 
 
 def _carry_out(api: Api, change: Change) -> dict[str, Any] | None:
+    """The job as the API answered the change; the plain credentials its ``Warning`` names
+    that the files' own check did not find, noted in ``change.warnings``."""
+    if change.action in ("unchanged", "delete"):
+        assert change.current is not None
+        if change.action == "delete":
+            api.call("DELETE", f"/jobs/{quote(str(change.current['id']))}")
+        return change.current
+    assert change.desired is not None
     if change.action == "create":
-        assert change.desired is not None
-        created: dict[str, Any] = api.call("POST", "/jobs", change.desired.document)
-        return created
-    assert change.current is not None
-    path = f"/jobs/{quote(str(change.current['id']))}"
-    if change.action == "update":
+        answer = api.send("POST", "/jobs", change.desired.document)
+    else:
+        assert change.current is not None
         body = {**change.patch, "version": change.current["version"]}
-        updated: dict[str, Any] = api.call("PATCH", path, body)
-        return updated
-    if change.action == "delete":
-        api.call("DELETE", path)
-    return change.current
+        answer = api.send("PATCH", f"/jobs/{quote(str(change.current['id']))}", body)
+    known = set(change.desired.spec.plain_credentials())
+    change.warnings = [f for f in credential_findings(answer) if f not in known]
+    done: dict[str, Any] = answer.body
+    return done
 
 
 def _line(change: Change, verb: str) -> None:

@@ -7,6 +7,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from chronoq.cli.errors import USAGE, ApiError, Failure
@@ -16,6 +17,28 @@ TIMEOUT_SECONDS = 30.0
 
 def quote(identifier: str) -> str:
     return urllib.parse.quote(identifier, safe="")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One answer of the API: its status, its body (decoded JSON, or the text as it is) and
+    its headers (names in lower case; a header sent several times: its values joined by
+    ", ", as HTTP allows)."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+
+def _headers_of(message: Any) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, value in message.items() if message is not None else ():
+        key = name.lower()
+        found[key] = f"{found[key]}, {value}" if key in found else value
+    return found
 
 
 class Api:
@@ -39,6 +62,19 @@ class Api:
         """The decoded JSON answer (the text as it is with ``raw``); ApiError on an error
         answer, Failure if the API cannot be reached. ``headers``: more to send (say an
         Idempotency-Key)."""
+        return self.send(method, path, body, query, raw=raw, headers=headers).body
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        *,
+        raw: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        """As ``call``, the whole answer: its status and headers too."""
         if not self.token:
             raise Failure("a token is needed: --token, CHRONOQ_TOKEN or chronoq login", USAGE)
         if not self.url.startswith(("http://", "https://")):
@@ -57,12 +93,13 @@ class Api:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
                 text = answer.read().decode()
+                status, received = answer.status, _headers_of(answer.headers)
         except urllib.error.HTTPError as error:
             raise ApiError(error.code, _decode(error.read().decode(errors="replace"))) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError) as error:
             reason = getattr(error, "reason", error)
             raise Failure(f"cannot reach {self.url}: {reason}") from None
-        return text if raw else _decode(text)
+        return Answer(status, text if raw else _decode(text), received)
 
     def pages(
         self,

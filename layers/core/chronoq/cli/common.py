@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
 
 from chronoq.cli import config, render
-from chronoq.cli.client import Api
+from chronoq.cli.client import Answer, Api
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,3 +114,48 @@ def emit_pages(
     emit(output, {key: items, "next_token": last}, lambda: table(items))
     if output == "table" and last:
         click.echo(f"(more: --next-token {last}, or --all)", err=True)
+
+
+# --- plain credentials -----------------------------------------------------------------------
+
+#: What a warning about a credential written into a job advises.
+ADVICE = (
+    'keep it as a secret (chronoq secrets put NAME) and name that in the job: {"secret": "NAME"}'
+    " or {{ secret.NAME }}"
+)
+#: A warn-value of a ``Warning`` header: code, agent, "text" (RFC 9111).
+_WARN_VALUE = re.compile(r'(\d{3})\s+(\S+)\s+"((?:[^"\\]|\\.)*)"')
+
+
+def _warn_texts(header: str) -> list[str]:
+    return [re.sub(r"\\(.)", r"\1", text) for _, _, text in _WARN_VALUE.findall(header)]
+
+
+def _api_advice() -> str:
+    """What the API's ``Warning`` adds after its findings (domain.secrets.warning_header)."""
+    from chronoq.domain import secrets
+
+    marker = "\x00"
+    header = secrets.warning_header([marker]) or ""
+    texts = _warn_texts(header)
+    return texts[0].split(marker, 1)[1] if texts and marker in texts[0] else ""
+
+
+def credential_findings(answer: Answer) -> list[str]:
+    """Each plain credential an answer's ``Warning`` header names (``POST /jobs``, ``PATCH
+    /jobs/{id}``): "target.headers.Authorization holds a plain credential", ..."""
+    header = answer.header("Warning")
+    if not header:
+        return []
+    advice = _api_advice()
+    found: list[str] = []
+    for text in _warn_texts(header):
+        listed = text.removesuffix(advice) if advice else text
+        found += [f for f in listed.split("; ") if f]
+    return found
+
+
+def warn_credentials(subject: str, findings: Iterable[str]) -> None:
+    """A line on stderr for each finding: where, what, and what to do instead."""
+    for finding in findings:
+        click.echo(f"warning: {subject}{finding}; {ADVICE}", err=True)

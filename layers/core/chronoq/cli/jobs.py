@@ -12,7 +12,14 @@ import click
 from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.client import Api, quote
-from chronoq.cli.common import api_options, emit, emit_pages, output_option
+from chronoq.cli.common import (
+    api_options,
+    credential_findings,
+    emit,
+    emit_pages,
+    output_option,
+    warn_credentials,
+)
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -194,7 +201,9 @@ def create(api: Api, output: str, file: str | None, **flags: Any) -> None:
             "target": "--http or --task",
         }
         raise click.UsageError("a job needs " + "; ".join(f"{m} ({hints[m]})" for m in missing))
-    job = api.call("POST", "/jobs", document)
+    answer = api.send("POST", "/jobs", document)
+    job = answer.body
+    warn_credentials("", credential_findings(answer))
     emit(output, job, lambda: render.job_view(job, _now()))
 
 
@@ -265,7 +274,9 @@ def update(
         document["version"] = expected_version
     if not document:
         raise click.UsageError("nothing to change: give flags or -f")
-    job = api.call("PATCH", f"/jobs/{quote(job_id)}", document)
+    answer = api.send("PATCH", f"/jobs/{quote(job_id)}", document)
+    job = answer.body
+    warn_credentials("", credential_findings(answer))
     emit(output, job, lambda: render.job_view(job, _now()))
 
 

@@ -32,6 +32,7 @@ from chronoq.cli.jobs import jobs
 from chronoq.cli.login import login, logout
 from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
+from chronoq.cli.secrets import secrets
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 
@@ -68,6 +69,7 @@ cli.add_command(backfills)
 cli.add_command(apply)
 cli.add_command(diff)
 cli.add_command(migrate)
+cli.add_command(secrets)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------

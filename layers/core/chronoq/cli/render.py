@@ -258,9 +258,27 @@ def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
     return grid
 
 
+def value_words(value: Any) -> str:
+    """A header's or a variable's value as the job holds it: text as it is (placeholders
+    such as ``{{ secret.crm-token }}`` too), a reference as its JSON,
+    ``{"secret": "crm-token"}``. (A job never holds a secret's value.)"""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _named(label: str, values: Any) -> list[tuple[str, Any]]:
+    """A row per ``NAME: value`` of a mapping (headers, variables), the first labelled."""
+    if not isinstance(values, dict):
+        return []
+    return [
+        (label if n == 0 else "", f"{key}: {value_words(value)}")
+        for n, (key, value) in enumerate(values.items())
+    ]
+
+
 def job_view(job: dict[str, Any], now: datetime) -> Table:
     retry = job.get("retry") or {}
     notify = job.get("notify") or {}
+    target = job.get("target") or {}
     return _fields(
         [
             ("id", job.get("id")),
@@ -271,6 +289,8 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("next run", when(job.get("next_run_at"), now)),
             ("next start", _next_start(job, now)),
             ("target", target_words(job.get("target"))),
+            *_named("headers", target.get("headers")),
+            *_named("environment", target.get("environment")),
             ("priority", job.get("priority")),
             ("timeout", f"{job['timeout_seconds']} s" if "timeout_seconds" in job else None),
             ("concurrency", job.get("concurrency")),
@@ -278,10 +298,11 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             (
                 "notify",
                 f"{', '.join(notify.get('on') or [])} -> "
-                + ", ".join(str(v) for k, v in notify.items() if k != "on" and v)
+                + ", ".join(str(notify[k]) for k in ("webhook", "email") if notify.get(k))
                 if notify
                 else None,
             ),
+            *_named("webhook headers", notify.get("webhook_headers")),
             ("max runs", runs_words(job)),
             ("on complete", job.get("on_complete") if job.get("on_complete") == "delete" else None),
             ("labels", label_words(job.get("labels"))),
@@ -417,6 +438,18 @@ def _ended(backfill: dict[str, Any]) -> str:
     """How many of its fire times have ended, of how many ("?": not counted, in a listing)."""
     ended = backfill.get("ended")
     return f"{'?' if ended is None else ended} of {backfill.get('total', '?')}"
+
+
+def secrets_table(items: Iterable[dict[str, Any]]) -> Table:
+    """The caller's secrets (``chronoq secrets list``): never a value, the API has none."""
+    table = _table("name", "version", "updated")
+    for secret in items:
+        table.add_row(
+            str(secret.get("name", "")),
+            str(secret.get("version", "")),
+            short_time(secret.get("updated_at")),
+        )
+    return table
 
 
 def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:

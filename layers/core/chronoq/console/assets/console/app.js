@@ -3,6 +3,7 @@
 
 import { authorizeUrl, redeem } from "./pkce.js";
 import { showHeartbeat } from "./status.js";
+import { jobsNaming, notifyText, secretRows } from "./secrets.js";
 
 const TOKEN_KEY = "chronoq.token";
 const TERMINAL = new Set(["SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"]);
@@ -137,6 +138,10 @@ function labelChips(labels) {
       { class: "label", title: `the jobs labelled ${key}=${value}` }));
 }
 
+/** A job's headers, variables, webhook headers: a line each ("secret: name" for a reference). */
+const pairRows = (job) => secretRows(job).map(([label, id, lines]) =>
+  [label, lines.length ? h("span", { id, class: "pairs" }, lines.map((line) => h("code", {}, line))) : ""]);
+
 function runsLimit(job) {
   if (job.max_runs === null || job.max_runs === undefined) return "";
   return `${job.max_runs}${job.final_run_at ? ` (the last at ${shortTime(job.final_run_at)})` : ""}`;
@@ -171,6 +176,7 @@ class ApiError extends Error {
     this.status = status;
     this.code = error.code;
     this.field = error.field || null;
+    this.jobs = Array.isArray(error.jobs) ? error.jobs : null; // a 409's: the jobs in the way
   }
 }
 
@@ -400,6 +406,7 @@ async function jobView(current, id) {
     const [job, page, filled] = await Promise.all([api("GET", path), api("GET", `${path}/runs?limit=50`),
       api("GET", `${path}/backfills?limit=10`)]);
     if (current !== view) return;
+    const [headers, environment, webhookHeaders] = pairRows(job);
     head.replaceChildren(
       h("div", { class: "bar" }, h("h1", { id: "job-name" }, job.name), badge(job.state)),
       fields([["id", job.id], ["schedule", scheduleWords(job.schedule)],
@@ -407,6 +414,7 @@ async function jobView(current, id) {
         ["next start", job.next_start_at !== job.next_run_at ? when(job.next_start_at) : ""],
         ["window", job.schedule.window_seconds ? `each run starts within ${span(job.schedule.window_seconds)} of its fire time` : ""],
         ["flow", flowWords(job.flow)], ["target", targetWords(job.target)],
+        headers, environment, ["notify", notifyText(job.notify)], webhookHeaders,
         ["priority", job.priority], ["timeout", `${job.timeout_seconds} s`],
         ["retries", `${job.retry.max_attempts} attempts`], ["max runs", runsLimit(job)],
         ["when completed", job.on_complete === "delete" ? "deleted after its last run" : ""],
@@ -485,6 +493,82 @@ async function runView(current, id) {
   });
   every(REFRESH_MS.run, load);
   await load();
+}
+
+// --- secrets ----------------------------------------------------------------------------------
+
+async function secretsView(current) {
+  const status = h("div");
+  const body = h("tbody");
+  const error = h("p", { class: "error", role: "alert", hidden: true, id: "secret-error" });
+  const said = h("p", { class: "hint", id: "secret-answer", role: "status" });
+  const name = h("input", { id: "secret-name", "data-field": "name", placeholder: "crm-token", autocomplete: "off", required: true });
+  // the value: a password box (not shown, not kept by the browser), emptied once sent
+  const value = h("input", { id: "secret-value", "data-field": "value", type: "password", autocomplete: "new-password", required: true });
+  const form = h("form", { id: "secret-form", class: "card" },
+    h("h2", {}, "Keep a secret"),
+    error,
+    h("div", { class: "field" }, h("label", { for: "secret-name" }, "Name"), name),
+    h("div", { class: "field" }, h("label", { for: "secret-value" }, "Value"), value,
+      h("small", {}, "Write-only: never shown again. The same name again keeps a new version; the jobs naming it use it from their next run.")),
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "save-secret" }, "Save")),
+    said);
+  let known = new Set();
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = value.value;
+    value.value = "";
+    error.hidden = true;
+    said.textContent = "";
+    const chosen = name.value.trim();
+    guarded(current, status, async () => {
+      try {
+        const secret = await api("PUT", `/secrets/${encodeURIComponent(chosen)}`, { value: text });
+        said.textContent = `${known.has(secret.name) ? "Changed" : "Made"} ${secret.name}: version ${secret.version}.`;
+      } catch (e) {
+        if (e.status === 401) throw e;
+        error.textContent = e.field && !e.message.startsWith(`${e.field}:`) ? `${e.field}: ${e.message}` : e.message;
+        error.hidden = false;
+      }
+      await load();
+    });
+  });
+  const remove = async (secret) => {
+    if (!window.confirm(`Delete the secret ${secret.name}? Its value is gone for good.`)) return;
+    try {
+      await api("DELETE", `/secrets/${encodeURIComponent(secret.name)}`);
+      status.replaceChildren();
+      await load();
+    } catch (e) {
+      if (current !== view || e.status === 401) return;
+      const jobs = jobsNaming(e); // refused while jobs name it: those, to change first
+      status.replaceChildren(jobs.length
+        ? h("div", { class: "error", role: "alert", id: "secret-in-use" }, h("p", {}, e.message),
+          h("p", {}, `The jobs naming ${secret.name}:`),
+          h("ul", {}, jobs.map((id) => h("li", {}, link(`#/jobs/${encodeURIComponent(id)}`, id)))))
+        : h("p", { class: "error", role: "alert" }, e.message));
+    }
+  };
+  main.replaceChildren(
+    h("div", { class: "bar" }, h("h1", {}, "Secrets")),
+    h("p", { class: "hint" }, "A job names a secret as a whole header or variable, ",
+      h("code", {}, '{"secret": "NAME"}'), ", or inside a string, ", h("code", {}, "{{ secret.NAME }}"),
+      ". Values are resolved when a run calls, and never shown."),
+    status,
+    h("table", { id: "secrets" },
+      h("thead", {}, h("tr", {}, ["Name", "Version", "Updated", ""].map((c) => h("th", {}, c)))), body),
+    form);
+  const load = async () => {
+    const page = await api("GET", "/secrets");
+    if (current !== view) return;
+    known = new Set(page.secrets.map((s) => s.name));
+    body.replaceChildren(...page.secrets.map((secret) => h("tr", { "data-secret": secret.name },
+      h("td", {}, secret.name), h("td", { class: "version" }, secret.version),
+      h("td", {}, shortTime(secret.updated_at)),
+      h("td", {}, h("button", { class: "danger delete-secret", onclick: () => remove(secret) }, "Delete")))));
+    if (!page.secrets.length) body.append(h("tr", {}, h("td", { colspan: 4, class: "empty" }, "No secrets yet.")));
+  };
+  await guarded(current, status, load);
 }
 
 // --- the job form -----------------------------------------------------------------------------
@@ -626,7 +710,7 @@ async function formView(current, id) {
       ? { type: "http", url: get("target.url").value.trim(), method: get("target.method").value }
       : { type: "python", task: get("target.task").value.trim(), args: json("target.args", get("target.args").value, {}) };
     if (job && job.target.type === targetKind) { // keep what the form does not show
-      for (const key of ["headers", "body"]) if (job.target[key] !== undefined && target[key] === undefined) target[key] = job.target[key];
+      for (const [key, kept] of Object.entries(job.target)) if (target[key] === undefined) target[key] = kept;
     }
     const extra = json("extra", get("extra").value, {});
     if (typeof extra !== "object" || Array.isArray(extra) || extra === null) {
@@ -680,6 +764,7 @@ async function render(message) {
     else if (parts[0] === "jobs" && parts.length === 2) await jobView(current, parts[1]);
     else if (parts[0] === "jobs" && parts[2] === "edit") await formView(current, parts[1]);
     else if (parts[0] === "runs" && parts.length === 2) await runView(current, parts[1]);
+    else if (parts[0] === "secrets" && parts.length === 1) await secretsView(current);
     else main.replaceChildren(h("p", { class: "error" }, `No page ${route}.`), link("#/", "Jobs"));
   } catch (error) {
     if (current === view && error.status !== 401) {
