@@ -135,10 +135,7 @@ def _api_advice() -> str:
     """What the API's ``Warning`` adds after its findings (domain.secrets.warning_header)."""
     from chronoq.domain import secrets
 
-    marker = "\x00"
-    header = secrets.warning_header([marker]) or ""
-    texts = _warn_texts(header)
-    return texts[0].split(marker, 1)[1] if texts and marker in texts[0] else ""
+    return secrets.WARNING_ADVICE
 
 
 def credential_findings(answer: Answer) -> list[str]:

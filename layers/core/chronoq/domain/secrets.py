@@ -192,11 +192,15 @@ def credential_warnings(headers: Mapping[str, Any], where: str) -> list[str]:
     return found
 
 
+#: What the ``Warning`` header says after its findings.
+WARNING_ADVICE = ": keep credentials in secrets (PUT /secrets/{name})"
+
+
 def warning_header(warnings: Iterable[str]) -> str | None:
     """The ``Warning`` header (RFC 9111's 299, "miscellaneous persistent warning") naming
     each plain credential, or None."""
     listed = list(warnings)
     if not listed:
         return None
-    text = "; ".join(listed) + ": keep credentials in secrets (PUT /secrets/{name})"
+    text = "; ".join(listed) + WARNING_ADVICE
     return '299 chronoq "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
