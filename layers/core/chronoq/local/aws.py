@@ -85,6 +85,8 @@ def _client(service: str) -> Any:
 
 #: The embedded AWS running in this process, if any (moto serves one at a time).
 _RUNNING: list[LocalAWS | None] = [None]
+#: Has boto3's default session been made afresh since moto was imported (see start)?
+_SESSION_AFTER_MOTO: list[bool] = [False]
 #: The configuration chronoq's own clients (chronoq.aws.clients) were last built for.
 _CLIENTS_FOR: list[str | None] = [None]
 
@@ -191,6 +193,13 @@ class LocalAWS:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.pop("AWS_ENDPOINT_URL", None)
         serve_sdk_calls_only()
+        if not _SESSION_AFTER_MOTO[0]:
+            # A session made before moto was imported (by a client of this process's earlier
+            # work) does not call moto's handlers: its clients would reach AWS. Once, a new one.
+            boto3.DEFAULT_SESSION = None
+            _client.cache_clear()
+            chronoq_aws.reset()
+            _SESSION_AFTER_MOTO[0] = True
         self._mock = mock_aws(
             config={
                 "stepfunctions": {"execute_state_machine": True},
