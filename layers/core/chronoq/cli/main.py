@@ -400,6 +400,10 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
             else ""
         ),
         "sqs": f"{usage['sqs']['requests']} requests",
+        "ssm": "{reads} secret reads, {kms_requests} KMS requests".format(
+            reads=usage.get("ssm", {}).get("reads", 0),
+            kms_requests=usage.get("ssm", {}).get("kms_requests", 0),
+        ),
     }
     click.echo(f"{'':16}{'per million runs':>18}")
     for service, amount in per_run.items():
