@@ -64,6 +64,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         "backfills",
         "schedules",
         "notifications",
+        "secrets",
         "status",
         "limits",
         "document",

@@ -55,8 +55,16 @@ def _usage_of(engine: str) -> tuple[Counter[tuple[str, str]], dict[str, Any]]:
 
 #: Requests of a caller that count time rather than work: the notifier wakes the runs parked
 #: on a flow (a query of them, a send) only when a run ends while some are parked, and whether
-#: one is depends on how long the runs took.
-BY_TIME_OF = frozenset({("notifier", "dynamodb:Query"), ("notifier", "sqs:SendMessageBatch")})
+#: one is depends on how long the runs took; the runner keeps the log of the attempt whose
+#: execution the workload stops (an UpdateItem of its run) when that attempt ends, which is
+#: before or after the workload does, as the machine goes.
+BY_TIME_OF = frozenset(
+    {
+        ("notifier", "dynamodb:Query"),
+        ("notifier", "sqs:SendMessageBatch"),
+        ("runner", "dynamodb:UpdateItem"),
+    }
+)
 
 
 def _work(requests: Counter[tuple[str, str]]) -> Counter[tuple[str, str]]:
