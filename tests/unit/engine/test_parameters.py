@@ -17,6 +17,7 @@ from chronoq import resources as r
 from chronoq.aws.secrets import SsmSecretValues
 from chronoq.domain.secrets import SecretUnavailable
 from chronoq.fakes.clock import FakeClock
+from chronoq.local.aws import LOCAL_SECRETS_PATH
 from chronoq.local.backup import ENGINE_DIR, backup, restore
 from chronoq.local.calls import Call, calls_in
 from chronoq.local.clock import LocalClock
@@ -28,7 +29,9 @@ from chronoq.local.usage import Meter, Usage, calling_as
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 REGION, ACCOUNT = "us-east-1", "123456789012"
-PATH = "/chronoq/test/secrets"
+#: chronoq local's own path: the calls metered here are recorded with the session's, which
+#: the least-privilege check reads as the stack's path.
+PATH = LOCAL_SECRETS_PATH
 VALUE = "s3cr3t-value-of-alice"
 
 
