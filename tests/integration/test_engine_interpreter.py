@@ -137,7 +137,7 @@ def harness_at(job: Job) -> Any:
 
 def path(harness: Harness, sink: Sink, **job_options: Any) -> tuple[Job, dict[str, Any], Records]:
     service = harness.wiring()
-    job, at = make_job(service, sink, seconds_ahead=0, **job_options)
+    job, at = make_job(service, sink, seconds_ahead=1, **job_options)  # (creation may lag)
     document = ExecutionInput.of(job, ids.run_id(job.id, at), at).document()
     records = Records(harness, [(job.id, document["run_id"])], [job.id])
     return job, document, records
