@@ -479,6 +479,73 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
         ("tests/unit/test_api_limits.py",),
     ),
+    Mutant(
+        "pack-names",
+        "two pages of a minute chained on under one pack name are two items",
+        f"{CORE}/aws/codecs.py",
+        (
+            (
+                '"due": f"{format_instant(first.starts_at)}#pack#{key}#{first.run_id}",',
+                '"due": f"{format_instant(first.starts_at)}#pack#{key}",',
+            ),
+        ),
+        ("tests/contract/test_store.py",),
+    ),
+    Mutant(
+        "secret-output-scrub",
+        "the values of a run's secrets are scrubbed from its output and log",
+        f"{CORE}/usecases/attempts.py",
+        (
+            (
+                "            result = secrets.scrub_json(result, resolved.values())\n",
+                "",
+            ),
+        ),
+        ("tests/unit/usecases/test_secrets.py",),
+    ),
+    Mutant(
+        "secret-error-scrub",
+        "the values of a run's secrets are scrubbed from its error",
+        f"{CORE}/usecases/attempts.py",
+        (
+            (
+                "            scrubbed = _scrubbed(error, resolved.values())\n",
+                "            scrubbed = error\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_secrets.py",),
+    ),
+    Mutant(
+        "secret-cache-version",
+        "a secret's value is cached by its version: a rotation reaches the next run",
+        f"{CORE}/usecases/secrets.py",
+        (("        key = (owner, name, version)\n", "        key = (owner, name, 0)\n"),),
+        ("tests/unit/usecases/test_secrets.py",),
+    ),
+    Mutant(
+        "secret-cache-time",
+        "a secret's value is cached for a bounded time",
+        f"{CORE}/usecases/secrets.py",
+        (
+            (
+                "            if cached is not None and now - cached[0] < self.cache_seconds:\n",
+                "            if cached is not None:\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_secrets.py",),
+    ),
+    Mutant(
+        "secret-uses",
+        "a job names only its owner's secrets, noted so that a secret named is not deleted",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "            secrets.use(self.store, owner, job.id, spec, names)\n",
+                "",
+            ),
+        ),
+        ("tests/unit/usecases/test_secrets.py", "tests/unit/test_api_secrets.py"),
+    ),
 )
 
 
