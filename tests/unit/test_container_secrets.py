@@ -6,7 +6,6 @@ process from those parameters (tests/integration/test_local_containers.py runs o
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, cast
 
@@ -15,7 +14,7 @@ from botocore.exceptions import ClientError
 from chronoq.aws.secrets import SsmSecretValues
 from chronoq.domain.errors import PermanentError
 from chronoq.domain.targets import ContainerTarget
-from chronoq.execution.targets import prepare_container, task_family
+from chronoq.execution.targets import prepare_container
 from chronoq.local.emulation.containers import SecretsUnavailable, secrets_of
 
 REGION = "eu-west-1"
@@ -122,7 +121,7 @@ def test_given_two_deployments_paths_when_the_same_owners_container_is_prepared_
     assert prod != staging
 
 
-def test_given_a_container_without_secrets_when_prepared_then_its_family_is_the_same_for_every_owner_as_before() -> (
+def test_given_a_container_without_secrets_when_prepared_then_its_family_is_the_same_for_every_owner() -> (
     None
 ):
     target = _target(MODE="fast")
@@ -132,11 +131,27 @@ def test_given_a_container_without_secrets_when_prepared_then_its_family_is_the_
 
     assert alice == bob
     assert "secrets" not in _container(ecs, alice)
-    # (the family of a definition registered before secrets: it is found again, not doubled)
-    key = json.dumps(["busybox", 256, 512, [["MODE", "fast"]]])
-    before = "chronoq-" + hashlib.sha256(key.encode()).hexdigest()[:20]
-    assert task_family(target) == task_family(target, "alice") == before
-    assert alice.rsplit("/", 1)[-1] == f"{before}:1"
+
+
+def test_given_two_deployments_of_one_account_when_they_prepare_one_target_then_each_has_its_own_family() -> (
+    None
+):
+    target = _target(MODE="fast")
+    ecs = FakeEcs()
+    ours = _prepare(ecs, target)
+    theirs = prepare_container(
+        cast(Any, ecs),
+        target,
+        "/other/containers",
+        REGION,
+        "arn:aws:iam::123456789012:role/other-exec",
+        "arn:aws:iam::123456789012:role/other-task",
+    )
+
+    assert ours != theirs
+    assert _prepare(ecs, target) == ours  # (found again: not registered twice)
+    family = theirs.rsplit("/", 1)[-1].split(":")[0]
+    assert ecs.definitions[family]["executionRoleArn"].endswith("other-exec")
 
 
 def test_given_a_parameter_named_by_its_arn_when_prepared_then_it_is_taken_as_it_is() -> None:

@@ -253,14 +253,20 @@ def run_lambda(
 
 
 def task_family(
-    target: ContainerTarget, owner: str = "", secrets: Sequence[tuple[str, str]] = ()
+    target: ContainerTarget,
+    owner: str = "",
+    secrets: Sequence[tuple[str, str]] = (),
+    deployment: Sequence[str] = (),
 ) -> str:
-    """One task definition family per image, size and environment; a target whose variables
-    name secrets (``secrets``: each variable and the ARN of the parameter ECS reads it from),
-    one per owner and those too, so that two owners' task definitions never mix (nor two
-    deployments' paths)."""
+    """One task definition family per image, size and environment, and per deployment
+    (``deployment``: what its task definitions name of it, its roles and log group: two
+    stacks of one account never run each other's, with each other's roles); a target whose
+    variables name secrets (``secrets``: each variable and the ARN of the parameter ECS reads
+    it from), one per owner and those too, so that two owners' task definitions never mix."""
     plain = sorted((k, v) for k, v in target.environment.items() if isinstance(v, str))
     parts: list[Any] = [target.image, target.cpu, target.memory, plain]
+    if deployment:
+        parts.append(list(deployment))
     if secrets:
         parts += [owner, sorted(secrets)]
     key = json.dumps(parts)
@@ -303,7 +309,7 @@ def prepare_container(
                 slash = "" if parameter.startswith("/") else "/"
                 parameter = f"arn:{partition}:ssm:{region}:{account}:parameter{slash}{parameter}"
             secrets.append((variable, parameter))
-    family = task_family(target, owner, secrets)
+    family = task_family(target, owner, secrets, (execution_role_arn, task_role_arn, log_group))
     try:
         found = client.describe_task_definition(taskDefinition=family)["taskDefinition"]
         if found.get("status") == "ACTIVE":
