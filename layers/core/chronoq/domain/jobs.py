@@ -43,6 +43,7 @@ from chronoq.domain.targets import (
     Target,
     http_url,
     no_secrets,
+    one_of_each,
     shown_text,
     visible_text,
 )
@@ -130,13 +131,9 @@ class Notify(Model):
     @field_validator("webhook_headers")
     @classmethod
     def _own_headers(cls, value: dict[str, Any]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for name in value:
-            if name.lower() in seen:
-                raise ValueError(f"names {name} twice (header names are case-insensitive)")
+        for name in one_of_each(value):
             if name.lower() in r.WEBHOOK_OWN_HEADERS:
                 raise ValueError(f"{name} is set by chronoq (the document it signs is JSON)")
-            seen.add(name.lower())
         return value
 
     @model_validator(mode="after")

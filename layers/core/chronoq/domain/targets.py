@@ -127,6 +127,17 @@ HeaderValue = Annotated[str, AfterValidator(_header_value)]
 SecretHeaderValue = HeaderValue | SecretRef
 
 
+def one_of_each(headers: dict[str, Any]) -> dict[str, Any]:
+    """``headers`` if no name comes twice (a pydantic validator): header names are
+    case-insensitive."""
+    seen: set[str] = set()
+    for name in headers:
+        if name.lower() in seen:
+            raise ValueError(f"names {name} twice (header names are case-insensitive)")
+        seen.add(name.lower())
+    return headers
+
+
 def no_secrets(value: Any, info: ValidationInfo) -> Any:
     """``value`` if it names no secret (a pydantic validator): what the state machine
     delivers itself (sqs, sns, eventbridge) would keep a value in its history, and a lambda
@@ -188,15 +199,7 @@ class HttpTarget(Model):
 
     _url = field_validator("url")(http_url)
 
-    @field_validator("headers")
-    @classmethod
-    def _one_of_each(cls, value: dict[str, Any]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for name in value:
-            if name.lower() in seen:
-                raise ValueError(f"names {name} twice (header names are case-insensitive)")
-            seen.add(name.lower())
-        return value
+    _one_of_each = field_validator("headers")(one_of_each)
 
     @field_validator("body")
     @classmethod
