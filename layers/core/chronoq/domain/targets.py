@@ -100,6 +100,11 @@ def _header_name(name: str, info: ValidationInfo) -> str:
     return name
 
 
+def has_controls(value: str) -> bool:
+    """Does ``value`` hold a control character a header cannot carry (any but tab)?"""
+    return any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value)
+
+
 def _header_value(value: str, info: ValidationInfo) -> str:
     if any(c in value for c in "\r\n\x00"):
         raise ValueError("must not contain CR, LF or NUL")
@@ -114,7 +119,7 @@ def _header_value(value: str, info: ValidationInfo) -> str:
             "must be Latin-1 text (HTTP sends header values as ISO-8859-1 bytes): encode other"
             " characters yourself, e.g. percent-encoded"
         ) from None
-    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+    if has_controls(value):
         raise ValueError("must not contain control characters (other than tab)")
     if len(value) > r.MAX_HEADER_VALUE_LENGTH:
         raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")

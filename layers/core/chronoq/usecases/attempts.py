@@ -14,7 +14,13 @@ from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.retry import decide
 from chronoq.domain.runs import log_size
 from chronoq.domain.secrets import SecretUnavailable
-from chronoq.domain.targets import ContainerTarget, HttpTarget, LambdaTarget, PythonTarget
+from chronoq.domain.targets import (
+    ContainerTarget,
+    HttpTarget,
+    LambdaTarget,
+    PythonTarget,
+    has_controls,
+)
 from chronoq.execution import targets
 from chronoq.execution.contract import (
     AttemptRequest,
@@ -215,7 +221,7 @@ def _scrubbed(error: BaseException, values: Iterable[str]) -> BaseException:
 def _header(name: str, value: str, secret_names: Iterable[str]) -> str:
     """A header's value once its secrets are in: refused (for good) if a value would break
     the header, naming the header and the secret, never the value."""
-    if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+    if has_controls(value):
         named = ", ".join(sorted(secret_names))
         raise PermanentError(
             f"header {name}: the value of secret {named} holds characters a header cannot carry"

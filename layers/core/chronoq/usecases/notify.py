@@ -20,6 +20,7 @@ from chronoq.domain import secrets
 from chronoq.domain.jobs import Job, JobState, OnComplete
 from chronoq.domain.runs import Run, RunStatus, Trigger
 from chronoq.domain.secrets import SecretUnavailable
+from chronoq.domain.targets import has_controls
 from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import JobRunStore
@@ -125,7 +126,7 @@ class Notifier:
             name: secrets.resolve(value, values.__getitem__) for name, value in extra.items()
         }
         for name, value in headers.items():
-            if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+            if has_controls(value):
                 raise SecretUnavailable(
                     ", ".join(sorted(secrets.names_in(extra[name]))),
                     f"its value cannot be sent in header {name} (control characters)",

@@ -84,7 +84,7 @@ class SecretOperations:
         )
         if not self.store.put_secret(owner, meta, self.max_secrets_per_owner):
             raise self._full()  # (another secret was made meanwhile; the value stays unused)
-        return self.store.get_secrets(owner, consistent=True).get(name, meta), old is None
+        return meta, old is None
 
     def _full(self) -> LimitExceeded:
         return LimitExceeded(
