@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from chronoq.domain import secrets
+from chronoq.domain.limits import Limits
 
+from tests.builders import Fakes
 from tests.unit.api_on_fakes import Api, api_on_fakes
 
 VALUE = "sk_live_" + "a1B2c3D4e5F6g7H8"
@@ -183,3 +185,22 @@ def test_given_plain_credentials_in_a_job_when_created_or_changed_then_a_warning
     assert "target.headers.Cookie holds a plain credential" in changed[2]["Warning"]
     assert "Warning" not in api.call("PATCH", f"/jobs/{created['id']}", body={"target": http()})[2]
     assert secrets.MASK not in warning
+
+
+def test_given_an_owner_at_its_secrets_limit_when_another_is_put_then_422_names_the_limit_and_a_new_version_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with api_on_fakes(Fakes(limits=Limits(secrets_per_owner=1))) as api:
+        assert api.call("PUT", "/secrets/a", body={"value": VALUE})[0] == 201
+
+        status, refused, _ = api.call("PUT", "/secrets/b", body={"value": VALUE})
+
+        assert status == 422, refused
+        assert (refused["error"]["limit"], refused["error"]["field"]) == (
+            "max_secrets_per_owner",
+            "name",
+        )
+        assert api.call("PUT", "/secrets/a", body={"value": VALUE + "2"})[0] == 200
+        assert api.call("PUT", "/secrets/b", user="bob", body={"value": VALUE})[0] == 201
+        assert [s["name"] for s in api.call("GET", "/secrets")[1]["secrets"]] == ["a"]

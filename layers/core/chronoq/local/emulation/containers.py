@@ -249,6 +249,15 @@ def run_containers_as_subprocesses(region: str) -> None:
             (container.get("logConfiguration") or {}).get("options", {}).get("awslogs-group", "")
         )
         emulation = active()
+
+        def not_run(message: str) -> None:
+            """The task stops without running, saying why (in its log and stopped reason)."""
+            threading.Thread(
+                target=finish,
+                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
+                daemon=True,
+            ).start()
+
         job_env: dict[str, str] = {}
         for pair in container.get("environment") or []:
             job_env[pair["name"]] = pair["value"]
@@ -257,12 +266,7 @@ def run_containers_as_subprocesses(region: str) -> None:
             # definition, its overrides or its log)
             job_env.update(secrets_of(container.get("secrets") or [], emulation.parameters))
         except SecretsUnavailable as unavailable:
-            message = str(unavailable)
-            threading.Thread(
-                target=finish,
-                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
-                daemon=True,
-            ).start()
+            not_run(str(unavailable))
             return
         for pair in override.get("environment") or []:
             job_env[pair["name"]] = pair["value"]
@@ -278,19 +282,10 @@ def run_containers_as_subprocesses(region: str) -> None:
                 job_env,
             )
         except RefusedContainer as refused:
-            message = f"the container was not run: {refused}"
-            threading.Thread(
-                target=finish,
-                args=(task, group, [message], NOT_RUN_EXIT_CODE, message),
-                daemon=True,
-            ).start()
+            not_run(f"the container was not run: {refused}")
             return
         if command is None:
-            threading.Thread(
-                target=finish,
-                args=(task, group, [NOT_ENABLED], NOT_RUN_EXIT_CODE, NOT_ENABLED),
-                daemon=True,
-            ).start()
+            not_run(NOT_ENABLED)
             return
         env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/")}
         env.update(job_env)
