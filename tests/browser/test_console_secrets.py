@@ -134,6 +134,11 @@ def test_given_the_secrets_page_when_secrets_are_kept_used_and_deleted_then_no_v
             return found if found["version"] > task["version"] else None
 
         assert poll(saved, UI_TIMEOUT, lambda: "saved")["target"]["environment"] == environment
+        # (the form goes on to the job's page once the answer is in: only then is it left)
+        page = f"#/jobs/{task['id']}"
+        wait(
+            driver, lambda: driver.execute_script("return location.hash") == page, page, UI_TIMEOUT
+        )
 
         # deleting a secret the job names: refused, the job shown, the secret kept
         driver.get(f"{local.url}/#/secrets")
