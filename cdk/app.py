@@ -28,7 +28,8 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 - ``max_running_backfills_per_job``, ``max_running_backfills_per_owner``,
   ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once;
   ``max_waiting_triggers_per_job``: a job's manual triggers not started yet;
-  ``max_asked_runs_in_flight``: an owner's runs asked for under way at once (defaults
+  ``max_asked_runs_in_flight``: an owner's runs asked for under way at once;
+  ``max_runs_in_flight``: an owner's runs of every kind under way at once (defaults
   chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).

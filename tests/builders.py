@@ -126,7 +126,7 @@ class Wiring:
 
     @property
     def waker(self) -> SlotWaker:
-        return SlotWaker(self.store, self.queues, self.clock)
+        return SlotWaker(self.store, self.queues, self.clock, self.limits.runs_in_flight)
 
     @property
     def jobs(self) -> JobOperations:
@@ -180,6 +180,7 @@ class Wiring:
             self.sleep,
             self.queues,
             self.limits.asked_runs_in_flight,
+            self.limits.runs_in_flight,
         )
 
 

@@ -546,6 +546,66 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
         ("tests/unit/usecases/test_secrets.py", "tests/unit/test_api_secrets.py"),
     ),
+    Mutant(
+        "in-flight-limit",
+        "an owner's runs in flight are held to max_runs_in_flight: one more waits, parked",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "            limit = max(self.runs_in_flight, 0) if fit > claimed else 1 << 62\n",
+                "            limit = 1 << 62\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_in_flight.py",),
+    ),
+    Mutant(
+        "in-flight-priority",
+        "of an owner's runs due together, the highest priority ones get its room first",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "_PRIORITY_ORDER[ready.job.priority], n)",
+                "0, n)",
+            ),
+        ),
+        ("tests/unit/usecases/test_in_flight.py",),
+    ),
+    Mutant(
+        "in-flight-give-back",
+        "a run's end gives its count back and wakes a run parked on its owner's count",
+        f"{CORE}/usecases/wake.py",
+        (
+            (
+                "            left = self.store.give_in_flight(key, inflight.grouped(buckets))\n",
+                "            left = self.store.get_in_flight(key)\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_in_flight.py",),
+    ),
+    Mutant(
+        "in-flight-heal",
+        "a count never given back (a dead worker) stops counting at its run's worst-case end",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "        if expired:\n            self.store.heal_in_flight(key, expired)\n",
+                "",
+            ),
+        ),
+        ("tests/unit/usecases/test_in_flight.py",),
+    ),
+    Mutant(
+        "in-flight-unstarted",
+        "a run counted whose execution does not start gives its count back",
+        f"{CORE}/usecases/start.py",
+        (
+            (
+                "                    self._give_back([d for _, d in together])\n",
+                "",
+            ),
+        ),
+        ("tests/unit/usecases/test_in_flight.py",),
+    ),
 )
 
 

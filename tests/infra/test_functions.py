@@ -51,6 +51,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER),
         r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB),
         r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: str(r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT),
+        r.ENV_MAX_RUNS_IN_FLIGHT: str(r.DEFAULT_MAX_RUNS_IN_FLIGHT),
         # no service target nor container image is allowed by default
         r.ENV_LAMBDA_TARGETS: "",
         r.ENV_QUEUE_TARGETS: "",

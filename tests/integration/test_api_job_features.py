@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import ids, inflight
 from chronoq.domain.jobs import JobState
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.fakes import FakeClock
@@ -207,7 +207,7 @@ def test_given_a_one_time_job_deleted_on_completion_when_its_run_ends_then_the_n
     assert json.loads(count["N"]) == 1
 
 
-def test_given_a_job_kept_on_completion_when_its_run_ends_then_the_notifier_never_hears_of_it(
+def test_given_a_job_kept_on_completion_when_its_run_ends_then_the_notifier_only_gives_its_count_back(
     harness: Harness, sink: Sink
 ) -> None:
     at = (harness.now() + timedelta(seconds=2)).replace(microsecond=0)
@@ -229,5 +229,9 @@ def test_given_a_job_kept_on_completion_when_its_run_ends_then_the_notifier_neve
     wait_for(succeeded)
     harness.notify()
 
-    assert harness.heard == []
+    # it hears of the end (the run's slots name its owner's count), gives the count back,
+    # and neither deletes the job nor tells anyone
+    assert harness.heard == [run_id]
+    assert service.store.get_in_flight(inflight.item_key("alice")).total == 0
     assert harness.api(api_event("get_job", path=f"/jobs/{job['id']}"))[0] == 200  # kept
+    assert len(sink.hits) == 1

@@ -419,6 +419,8 @@ DOCUMENT: dict[str, Any] = {
     "notify": True,
     "flow": "flow#alice#f",
     "slots": "flow#alice#f",
+    "in_flight": "flow#nalice",
+    "in_flight_bucket": "b1900000000",
     "attempt": {"number": 1},
     "attempt_started": {"at": "2026-11-26T12:00:00.100Z"},
     "attempt_finished": {"at": "2026-11-26T12:00:01.100Z"},
@@ -522,6 +524,12 @@ def test_given_the_run_state_machines_dynamodb_tasks_when_sent_through_a_run_the
     later = {**DOCUMENT, "run_id": DOCUMENT["run_id"] + "1"}
     step("MarkRunning", later)  # (a run with no record yet)
     step("MarkFailed", later)
+    step("GiveBackCount")  # (no count yet: nothing to give back)
+    twin.put_item(
+        TableName=JOBS,
+        Item={"job_id": {"S": "flow#nalice"}, "total": {"N": "2"}, "b1900000000": {"N": "2"}},
+    )
+    step("GiveBackCount")
 
     assert set(tasks) == {
         "MarkRunning",
@@ -533,6 +541,7 @@ def test_given_the_run_state_machines_dynamodb_tasks_when_sent_through_a_run_the
         "MarkTimedOut",
         "ReleaseFlow",
         "ReleaseJob",
+        "GiveBackCount",
     }
     assert outcomes == [
         ("MarkRunning", "ok"),
@@ -547,6 +556,8 @@ def test_given_the_run_state_machines_dynamodb_tasks_when_sent_through_a_run_the
         ("ReleaseJob", "ok"),
         ("MarkRunning", "ok"),
         ("MarkFailed", "ok"),
+        ("GiveBackCount", "refused"),
+        ("GiveBackCount", "ok"),
     ]
     twin.tables_agree()
 

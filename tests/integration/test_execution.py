@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
-from chronoq.domain import ids
+from chronoq.domain import ids, inflight
 from chronoq.domain.jobs import Job, JobSpec
 from chronoq.domain.runs import RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
@@ -206,7 +206,10 @@ def test_given_two_executions_of_one_express_run_when_both_start_then_only_one_g
     service = harness.wiring()
     job, at = make_job(service, sink, seconds_ahead=1)  # (creation may lag)
     run_id = ids.run_id(job.id, at)
-    document = ExecutionInput.of(job, run_id, at)
+    # each start counted among alice's runs in flight, as a worker would
+    key, bucket = inflight.item_key("alice"), inflight.end_bucket(harness.now(), 600)
+    assert service.store.take_in_flight(key, {bucket: 2}, 10, harness.now()) is not None
+    document = ExecutionInput.of(job, run_id, at, in_flight=(key, bucket))
     assert document.fits_express()
 
     # (EXPRESS starts at least once: AWS may run an execution twice, or it is started again)
@@ -217,13 +220,17 @@ def test_given_two_executions_of_one_express_run_when_both_start_then_only_one_g
     assert both[0]["arn"] != both[1]["arn"]
     assert finished_run(service, run_id).status is RunStatus.SUCCEEDED
     assert harness.times_run(run_id) == 1
-    # the other found the run recorded, and ended at once
+    # the other found the run recorded, gave its count back, and ended at once
     ends = sorted(harness.states_entered(e["arn"], run_id)[-1] for e in both)
     assert ends == ["NotStarted", "Succeeded"]
     # (each first waits for the run's second, OnItsSecond)
-    assert ["OnItsSecond", "MarkRunning", "NotStarted"] in [
+    assert ["OnItsSecond", "MarkRunning", "GiveBackIfCounted", "GiveBackCount", "NotStarted"] in [
         harness.states_entered(e["arn"], run_id) for e in both
     ]
+    # and the run that ran gives its own back as its end reaches the notifier
+    assert service.store.get_in_flight(key).total == 1
+    harness.notify()
+    assert service.store.get_in_flight(key).total == 0
     assert harness.run_writes(run_id) == [("INSERT", "RUNNING"), ("MODIFY", "SUCCEEDED")]
     assert len(sink.hits) == 1
 

@@ -43,6 +43,7 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
         )
         # (and the execution's end: its duration is billed)
         wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
+    harness.notify()  # its end, as the notifier hears of it (the runs table's stream)
     usage = harness.aws.usage_document()
 
     # By hand, from the handlers and the ASL:
@@ -53,40 +54,58 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     #   read: here one job); a run asked for (here a manual trigger) goes through its
     #   owner's runs asked for under way: its record read (GetItem: it takes no slot if it
     #   ran), the owner's flow item read and written (GetItem, UpdateItem: its slot); it
-    #   neither claims it (an allow job); starts the EXPRESS execution of the batch
-    #   (StartExecution: here a batch of one run): 5.
+    #   counts the run among its owner's runs in flight (UpdateItem, one per owner and
+    #   batch); it neither claims it (an allow job); starts the EXPRESS execution of the
+    #   batch (StartExecution: here a batch of one run): 6.
     # - statemachine (the EXPRESS batch's Map runs the run's states): MarkRunning
-    #   (UpdateItem, noting its slot), RunTarget (lambda:Invoke of the runner), MarkSucceeded
+    #   (UpdateItem, noting its slots), RunTarget (lambda:Invoke of the runner), MarkSucceeded
     #   (UpdateItem: outcome, attempt, output and log lines in one write); ReleaseFlows gives
     #   the slot back (UpdateItem); ReleaseIfExclusive skips ReleaseJob (not an exclusive
     #   job): 4.
     # - runner: the output and the log are small: both go back to the state machine,
     #   nothing written (so it makes no request).
-    assert usage["aws_requests_by_caller"] == {"api": 4, "worker": 5, "statemachine": 4}
+    # - notifier (the run's end, from the runs table's stream: its slots name the owner's
+    #   flow item and its count): gives the count back (UpdateItem, one per owner and stream
+    #   batch: no run is parked on it, so nothing more); reads the owner's flow item
+    #   (GetItem) and looks for runs parked on it (Query): 3. (The event source mapping's
+    #   reads of the stream, DescribeStream and GetRecords, are free.)
+    assert usage["aws_requests_by_caller"] == {
+        "api": 4,
+        "worker": 6,
+        "statemachine": 4,
+        "notifier": 3,
+        "event-source-mappings": 4,
+    }
     assert usage["aws_requests"] == {
         "dynamodb:BatchGetItem": 1,
-        "dynamodb:GetItem": 3,
+        "dynamodb:GetItem": 4,
         "dynamodb:PutItem": 1,
-        "dynamodb:Query": 1,
-        "dynamodb:UpdateItem": 4,
+        "dynamodb:Query": 2,
+        "dynamodb:UpdateItem": 6,
+        "dynamodbstreams:DescribeStream": 2,
+        "dynamodbstreams:GetRecords": 2,
         "lambda:Invoke": 1,
         "sqs:SendMessageBatch": 1,
         "stepfunctions:StartExecution": 1,
     }
     # Writes, 1 KB each (every version of the run item is under 1 KB; the waiting index
     # holds only parked runs): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the owner's
-    # flow item, its slot taken (1) and given back (1); the job is not written.
+    # flow item, its slot taken (1) and given back (1); the owner's count of runs in flight,
+    # taken (1) and given back (1); the job is not written.
     # Reads, strongly consistent, under 4 KB (1 each): the job twice (api, worker), the run
-    # and the owner's flow item (worker); and the api's query of the job's triggers, eventually
-    # consistent, finding none (0.5, the least a query costs).
-    assert usage["dynamodb"] == {"write_units": 5.0, "read_units": 4.5}
+    # and the owner's flow item (worker), the owner's flow item again (notifier); the api's
+    # query of the job's triggers and the notifier's of the runs parked on the flow item,
+    # eventually consistent, finding none (0.5 each, the least a query costs).
+    assert usage["dynamodb"] == {"write_units": 7.0, "read_units": 6.0}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,
         "runner": 1,
+        "notifier": 1,
     }
     assert {n: u["memory_mb"] for n, u in usage["lambda"].items()} == {
-        f.name: f.memory_mb for f in (r.API_FUNCTION, r.WORKER_FUNCTION, r.RUNNER_FUNCTION)
+        f.name: f.memory_mb
+        for f in (r.API_FUNCTION, r.WORKER_FUNCTION, r.RUNNER_FUNCTION, r.NOTIFIER_FUNCTION)
     }
     # One EXPRESS execution (the worker's batch), billed by its duration (rounded up to
     # 100 ms, at 64 MB); no STANDARD execution and so no state transition billed.

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import inflight
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import RunStatus
 
@@ -181,6 +182,13 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
     assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
     assert api.call("PUT", "/secrets/token", body={"value": "t0ken"})[0] == 201
     assert api.call("PUT", "/secrets/other", user="bob", body={"value": "t0ken"})[0] == 201
+    # three of alice's runs counted in flight, one of them by a worker long gone (its
+    # bucket past its worst-case end), and one of bob's
+    store, now = api.fakes.store, api.fakes.clock()
+    long_ago = now - timedelta(hours=2)
+    buckets = {inflight.end_bucket(now, 60): 2, inflight.end_bucket(long_ago, 60): 1}
+    assert store.take_in_flight(inflight.item_key("alice"), buckets, 10, now) is not None
+    assert store.take_in_flight(inflight.item_key("bob"), {"b1": 1}, 10, now) is not None
 
     status, limits, _ = api.call("GET", "/limits")
 
@@ -192,6 +200,7 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
         "running_backfills_per_job": {"limit": 1, "used": {job: 1}},
         "queued_runs_per_owner": {"limit": 10, "used": 6},
         "asked_runs_in_flight": {"limit": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
+        "runs_in_flight": {"limit": r.DEFAULT_MAX_RUNS_IN_FLIGHT, "used": 2},
         "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
         "secrets_per_owner": {"limit": r.DEFAULT_MAX_SECRETS_PER_OWNER, "used": 1},
     }

@@ -72,6 +72,7 @@ def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen()
         "express_state_machine_arn": WORKER_ENV[r.ENV_EXPRESS_STATE_MACHINE_ARN],
         **{f"queue_url_{p}": WORKER_ENV[name] for p, name in r.ENV_QUEUE_URLS.items()},
         "max_asked_runs_in_flight": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
+        "max_runs_in_flight": r.DEFAULT_MAX_RUNS_IN_FLIGHT,
     }
 
 

@@ -12,6 +12,7 @@ import pytest
 from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.aws.streams import matches, notifier_filters
+from chronoq.domain import inflight
 from chronoq.domain.notifications import topic_statuses
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus, Trigger
 from chronoq.local.drivers import stream_filter
@@ -139,6 +140,9 @@ def test_given_a_pattern_when_matched_then_values_are_compared_by_type_and_a_mis
         ("SUCCEEDED", "SUCCEEDED", "flow#ab", False),  # a note on an ended run
         ("SCHEDULED", "RUNNING", "flow#ab", False),  # not ended
         ("RUNNING", "FAILED", "flow#ab flow#cd", True),
+        # every run that started counted among its owner's runs in flight: its count back
+        ("RUNNING", "SUCCEEDED", inflight.slot(inflight.item_key("alice"), "b1800000000"), True),
+        ("SCHEDULED", "RUNNING", inflight.slot(inflight.item_key("alice"), "b1"), False),
     ],
 )
 def test_given_a_run_that_held_flow_slots_when_it_ends_then_its_record_reaches_the_notifier_to_wake_parked_runs(

@@ -161,6 +161,7 @@ def worker(settings: WorkerSettings) -> RunStarter:
         sleep=TIME.sleep,
         queues=queues,
         asked_in_flight=settings.max_asked_runs_in_flight,
+        runs_in_flight=settings.max_runs_in_flight,
     )
 
 
@@ -192,6 +193,7 @@ def waker(settings: NotifierSettings) -> SlotWaker:
         store=DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table),
         queues=SqsQueues(clients.sqs(), settings.queue_urls),
         clock=TIME.clock,
+        runs_in_flight=settings.max_runs_in_flight,
     )
 
 

@@ -224,6 +224,10 @@ class OwnerLimits(BaseModel):
     asked_runs_in_flight: Used = Field(
         description="manual triggers, re-runs and backfills' runs under way: one more waits"
     )
+    runs_in_flight: Used = Field(
+        description="all runs under way (started, not ended), whatever started them: one more"
+        " waits, under its start deadline"
+    )
     waiting_triggers_per_job: Used = Field(
         description="a job's manual triggers not started yet (counted as each trigger asks)"
     )

@@ -229,10 +229,16 @@ FLOW_RETRY_SECONDS = 1
 FLOW_START_AHEAD_SECONDS = 2
 #: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once
 #: (deployment setting ``max_asked_runs_in_flight``): one more waits, parked, for one of them
-#: to end (see chronoq.domain.flow.owner_item_key). Scheduled runs are not counted: they
-#: never wait for it. Each run under way is an entry of the owner's flow item (about 55
-#: bytes), which every start and end of such a run writes: a write unit per KB of it.
+#: to end (see chronoq.domain.flow.owner_item_key). Scheduled runs are not counted here (they
+#: are among all the owner's runs in flight, below). Each run under way is an entry of the
+#: owner's flow item (about 55 bytes), which every start and end of such a run writes: a
+#: write unit per KB of it.
 DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT = 200
+#: All of one owner's runs under way at once, whatever started them (deployment setting
+#: ``max_runs_in_flight``): one more, scheduled or asked for, waits, parked, for one of them to
+#: end, under its start deadline (see chronoq.domain.inflight). Twice the 1,000 runs an owner
+#: may have due in one second, so that those never wait for it.
+DEFAULT_MAX_RUNS_IN_FLIGHT = 2000
 #: A slot whose run has not started this long after the second reserved for it (its worker
 #: died before starting it, or its message was lost) is taken back when the flow is full.
 FLOW_LEASE_SECONDS = 60
@@ -322,6 +328,7 @@ ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
 ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
 ENV_MAX_WAITING_TRIGGERS_PER_JOB = "CHRONOQ_MAX_WAITING_TRIGGERS_PER_JOB"
 ENV_MAX_ASKED_RUNS_IN_FLIGHT = "CHRONOQ_MAX_ASKED_RUNS_IN_FLIGHT"
+ENV_MAX_RUNS_IN_FLIGHT = "CHRONOQ_MAX_RUNS_IN_FLIGHT"
 ENV_MAX_SECRETS_PER_OWNER = "CHRONOQ_MAX_SECRETS_PER_OWNER"
 ENV_OWNER_LIMITS = (
     ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
@@ -329,6 +336,7 @@ ENV_OWNER_LIMITS = (
     ENV_MAX_QUEUED_RUNS_PER_OWNER,
     ENV_MAX_WAITING_TRIGGERS_PER_JOB,
     ENV_MAX_ASKED_RUNS_IN_FLIGHT,
+    ENV_MAX_RUNS_IN_FLIGHT,
     ENV_MAX_SECRETS_PER_OWNER,
 )
 #: What service targets may reach and which images containers may run: comma-separated ARN
@@ -531,6 +539,7 @@ WORKER_FUNCTION = Function(
         # to send again a run its flow holds back, and a backfill's next run
         *ENV_QUEUE_URLS.values(),
         ENV_MAX_ASKED_RUNS_IN_FLIGHT,  # an owner's runs asked for under way at once
+        ENV_MAX_RUNS_IN_FLIGHT,  # and all its runs
     ),
     description="Claims queued runs and starts their executions",
 )
@@ -567,6 +576,7 @@ NOTIFIER_FUNCTION = Function(
         ENV_BLOCK_PRIVATE_TARGETS,  # webhooks: the SSRF guard, at call time
         ENV_ALLOWED_TARGET_NETWORKS,
         *ENV_QUEUE_URLS.values(),  # to wake the runs a flow parked when a slot is given back
+        ENV_MAX_RUNS_IN_FLIGHT,  # and those an owner's runs in flight parked
     ),
     description="Tells owners about finished runs (SNS, signed webhooks, e-mail); wakes the "
     "runs a flow parked when runs holding its slots end",

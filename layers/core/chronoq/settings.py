@@ -236,6 +236,9 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     max_asked_runs_in_flight: int = Field(
         default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
     )
+    max_runs_in_flight: int = Field(
+        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
+    )
     max_secrets_per_owner: int = Field(
         default=r.DEFAULT_MAX_SECRETS_PER_OWNER, alias=r.ENV_MAX_SECRETS_PER_OWNER, ge=1
     )
@@ -266,6 +269,7 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
             queued_runs_per_owner=self.max_queued_runs_per_owner,
             waiting_triggers_per_job=self.max_waiting_triggers_per_job,
             asked_runs_in_flight=self.max_asked_runs_in_flight,
+            runs_in_flight=self.max_runs_in_flight,
             secrets_per_owner=self.max_secrets_per_owner,
         )
 
@@ -289,6 +293,10 @@ class WorkerSettings(FunctionSettings, _Queues):
     #: An owner's runs asked for under way at once.
     max_asked_runs_in_flight: int = Field(
         default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
+    )
+    #: An owner's runs of every kind under way at once.
+    max_runs_in_flight: int = Field(
+        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
     )
 
 
@@ -324,6 +332,10 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
     secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
     #: The SES identity e-mails come from ("": no e-mail).
     email_sender: str = Field(default="", alias=r.ENV_EMAIL_SENDER)
+    #: An owner's runs under way at once (the ends wake the runs it parked).
+    max_runs_in_flight: int = Field(
+        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
+    )
 
     _topic_statuses = field_validator("topic_statuses", mode="before")(_statuses)
 

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import inflight
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Job, JobPatch, JobState
+from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
@@ -61,7 +63,16 @@ class ClockedExecutor(FakeExecutor):
 # --- one run --------------------------------------------------------------------------------
 
 
-def test_given_a_due_run_of_an_allow_job_when_the_worker_gets_it_then_it_starts_one_execution_named_by_the_run_without_a_claim_or_any_write() -> (
+def counted(fakes: Fakes, job: Job, starts_at: datetime) -> tuple[str, str]:
+    """Where the worker counts a run of ``job`` starting at ``starts_at`` among its owner's
+    runs in flight: the bucket of its worst-case end."""
+    now = fakes.clock()
+    worst = worst_case_seconds(job.retry, job.timeout_seconds)
+    ahead = max(0.0, (starts_at - now).total_seconds())
+    return inflight.item_key(job.owner), inflight.end_bucket(now, worst + ahead)
+
+
+def test_given_a_due_run_of_an_allow_job_when_the_worker_gets_it_then_it_starts_one_execution_named_by_the_run_without_a_claim_or_any_write_but_its_count() -> (
     None
 ):
     fakes = Fakes(store=CountingStore())
@@ -81,9 +92,13 @@ def test_given_a_due_run_of_an_allow_job_when_the_worker_gets_it_then_it_starts_
             generation=1,
             trigger=Trigger.SCHEDULE,
             queued_at=queued.queued_at,
+            in_flight=counted(fakes, job, queued.starts_at),
         )
     }
     assert not fakes.executor.started[run.id].exclusive
+    # one write: its owner's runs in flight (given back as its end reaches the notifier)
+    key, bucket = counted(fakes, job, queued.starts_at)
+    assert fakes.store.get_in_flight(key) == inflight.InFlight(1, {bucket: 1})
     # no claim, no job write, no run record: the state machine's first state records it
     assert fakes.store.job_writes[job_writes:] == []
     assert fakes.store.run_writes[run_writes:] == []
@@ -138,7 +153,11 @@ def test_given_a_due_run_of_an_exclusive_job_when_the_worker_gets_it_then_its_cl
     assert stored_job(fakes, job).active_runs == {run.id}
     started = fakes.executor.started[run.id]
     assert started == ExecutionInput.of(
-        stored_job(fakes, job), run.id, run.scheduled_at, queued_at=queued.queued_at
+        stored_job(fakes, job),
+        run.id,
+        run.scheduled_at,
+        queued_at=queued.queued_at,
+        in_flight=counted(fakes, job, queued.starts_at),
     )
     assert started.exclusive  # the state machine releases it at its end
 

@@ -12,11 +12,12 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chronoq import resources as r
-from chronoq.domain import ids, keys
+from chronoq.domain import ids, inflight, keys
 from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.base import STORED
 from chronoq.domain.flow import FlowState
+from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run
@@ -360,6 +361,18 @@ def flow_from_item(item: Mapping[str, Any] | None) -> FlowState:
         starts=int(data.get("starts", 0)),
         version=int(data.get("version", 0)),
         max_running=int(data["max_running"]) if data.get("max_running") is not None else None,
+    )
+
+
+def in_flight_from_item(item: Mapping[str, Any] | None) -> InFlight:
+    """An owner's count of runs in flight from its item in the jobs table (none: empty)."""
+    if not item:
+        return InFlight()
+    data = load(item)
+    return InFlight(
+        total=int(data.get("total", 0)),
+        buckets={k: int(v) for k, v in data.items() if inflight.is_bucket(k)},
+        parked_at=int(data.get("parked_at", 0)),
     )
 
 

@@ -34,6 +34,7 @@ class Limits:
     queued_runs_per_owner: int = r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER
     waiting_triggers_per_job: int = r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
     asked_runs_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
+    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
     secrets_per_owner: int = r.DEFAULT_MAX_SECRETS_PER_OWNER
 
     def environment(self) -> dict[str, str]:
@@ -86,6 +87,11 @@ SETTINGS = (
         "asked_runs_in_flight",
         r.ENV_MAX_ASKED_RUNS_IN_FLIGHT,
         "runs one owner asked for (manual, re-runs, backfills') under way at once",
+    ),
+    Setting(
+        "runs_in_flight",
+        r.ENV_MAX_RUNS_IN_FLIGHT,
+        "runs of one owner, whatever started them, under way at once",
     ),
     Setting("secrets_per_owner", r.ENV_MAX_SECRETS_PER_OWNER, "secrets one owner may keep"),
 )

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chronoq import resources as r
+from chronoq.domain import inflight
 from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
 from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Trigger
@@ -76,6 +77,12 @@ class ExecutionInput(_Contract):
     #: notifier finds it when the run ends, to wake the runs parked on those flows (see
     #: chronoq.usecases.wake); ``""`` for a run that holds no slot.
     slots: str = ""
+    #: The item counting the owner's runs in flight, and the run's bucket in it (see
+    #: chronoq.domain.inflight); ``""``: not counted. The count is given back as the run's
+    #: end reaches the notifier (``slots`` names it), or by the state machine if the run
+    #: turns out to have started already (a second delivery).
+    in_flight: str = ""
+    in_flight_bucket: str = ""
 
     @classmethod
     def of(
@@ -89,7 +96,9 @@ class ExecutionInput(_Contract):
         queued_at: datetime | None = None,
         starts_at: datetime | None = None,
         flows: list[str] | None = None,
+        in_flight: tuple[str, str] | None = None,
     ) -> ExecutionInput:
+        slots = [*(flows or ()), *([inflight.slot(*in_flight)] if in_flight else [])]
         return cls(
             job_id=job.id,
             run_id=run_id,
@@ -109,7 +118,9 @@ class ExecutionInput(_Contract):
             notify=job.tells_end(scheduled_at, trigger),
             starts_at=format_instant(starts_at or scheduled_at),
             flows=list(flows or ()),
-            slots=" ".join(flows or ()),
+            slots=" ".join(slots),
+            in_flight=in_flight[0] if in_flight else "",
+            in_flight_bucket=in_flight[1] if in_flight else "",
         )
 
     def document(self) -> dict[str, Any]:

@@ -264,7 +264,7 @@ class JobOperations:
 
     def limits_of(self, owner: str) -> dict[str, Any]:
         """Each of the owner's limits, and how much of it is used."""
-        return owner_limits(self.store, owner, self.limits, self.max_jobs_per_owner)
+        return owner_limits(self.store, owner, self.limits, self.max_jobs_per_owner, self.clock())
 
     def _check(self, spec: JobSpec) -> None:
         """What the models cannot know: registered tasks, writable buckets, addresses the

@@ -8,7 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from chronoq.domain import flow
+from chronoq.domain import flow, inflight
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits, Usage
@@ -36,12 +36,16 @@ def owner_usage(store: JobRunStore, owner: str) -> Usage:
     return replace(usage, backfill_runs=remaining)
 
 
-def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) -> dict[str, Any]:
+def owner_limits(
+    store: JobRunStore, owner: str, limits: Limits, max_jobs: int, now: datetime
+) -> dict[str, Any]:
     """Each of the owner's limits and how much of it is used (``GET /limits``): its jobs (one
     read of its count), its backfills and re-runs (see ``owner_usage``), its runs asked for
-    under way (one read of its flow item), its secrets (one read); a job's triggers waiting
-    are counted per job, as a trigger asks (its limit only)."""
+    under way (one read of its flow item), all its runs in flight (one read of its count),
+    its secrets (one read); a job's triggers waiting are counted per job, as a trigger asks
+    (its limit only)."""
     in_flight = store.get_flow(flow.owner_item_key(owner))
+    running = store.get_in_flight(inflight.item_key(owner)).live(now)
     return {
         "owner": owner,
         "jobs": {"limit": max_jobs, "used": store.job_count(owner)},
@@ -50,6 +54,7 @@ def owner_limits(store: JobRunStore, owner: str, limits: Limits, max_jobs: int) 
             "limit": limits.asked_runs_in_flight,
             "used": len(in_flight.holders),
         },
+        "runs_in_flight": {"limit": limits.runs_in_flight, "used": max(running, 0)},
         "waiting_triggers_per_job": {"limit": limits.waiting_triggers_per_job},
         "secrets_per_owner": {
             "limit": limits.secrets_per_owner,

@@ -4,13 +4,14 @@ tests/contract."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
+from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
@@ -276,6 +277,36 @@ class FlowStore(Protocol):
     def release_flow(self, key: str, run_id: str) -> None:
         """Give the run's slot back (no-op if it holds none): what the state machine does
         at a run's end."""
+        ...
+
+    def get_in_flight(self, key: str) -> InFlight:
+        """An owner's count of runs in flight (strongly consistent; empty: no item)."""
+        ...
+
+    def take_in_flight(
+        self, key: str, buckets: Mapping[str, int], limit: int, now: datetime
+    ) -> InFlight | None:
+        """Count the runs ``buckets`` holds (how many in each) as in flight, if the total
+        stays within ``limit``: the item as it is then (None: it would not, nothing
+        written)."""
+        ...
+
+    def give_in_flight(self, key: str, buckets: Mapping[str, int]) -> InFlight:
+        """Take runs that ended out of the count, each from its bucket: the item as it is
+        then (empty: there was no item, nothing written)."""
+        ...
+
+    def heal_in_flight(self, key: str, expired: Mapping[str, int]) -> None:
+        """Take expired buckets out of the item and their counts out of its total, if they
+        still hold those counts (else nothing: another writer changed them meanwhile)."""
+        ...
+
+    def mark_in_flight_parked(self, key: str, now: datetime) -> None:
+        """Note on the count that runs are parked on it (``parked_at``)."""
+        ...
+
+    def clear_in_flight_parked(self, key: str, parked_at: int) -> None:
+        """Take the note off, unless a run was parked since ``parked_at`` (as read)."""
         ...
 
 

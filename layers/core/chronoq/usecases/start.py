@@ -12,16 +12,17 @@ from functools import partial
 from typing import Literal, TypeVar
 
 from chronoq import resources as r
-from chronoq.domain import flow, ids
+from chronoq.domain import flow, ids, inflight
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
+from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 from chronoq.usecases.cancel import Canceller
-from chronoq.usecases.flow import Answer, Ask, FlowGate, flows_of
+from chronoq.usecases.flow import SAVE_ATTEMPTS, Answer, Ask, FlowGate, flows_of
 from chronoq.usecases.ports import Clock, Executor, JobRunStore, Queues, Sleep
 from chronoq.usecases.timeindex import end_unstarted, new_run
 
@@ -65,6 +66,35 @@ class Gated:
     backfill: Backfill | None
 
 
+@dataclass(frozen=True)
+class Ready:
+    """A run that starts now if its owner's runs in flight leave it room: decided, through
+    its flows (``holding``: the flow items it holds a slot in), not yet counted nor claimed."""
+
+    job: Job
+    run: Run
+    message: RunMessage
+    exclusive: bool
+    starts_at: datetime
+    holding: tuple[str, ...] = ()
+
+
+class _NotClaimed(Exception):
+    """A ready run that will not start after all: what became of it."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__(outcome)
+        self.outcome = outcome
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Where a run is counted among its owner's runs in flight: the item and the bucket."""
+
+    key: str
+    bucket: str
+
+
 @dataclass
 class RunStarter:
     store: JobRunStore
@@ -76,6 +106,8 @@ class RunStarter:
     queues: Queues
     #: An owner's runs asked for (manual, re-runs, backfills') under way at once.
     asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
+    #: An owner's runs of every kind under way at once (see chronoq.domain.inflight).
+    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
 
     @property
     def gate(self) -> FlowGate:
@@ -118,7 +150,7 @@ class RunStarter:
                 jobs = backfills = error
             decide = partial(self._decide, jobs=jobs, backfills=backfills)
             decisions = _concurrently(decide, group)
-            admitted = self._through_flows(decisions)
+            admitted = self._through_limit(self._through_flows(decisions))
             together: list[tuple[int, ExecutionInput]] = []
             alone: list[tuple[int, ExecutionInput]] = []
             for i, decision in zip(indexes, admitted, strict=True):
@@ -132,6 +164,7 @@ class RunStarter:
                     outcome: Outcome | Exception = "started"
                 except Exception as error:  # each message goes back to SQS
                     outcome = error
+                    self._give_back([d for _, d in together])
                 for i, _ in together:
                     results[i] = outcome
             if alone:
@@ -147,7 +180,10 @@ class RunStarter:
         try:
             started = self.executor.start(execution_input.run_id, execution_input)
         except Exception as error:  # the message goes back to SQS
+            self._give_back([execution_input])
             return error
+        if not started:  # its execution was started before, and counted then
+            self._give_back([execution_input])
         return "started" if started else "duplicate"
 
     def _backfills(self, group: list[RunMessage]) -> dict[str, Backfill | None]:
@@ -164,9 +200,9 @@ class RunStarter:
         message: RunMessage,
         jobs: Mapping[str, Job] | Exception,
         backfills: Mapping[str, Backfill | None] | Exception,
-    ) -> Outcome | ExecutionInput | Gated | Exception:
+    ) -> Outcome | Ready | Gated | Exception:
         """What to do with one message (``jobs``, ``backfills``: its group's, as read
-        together): the execution to start, a run to take through its flows first, what
+        together): a run ready to start, a run to take through its flows first, what
         became of it instead, or the error that sends it back."""
         if isinstance(jobs, Exception):
             return jobs
@@ -194,7 +230,7 @@ class RunStarter:
 
     def _try_start(
         self, message: RunMessage, job: Job | None, backfill: Backfill | None = None
-    ) -> Outcome | ExecutionInput | Gated | Literal["job_changed"]:
+    ) -> Outcome | Ready | Gated | Literal["job_changed"]:
         now = self.clock()
         not_started = [RunStatus.SCHEDULED, RunStatus.QUEUED]
         # The run's record is read only where it decides something: for a job that keeps its
@@ -262,11 +298,7 @@ class RunStarter:
                 return "job_changed"  # read the job again: its active runs are gone now
         if gated:  # its flows first, for all the batch's runs together
             return Gated(job, run, message, exclusive, backfill)
-        if exclusive:
-            claim = self._claim(job, run, message)
-            if claim != "claimed":
-                return claim
-        return self._execution(job, run, message, message.starts_at)
+        return Ready(job, run, message, exclusive, message.starts_at)
 
     def _claim(
         self, job: Job, run: Run, message: RunMessage
@@ -284,6 +316,7 @@ class RunStarter:
         message: RunMessage,
         starts_at: datetime,
         flows: list[str] | None = None,
+        counted: Counted | None = None,
     ) -> ExecutionInput:
         return ExecutionInput.of(
             job,
@@ -294,13 +327,14 @@ class RunStarter:
             queued_at=run.queued_at or message.queued_at,
             starts_at=starts_at,
             flows=flows,
+            in_flight=(counted.key, counted.bucket) if counted is not None else None,
         )
 
     # --- flows ------------------------------------------------------------------------------
 
     def _through_flows(
-        self, decisions: list[Outcome | ExecutionInput | Gated | Exception]
-    ) -> list[Outcome | ExecutionInput | Exception]:
+        self, decisions: list[Outcome | Ready | Gated | Exception]
+    ) -> list[Outcome | Ready | Exception]:
         """The group's runs that go through flows, asked together: each admitted one's
         execution (claimed first if its job keeps its active runs), or, for one that must
         wait, its message sent again (to look again, or for the second reserved for it)."""
@@ -334,7 +368,7 @@ class RunStarter:
             else {}
         )
         resend: list[tuple[int, Priority, RunMessage]] = []
-        out: list[Outcome | ExecutionInput | Exception] = []
+        out: list[Outcome | Ready | Exception] = []
         for n, decision in enumerate(decisions):
             if not isinstance(decision, Gated):
                 out.append(decision)
@@ -346,24 +380,22 @@ class RunStarter:
             try:
                 if isinstance(answer, Exception):
                     raise answer
-                admitted: Outcome | ExecutionInput | RunMessage = self._admitted(decision, answer)
+                admitted: Outcome | Ready | RunMessage = self._admitted(decision, answer)
                 if isinstance(admitted, RunMessage):
                     resend.append((n, decision.job.priority, admitted))
                     admitted = "held"
                 out.append(admitted)
             except Exception as error:  # the message goes back to SQS
                 out.append(error)
-        if resend:
-            try:
-                self.queues.send(((p, m) for _, p, m in resend), self.clock())
-            except Exception as error:  # not sent again: the message itself comes back
-                for n, _, _ in resend:
-                    out[n] = error
+        unsent = self._send_again(resend)
+        if unsent is not None:  # not sent again: the message itself comes back
+            for n, _, _ in resend:
+                out[n] = unsent
         return out
 
-    def _admitted(self, gated: Gated, answer: Answer) -> Outcome | ExecutionInput | RunMessage:
-        """What a run's flows answered becomes: its execution (claimed first for a job that
-        keeps its active runs); for a run that waits, its wait recorded and its message to
+    def _admitted(self, gated: Gated, answer: Answer) -> Outcome | Ready | RunMessage:
+        """What a run's flows answered becomes: a run ready to start (if its owner's runs in
+        flight leave it room); for a run that waits, its wait recorded and its message to
         send again (to look again, or at the second reserved for it), or, for a woken run
         parked again, nothing more ("parked": its look-again message is on the queue)."""
         job, run, message = gated.job, gated.run, gated.message
@@ -381,12 +413,8 @@ class RunStarter:
                 return "duplicate"  # started or ended meanwhile
             if message.woken:  # woken too early: its look-again message is under way
                 return "parked"
-            deadline = message.starts_at + timedelta(
-                seconds=job.deadline_of(run.trigger, message.start_deadline_seconds) + 1
-            )
-            relook = min(now + timedelta(seconds=r.FLOW_RELOOK_SECONDS), max(deadline, now))
             return message.model_copy(
-                update={**flow_fields, "not_before": relook, "reserved": False}
+                update={**flow_fields, "not_before": _relook(job, message, now), "reserved": False}
             )
         if answer.start is None or answer.start > utc_second(now) + ahead:
             if message.held_at is None:
@@ -404,14 +432,195 @@ class RunStarter:
             return message.model_copy(  # its second is reserved: wait for it on the queue
                 update={**flow_fields, "not_before": answer.start, "reserved": True}
             )
-        if gated.exclusive:
-            claim = self._claim(job, run, message)
-            if claim != "claimed":
-                self.gate.release(answer.holding, run.id)
-                if claim == "job_changed":
-                    raise Conflict(f"job {job.id} changed while run {run.id} was started")
-                return claim
-        return self._execution(job, run, message, answer.start, answer.holding)
+        return Ready(job, run, message, gated.exclusive, answer.start, tuple(answer.holding))
+
+    # --- runs in flight ---------------------------------------------------------------------
+
+    def _through_limit(
+        self, decisions: list[Outcome | Ready | Exception]
+    ) -> list[Outcome | ExecutionInput | Exception]:
+        """The group's runs ready to start, counted among their owners' runs in flight
+        (one write per owner): each counted one's execution (claimed first if its job keeps
+        its active runs); one over its owner's ``runs_in_flight`` gives its flow slots back
+        and is parked until one of them ends (its message sent again to look again later)."""
+        by_owner: dict[str, list[tuple[int, Ready]]] = defaultdict(list)
+        for n, decision in enumerate(decisions):
+            if isinstance(decision, Ready):
+                by_owner[decision.job.owner].append((n, decision))
+        counted: dict[int, Counted | Exception | None] = {}
+        for owner, ready in by_owner.items():
+            # a claimed run (its worker died before starting it: it was decided already)
+            # first, counted whatever the limit; then highest priority first, as they came
+            ready.sort(key=_count_order)
+            try:
+                counted.update(self._count(owner, ready))
+            except Exception as error:  # these messages come back later
+                counted.update(dict.fromkeys((n for n, _ in ready), error))
+        resend: list[tuple[int, Priority, RunMessage]] = []
+        out: list[Outcome | ExecutionInput | Exception] = []
+        for n, decision in enumerate(decisions):
+            if not isinstance(decision, Ready):
+                out.append(decision)
+                continue
+            place = counted[n]
+            try:
+                if isinstance(place, Exception):
+                    raise place
+                if place is None:
+                    waiting = self._over_limit(decision)
+                    if isinstance(waiting, RunMessage):
+                        resend.append((n, decision.job.priority, waiting))
+                        waiting = "held"
+                    out.append(waiting)
+                else:
+                    out.append(self._ready(decision, place))
+            except Exception as error:  # the message goes back to SQS
+                out.append(error)
+        unsent = self._send_again(resend)
+        if unsent is not None:  # not sent again: the message itself comes back
+            for n, _, _ in resend:
+                out[n] = unsent
+        return out
+
+    def _send_again(self, resend: list[tuple[int, Priority, RunMessage]]) -> Exception | None:
+        """Send the messages of runs that wait again (the error if they could not be)."""
+        if resend:
+            try:
+                self.queues.send(((p, m) for _, p, m in resend), self.clock())
+            except Exception as error:
+                return error
+        return None
+
+    def _count(self, owner: str, ready: list[tuple[int, Ready]]) -> dict[int, Counted | None]:
+        """Count as many of ``ready`` (in order) as the owner's runs in flight leave room
+        for: one conditional write; if they do not all fit, one read (expired buckets taken
+        out) and a write of those that do. Each one's place (None: it waits)."""
+        key = inflight.item_key(owner)
+        now = self.clock()
+        buckets = [
+            inflight.end_bucket(
+                now,
+                worst_case_seconds(d.job.retry, d.job.timeout_seconds)
+                + max(0.0, (d.starts_at - now).total_seconds()),
+            )
+            for _, d in ready
+        ]
+        claimed = sum(1 for _, d in ready if d.run.status is RunStatus.QUEUED)
+        fit = len(ready)
+        for _ in range(SAVE_ATTEMPTS):
+            if fit == 0:
+                break
+            # (runs claimed before are counted whatever the limit: they are first)
+            limit = max(self.runs_in_flight, 0) if fit > claimed else 1 << 62
+            taken = self.store.take_in_flight(key, inflight.grouped(buckets[:fit]), limit, now)
+            if taken is not None:
+                self._heal(key, taken)
+                break
+            kept = self.store.get_in_flight(key)
+            self._heal(key, kept)
+            fit = max(claimed, inflight.admitted(len(ready), kept.live(now), self.runs_in_flight))
+        else:
+            fit = 0
+        return {
+            n: Counted(key, bucket) if i < fit else None
+            for i, ((n, _), bucket) in enumerate(zip(ready, buckets, strict=True))
+        }
+
+    def _heal(self, key: str, count: inflight.InFlight) -> None:
+        expired = count.expired(self.clock())
+        if expired:
+            self.store.heal_in_flight(key, expired)
+
+    def _over_limit(self, ready: Ready) -> Outcome | RunMessage:
+        """A run its owner's runs in flight leave no room for: its flow slots given back,
+        parked until one of them ends, and its message to send again to look again later
+        (a woken run parked again: "parked", its look-again message is on the queue)."""
+        job, run, message = ready.job, ready.run, ready.message
+        now = self.clock()
+        self.gate.release(ready.holding, run.id)
+        held_at = message.held_at or max(message.starts_at, now)
+        why = f"one of its owner's {self.runs_in_flight} runs in flight (started, not ended) to end"
+        key = inflight.item_key(job.owner)
+        if not self.store.park_run(run, held_at, key, why, now):
+            return "duplicate"  # started or ended meanwhile
+        self.store.mark_in_flight_parked(key, now)  # (the ends look for parked runs)
+        if message.woken:
+            return "parked"
+        return message.model_copy(
+            update={
+                "held_at": held_at,
+                "owner": job.owner,
+                "woken": False,
+                "not_before": _relook(job, message, now),
+                "reserved": False,
+            }
+        )
+
+    def _ready(self, ready: Ready, counted: Counted) -> Outcome | ExecutionInput:
+        """A counted run's execution, claimed first for a job that keeps its active runs
+        (a claim refused gives back its count and its flow slots)."""
+        try:
+            for _ in range(CLAIM_ATTEMPTS):
+                if not ready.exclusive:
+                    break
+                claim = self._claim(ready.job, ready.run, ready.message)
+                if claim == "claimed":
+                    break
+                if claim != "job_changed":
+                    raise _NotClaimed(claim)
+                if ready.holding:  # (its flows decided on the job as it was)
+                    raise Conflict(f"job {ready.job.id} changed while run {ready.run.id} started")
+                # decide afresh on the job as it is now (the run keeps its count meanwhile)
+                decision = self._decide_again(ready.message)
+                if isinstance(decision, Gated):
+                    raise Conflict(f"job {ready.job.id} changed: run {ready.run.id} retried")
+                if not isinstance(decision, Ready):
+                    raise _NotClaimed(decision)
+                ready = decision
+            else:
+                raise Conflict(
+                    f"job {ready.job.id} kept changing; run {ready.run.id} retried later"
+                )
+        except _NotClaimed as not_claimed:
+            self._give(counted)
+            self.gate.release(ready.holding, ready.run.id)
+            return not_claimed.outcome
+        except Exception:
+            self._give(counted)
+            self.gate.release(ready.holding, ready.run.id)
+            raise
+        return self._execution(
+            ready.job,
+            ready.run,
+            ready.message,
+            ready.starts_at,
+            list(ready.holding) or None,
+            counted,
+        )
+
+    def _decide_again(self, message: RunMessage) -> Outcome | Ready | Gated:
+        """What to do with a run whose job changed under its claim, on the job as it is."""
+        for _ in range(CLAIM_ATTEMPTS):
+            decision = self._try_start(message, self.store.get_job(message.job_id))
+            if decision != "job_changed":
+                return decision
+        raise Conflict(f"job {message.job_id} kept changing; run {message.run_id} retried later")
+
+    def _give(self, counted: Counted) -> None:
+        self.store.give_in_flight(counted.key, {counted.bucket: 1})
+
+    def _give_back(self, executions: list[ExecutionInput]) -> None:
+        """Give back the counts of runs whose executions did not start (best effort: a count
+        not given back lasts until its bucket expires)."""
+        by_key: dict[str, list[str]] = defaultdict(list)
+        for execution in executions:
+            if execution.in_flight:
+                by_key[execution.in_flight].append(execution.in_flight_bucket)
+        for key, buckets in by_key.items():
+            try:
+                self.store.give_in_flight(key, inflight.grouped(buckets))
+            except Exception:  # noqa: S112 - it heals when its bucket expires
+                continue
 
     def _chain(self, job: Job, backfill: Backfill, fire: datetime) -> None:
         """Make the backfill's run ``max_in_flight`` fire times after ``fire``, and send it
@@ -470,6 +679,23 @@ class RunStarter:
             else:
                 active.add(other)
         return active
+
+
+_PRIORITY_ORDER = {p: i for i, p in enumerate(Priority)}
+
+
+def _relook(job: Job, message: RunMessage, now: datetime) -> datetime:
+    """When a parked run looks again by itself, in case its wake is lost: after
+    FLOW_RELOOK_SECONDS, or at its start deadline if sooner."""
+    deadline = message.starts_at + timedelta(
+        seconds=job.deadline_of(message.trigger, message.start_deadline_seconds) + 1
+    )
+    return min(now + timedelta(seconds=r.FLOW_RELOOK_SECONDS), max(deadline, now))
+
+
+def _count_order(item: tuple[int, Ready]) -> tuple[bool, int, int]:
+    n, ready = item
+    return (ready.run.status is not RunStatus.QUEUED, _PRIORITY_ORDER[ready.job.priority], n)
 
 
 def _slot_reason(job: Job, backfill: Backfill | None, key: str, asked_in_flight: int) -> str:

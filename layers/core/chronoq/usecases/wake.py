@@ -2,6 +2,8 @@
 parked on those flows that the free slots let start are sent again, in their flow's order
 (chronoq.domain.flow.wait_order). The notifier does it, as it hears of runs that end (the
 runs table's stream; the state machine notes each run's slots on its record as it starts).
+The same for an owner's runs in flight: the ends give their counts back (one write per owner
+and batch; see chronoq.domain.inflight) and wake as many of the runs parked on it.
 
 A woken run asks its flow for a slot as any run does: if another run took the slot first, it
 is parked again; a wake lost on the way costs the parked run a wait until it looks again
@@ -14,7 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from chronoq.domain import flow
+from chronoq import resources as r
+from chronoq.domain import flow, inflight
 from chronoq.domain.runs import RunMessage
 from chronoq.usecases.ports import Clock, JobRunStore, Queues
 
@@ -36,22 +39,45 @@ class SlotWaker:
     store: JobRunStore
     queues: Queues
     clock: Clock
+    #: An owner's runs in flight (deployment setting ``max_runs_in_flight``).
+    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
 
     def runs_ended(self, ended: Iterable[Ended]) -> int:
-        """Wake, for each flow the ``ended`` runs held slots in, as many of its parked runs
-        as it has slots free (the ended runs' counted free: the state machine gives them
-        back after recording the end). Answers how many were sent."""
+        """Give back the ended runs' counts among their owners' runs in flight (one write
+        per owner), then wake, for each flow and each owner's count the ``ended`` runs held
+        a slot in, as many of its parked runs as it has room for (a flow's: the ended runs'
+        slots counted free, the state machine gives them back after recording the end).
+        Answers how many were sent."""
         by_flow: dict[str, set[str]] = defaultdict(set)
+        counts: dict[str, list[str]] = defaultdict(list)
+        parked_at: dict[str, int] = {}
         for run in ended:
-            for key in run.slots:
-                by_flow[key].add(run.run_id)
+            for token in run.slots:
+                count = inflight.parse_slot(token)
+                if count is not None:
+                    counts[count[0]].append(count[1])
+                else:
+                    by_flow[token].add(run.run_id)
         now = self.clock()
+        room: dict[str, int] = {
+            key: flow.free_slots(self.store.get_flow(key), runs) for key, runs in by_flow.items()
+        }
+        for key, buckets in counts.items():
+            left = self.store.give_in_flight(key, inflight.grouped(buckets))
+            expired = left.expired(now)
+            if expired:
+                self.store.heal_in_flight(key, expired)
+            if left.parked_at:  # (else no run waits for it: nothing to look for)
+                room[key] = inflight.admitted(len(buckets), left.live(now), self.runs_in_flight)
+                parked_at[key] = left.parked_at
         messages = []
-        for key, runs in sorted(by_flow.items()):
-            free = flow.free_slots(self.store.get_flow(key), runs)
+        for key, free in sorted(room.items()):
             if free == 0:
                 continue
-            for parked in self.store.waiting_runs(key, free):
+            waiting = self.store.waiting_runs(key, free)
+            if len(waiting) < free and key in parked_at:  # none left: ends stop looking
+                self.store.clear_in_flight_parked(key, parked_at[key])
+            for parked in waiting:
                 message = RunMessage.of(parked, parked.scheduled_at).model_copy(
                     update={"held_at": parked.held_at, "woken": True}
                 )

@@ -1,8 +1,10 @@
-"""The FlowStore port on DynamoDB: flows' items, in the jobs table."""
+"""The FlowStore port on DynamoDB: flows' items and owners' counts of runs in flight, in
+the jobs table."""
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +12,9 @@ from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.store._tables import Tables
+from chronoq.domain import inflight
 from chronoq.domain.flow import FlowState
+from chronoq.domain.inflight import InFlight
 
 
 class DynamoFlows(Tables):
@@ -99,4 +103,101 @@ class DynamoFlows(Tables):
                 UpdateExpression="REMOVE holders.#run",
                 ConditionExpression="attribute_exists(job_id)",
                 ExpressionAttributeNames={"#run": run_id},
+            )
+
+    # --- runs in flight (see chronoq.domain.inflight) -----------------------------------------
+
+    def get_in_flight(self, key: str) -> InFlight:
+        item = self._db.get_item(
+            TableName=self._jobs, Key=_dump({"job_id": key}), ConsistentRead=True
+        ).get("Item")
+        return codecs.in_flight_from_item(item)
+
+    def take_in_flight(
+        self, key: str, buckets: Mapping[str, int], limit: int, now: datetime
+    ) -> InFlight | None:
+        """One conditional write: the total and each bucket raised, if the total stays
+        within ``limit``; the item kept (TTL) until its latest bucket has expired."""
+        wanted = sum(buckets.values())
+        latest = max((inflight.bucket_end(b) for b in buckets), default=int(now.timestamp()))
+        names = {f"#b{i}": name for i, name in enumerate(sorted(buckets))}
+        values: dict[str, Any] = {f":b{i}": buckets[name] for i, name in enumerate(sorted(buckets))}
+        values |= {
+            ":n": wanted,
+            ":room": limit - wanted,
+            ":e": latest + inflight.BUCKET_GRACE_SECONDS + r.FLOW_RETENTION_SECONDS,
+        }
+        adds = ", ".join(["#t :n", *(f"{n} {n.replace('#', ':')}" for n in names)])
+        try:
+            item = self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression=f"ADD {adds} SET expires_at = :e",
+                ConditionExpression="attribute_not_exists(#t) OR #t <= :room",
+                ExpressionAttributeNames={"#t": "total", **names},
+                ExpressionAttributeValues=_dump(values),
+                ReturnValues="ALL_NEW",
+            ).get("Attributes")
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return None
+        return codecs.in_flight_from_item(item)
+
+    def give_in_flight(self, key: str, buckets: Mapping[str, int]) -> InFlight:
+        """One write: the total and each bucket lowered (no item: nothing written)."""
+        names = {f"#b{i}": name for i, name in enumerate(sorted(buckets))}
+        values: dict[str, Any] = {
+            f":b{i}": -buckets[name] for i, name in enumerate(sorted(buckets))
+        }
+        values[":n"] = -sum(buckets.values())
+        adds = ", ".join(["#t :n", *(f"{n} {n.replace('#', ':')}" for n in names)])
+        try:
+            item = self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression=f"ADD {adds}",
+                ConditionExpression="attribute_exists(job_id)",
+                ExpressionAttributeNames={"#t": "total", **names},
+                ExpressionAttributeValues=_dump(values),
+                ReturnValues="ALL_NEW",
+            ).get("Attributes")
+        except self._db.exceptions.ConditionalCheckFailedException:
+            return InFlight()
+        return codecs.in_flight_from_item(item)
+
+    def heal_in_flight(self, key: str, expired: Mapping[str, int]) -> None:
+        """One conditional write: the expired buckets removed and their counts taken out of
+        the total, if each still holds what was read."""
+        if not expired:
+            return
+        names = {f"#b{i}": name for i, name in enumerate(sorted(expired))}
+        values: dict[str, Any] = {f":b{i}": expired[name] for i, name in enumerate(sorted(expired))}
+        values[":n"] = -sum(expired.values())
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression=f"ADD #t :n REMOVE {', '.join(names)}",
+                ConditionExpression=" AND ".join(f"{n} = {n.replace('#', ':')}" for n in names),
+                ExpressionAttributeNames={"#t": "total", **names},
+                ExpressionAttributeValues=_dump(values),
+            )
+
+    def mark_in_flight_parked(self, key: str, now: datetime) -> None:
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression="SET parked_at = :now",
+                ConditionExpression="attribute_exists(job_id)",
+                ExpressionAttributeValues=_dump({":now": int(now.timestamp())}),
+            )
+
+    def clear_in_flight_parked(self, key: str, parked_at: int) -> None:
+        with contextlib.suppress(self._db.exceptions.ConditionalCheckFailedException):
+            self._db.update_item(
+                TableName=self._jobs,
+                Key=_dump({"job_id": key}),
+                UpdateExpression="REMOVE parked_at",
+                ConditionExpression="parked_at = :read",
+                ExpressionAttributeValues=_dump({":read": parked_at}),
             )

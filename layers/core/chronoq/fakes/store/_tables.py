@@ -11,6 +11,7 @@ from typing import TypeVar
 from chronoq import resources as r
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.flow import FlowState
+from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
@@ -88,6 +89,8 @@ class FakeTables:
     job_counts: dict[str, int] = field(default_factory=dict)
     #: flow item key -> its state
     flows: dict[str, FlowState] = field(default_factory=dict)
+    #: in-flight item key -> an owner's count of runs in flight
+    in_flight: dict[str, InFlight] = field(default_factory=dict)
     #: (job id, run id) -> (flow item key, wait order): the runs parked on a flow
     parked: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     #: (job id, backfill id) -> backfill
