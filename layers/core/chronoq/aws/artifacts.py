@@ -7,7 +7,7 @@ of all attempts together); larger ones are S3 objects under the job's ``output_l
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chronoq import resources as r
 from chronoq.aws import codecs
@@ -37,6 +37,20 @@ class S3Artifacts:
         prefix = prefix.strip("/")
         key = "/".join(p for p in (prefix, job_id, run_id, name) if p)
         return f"s3://{bucket}/{key}"
+
+    def erase_job_objects(self, job_id: str) -> int:
+        """Pages of the job's keys under ``runs/<job id>/``, deleted 1,000 a request."""
+        erased = 0
+        for page in self._s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self._bucket, Prefix=f"runs/{job_id}/"
+        ):
+            found: list[Any] = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if found:
+                self._s3.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": found, "Quiet": True}
+                )
+            erased += len(found)
+        return erased
 
     def _put(self, location: str, text: str, content_type: str) -> None:
         bucket, key = split_location(location)

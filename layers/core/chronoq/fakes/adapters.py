@@ -154,3 +154,12 @@ class FakeArtifacts:
 
     def read_logs(self, job_id: str, run_id: str) -> list[str]:
         return sorted(self.logs.get((job_id, run_id), []), key=attempt_of_line)
+
+    def erase_job_objects(self, job_id: str) -> int:
+        prefix = f"s3://{self.bucket}/runs/{job_id}/"
+        found = [location for location in self.objects if location.startswith(prefix)]
+        for location in found:
+            del self.objects[location]
+        for key in [k for k in self.logs if k[0] == job_id]:
+            del self.logs[key]
+        return len(found)

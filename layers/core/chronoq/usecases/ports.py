@@ -500,6 +500,20 @@ class SecretValues(Protocol):
         ...
 
 
+class ErasureStore(Protocol):
+    """An owner's data taken out of the tables (see chronoq.usecases.erasure)."""
+
+    def erase_job_partition(self, job_id: str) -> int:
+        """Delete every item of the job's partition of the runs table (its runs, its
+        backfills): how many there were."""
+        ...
+
+    def erase_owner_items(self, owner: str) -> int:
+        """Delete the jobs table's items that belong to the owner rather than to a job (its
+        job count, usage, secrets' names, runs in flight): how many there were."""
+        ...
+
+
 class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, Protocol):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
 
@@ -513,6 +527,7 @@ class Store(
     BackfillStore,
     UsageStore,
     SecretStore,
+    ErasureStore,
     Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""
@@ -567,5 +582,11 @@ class Artifacts(Protocol):
         ...
 
     def read_output(self, run: Run) -> str | None: ...
+
+    def erase_job_objects(self, job_id: str) -> int:
+        """Delete the job's objects in the deployment's own bucket (its runs' outputs and
+        logs: a job's ``output_location`` elsewhere is its owner's bucket, not chronoq's):
+        how many there were."""
+        ...
 
     def read_logs(self, job_id: str, run_id: str) -> list[str]: ...

@@ -8,6 +8,7 @@ too."""
 from __future__ import annotations
 
 from chronoq.aws.store.backfills import DynamoBackfills
+from chronoq.aws.store.erasure import DynamoErasure
 from chronoq.aws.store.flows import DynamoFlows
 from chronoq.aws.store.idempotency import DynamoKeys
 from chronoq.aws.store.jobs import DynamoJobs
@@ -18,6 +19,7 @@ from chronoq.aws.store.usage import DynamoUsage
 
 __all__ = [
     "DynamoBackfills",
+    "DynamoErasure",
     "DynamoFlows",
     "DynamoJobs",
     "DynamoKeys",
@@ -38,6 +40,7 @@ class DynamoStore(
     DynamoBackfills,
     DynamoUsage,
     DynamoSecrets,
+    DynamoErasure,
 ):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""
