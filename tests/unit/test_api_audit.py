@@ -355,3 +355,13 @@ def test_given_a_jobs_runs_when_they_are_dispatched_started_and_ended_then_its_t
     fakes.count_run_ends()
 
     assert [e.action for e in trail_of(fakes).of(job.id)] == ["create"]
+
+
+def test_given_a_job_made_before_trails_were_kept_when_its_trail_is_read_then_it_is_empty(
+    api: Api,
+) -> None:
+    job = created(api)
+    trail(api).entries.clear()  # (as a job stored before the audit table was)
+
+    assert audit(api, job["id"]) == (200, {"entries": []})
+    assert audit(api, job["id"], "bob")[0] == 404
