@@ -39,6 +39,7 @@ from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec
 from chronoq.domain.runs import Occurrence
 from chronoq.fakes import FakeClock, FakeQueues, FakeStore
+from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.local.usage import calling_as
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.jobs import JobOperations
@@ -63,7 +64,9 @@ def due_minute(store: FakeStore, shards: int, runs: int, clock: FakeClock) -> li
     occurrences in the time index (as creating them does, faster); their run ids."""
     queues = FakeQueues()
     index = TimeIndex(store, queues, shards, clock)
-    jobs = JobOperations(store, index, clock, None, bool, PageTokens(lambda: "bench"))
+    jobs = JobOperations(
+        store, index, clock, None, bool, PageTokens(lambda: "bench"), FakeAuditTrail()
+    )
     clock.now = MINUTE - timedelta(minutes=10)
     templates: list[Job] = [
         jobs.create_job(
@@ -140,7 +143,9 @@ def every_minute(runs: int, shards: int, minute: datetime) -> float:
     clock = FakeClock(minute - timedelta(seconds=1))
     store, queues = FakeStore(), FakeQueues()
     index = TimeIndex(store, queues, shards, clock)
-    jobs = JobOperations(store, index, clock, None, bool, PageTokens(lambda: "bench"))
+    jobs = JobOperations(
+        store, index, clock, None, bool, PageTokens(lambda: "bench"), FakeAuditTrail()
+    )
     template = jobs.create_job(
         "bench",
         JobSpec.model_validate(

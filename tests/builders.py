@@ -13,14 +13,25 @@ from chronoq.domain.jobs import JobSpec
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunMessage
 from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
+from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
-from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, SecretValues, Sleep, Store
+from chronoq.usecases.ports import (
+    Artifacts,
+    AuditTrail,
+    Clock,
+    Executor,
+    Queues,
+    SecretValues,
+    Sleep,
+    Store,
+)
 from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
@@ -109,6 +120,8 @@ class Wiring:
     limits: Limits = field(default_factory=Limits)
     #: Owners' secrets' values.
     secret_values: SecretValues = field(default_factory=FakeSecretValues)
+    #: Jobs' audit trails.
+    audit: AuditTrail = field(default_factory=FakeAuditTrail)
 
     @property
     def secrets(self) -> SecretOperations:
@@ -137,6 +150,7 @@ class Wiring:
             self.output_buckets,
             self.tasks.__contains__,
             self.pages,
+            self.audit,
             limits=self.limits,
         )
 
@@ -147,7 +161,7 @@ class Wiring:
     @property
     def backfills(self) -> BackfillOperations:
         return BackfillOperations(
-            self.store, self.index, self.canceller, self.clock, self.pages, self.limits
+            self.store, self.index, self.canceller, self.clock, self.pages, self.audit, self.limits
         )
 
     @property
@@ -156,7 +170,12 @@ class Wiring:
 
     @property
     def reruns(self) -> RerunOperations:
-        return RerunOperations(self.store, self.index, self.clock, self.limits)
+        return RerunOperations(self.store, self.index, self.clock, self.audit, self.limits)
+
+    @property
+    def audit_trails(self) -> AuditOperations:
+        """The API's reading of jobs' audit trails."""
+        return AuditOperations(self.audit, self.store, self.pages)
 
     @property
     def pages(self) -> PageTokens:

@@ -65,6 +65,8 @@ INTERLEAVINGS = "tests/unit/usecases/test_interleavings.py"
 START = "tests/unit/usecases/test_start.py"
 JOBS = "tests/unit/usecases/test_jobs.py"
 LEASE = "tests/unit/test_lease.py"
+AUDIT_API = "tests/unit/test_api_audit.py"
+AUDIT_CONTRACT = "tests/contract/test_audit_trail.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -332,8 +334,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "functions/api/handler.py",
         (
             (
-                "    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec)))\n",
-                "    answer, headers = view(service.jobs.create_job(owner, spec)), None\n",
+                "    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec, by)))\n",
+                "    answer, headers = view(service.jobs.create_job(owner, spec, by)), None\n",
             ),
         ),
         ("tests/unit/test_api_routes.py",),
@@ -344,8 +346,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "functions/api/handler.py",
         (
             (
-                "    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id)))\n",
-                "    answer, headers = view(service.reruns.rerun_run(owner, run_id)), None\n",
+                "    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))\n",
+                "    answer, headers = view(service.reruns.rerun_run(owner, run_id, by)), None\n",
             ),
         ),
         ("tests/unit/test_api_routes.py",),
@@ -605,6 +607,124 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         ("tests/unit/usecases/test_in_flight.py",),
+    ),
+    Mutant(
+        "audit-entry",
+        "a change to a job adds an entry to its audit trail (here: a pause)",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "        record(self.audit, now, owner, job.id, Action.PAUSE, by,"
+                " state_change(job, stored, now))\n",
+                "",
+            ),
+        ),
+        (AUDIT_API,),
+    ),
+    Mutant(
+        "audit-after-store",
+        "an audit entry is added once the change is stored (a refused change adds none)",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                "        record(self.audit, now, owner, job.id, Action.CHANGE, by,"
+                " spec_change(job, changed))\n",
+                "",
+            ),
+            (
+                "        job = self._stored(owner, job_id)\n        if patch.version is not None",
+                "        job = self._stored(owner, job_id)\n"
+                "        record(self.audit, self.clock(), owner, job.id, Action.CHANGE, by, [])\n"
+                "        if patch.version is not None",
+            ),
+        ),
+        (AUDIT_API,),
+    ),
+    Mutant(
+        "audit-caller",
+        "every route that changes a job passes its caller (who, from what, which request)",
+        "functions/api/handler.py",
+        (
+            (
+                "    return view(service.jobs.pause_job(_owner(), job_id, _by()))\n",
+                "    return view(service.jobs.pause_job(_owner(), job_id))\n",
+            ),
+        ),
+        (AUDIT_API,),
+    ),
+    Mutant(
+        "audit-overwrite-fake",
+        "an audit entry is never written over: the fake refuses a key that exists",
+        f"{CORE}/fakes/audit.py",
+        (
+            (
+                "            if key in self.entries:\n"
+                '                raise EntryExists(f"audit entry {entry.key} of job {entry.job_id}")\n',
+                "",
+            ),
+        ),
+        (AUDIT_CONTRACT,),
+    ),
+    Mutant(
+        "audit-overwrite-engine",
+        "an audit entry is never written over: the engine's INSERT refuses a key that exists",
+        f"{CORE}/local/engine/tables.py",
+        (
+            (
+                "            if old_stored is None:\n"
+                "                self._commit([write])\n"
+                "        if old_stored is not None:\n",
+                "            self._commit([write])\n        if False:\n",
+            ),
+        ),
+        (f"tests/contract/engine/{Path(AUDIT_CONTRACT).name}", "tests/unit/engine/test_tables.py"),
+    ),
+    Mutant(
+        "audit-tenancy",
+        "an owner never reads the entries of another owner's job (the fake)",
+        f"{CORE}/fakes/audit.py",
+        (("        newest_first = [(p, e) for p, e in newest_first if e.owner == owner]\n", ""),),
+        (AUDIT_API, AUDIT_CONTRACT),
+    ),
+    Mutant(
+        "audit-tenancy-dynamodb",
+        "an owner never reads the entries of another owner's job (the DynamoDB adapter)",
+        f"{CORE}/aws/audit.py",
+        (
+            (
+                "                if entry.owner != owner:\n"
+                "                    return Page(found, None)\n",
+                "",
+            ),
+        ),
+        (AUDIT_CONTRACT,),
+    ),
+    Mutant(
+        "audit-tenancy-job",
+        "a trail none of whose entries is the caller's is not found unless its job is theirs",
+        f"{CORE}/usecases/audit.py",
+        (("            if job is None or job.owner != owner:\n", "            if job is None:\n"),),
+        (AUDIT_API,),
+    ),
+    Mutant(
+        "audit-mask",
+        "a value that looks like a credential is masked before an entry keeps it",
+        f"{CORE}/domain/audit.py",
+        (
+            (
+                "        return secrets.MASK if secrets.credential_warnings({name: value}, name)"
+                " else value\n",
+                "        return value\n",
+            ),
+        ),
+        (AUDIT_API, "tests/unit/test_audit.py"),
+    ),
+    Mutant(
+        "audit-diff",
+        "an entry lists only the fields a change changed",
+        f"{CORE}/domain/audit.py",
+        (("        if old.get(path) != new.get(path)\n", "        if True\n"),),
+        (AUDIT_API, "tests/unit/test_audit.py"),
     ),
 )
 

@@ -9,6 +9,7 @@ import json
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,9 +43,12 @@ def api_event(
     method: str | None = None,
 ) -> dict[str, Any]:
     event = load_event(f"api/{name}")
+    # (API Gateway gives every request an id of its own: what an audit entry is keyed by)
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
     if method is not None:
         event["requestContext"]["http"]["method"] = method
-    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = user
+    claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+    claims["sub"] = claims["username"] = user
     if body is not None:
         event["body"] = json.dumps(body)
     if path is not None:

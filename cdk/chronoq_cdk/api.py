@@ -131,6 +131,10 @@ class Api(Construct):
             "dynamodb:DeleteItem",
         )
         grant_index_query(self.function, storage.runs, r.RUNS_WAITING_INDEX)
+        # Jobs' audit trails are only ever added to and read: an entry is written with a
+        # PartiQL INSERT, which fails on a key that exists; nothing may change or delete one
+        # (no PutItem, UpdateItem, DeleteItem, BatchWriteItem, PartiQLUpdate or PartiQLDelete).
+        grant_items(self.function, storage.audit, "dynamodb:PartiQLInsert", "dynamodb:Query")
         queues.grant_send_messages(self.function)
         # POST /runs/{id}/cancel stops the run's execution; it never starts one.
         grant_wildcards(

@@ -1,4 +1,5 @@
-"""The DynamoDB tables (jobs, the schedule time index and runs) and the output bucket."""
+"""The DynamoDB tables (jobs, the schedule time index, runs and the audit trail) and the output
+bucket."""
 
 from __future__ import annotations
 
@@ -59,6 +60,7 @@ class Storage(Construct):
         self.jobs = self.tables[r.JOBS_TABLE.id]
         self.schedule = self.tables[r.SCHEDULE_TABLE.id]
         self.runs = self.tables[r.RUNS_TABLE.id]
+        self.audit = self.tables[r.AUDIT_TABLE.id]
         # Outputs and logs too large for the run record: history, like the runs table, so
         # kept on stack deletion; they expire with the runs they belong to.
         self.outputs = s3.Bucket(

@@ -16,6 +16,7 @@ from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
 from chronoq.domain import labels, pages, secrets, windows
+from chronoq.domain.audit import Caller
 from chronoq.domain.backfills import BackfillRequest
 from chronoq.domain.errors import (
     Conflict,
@@ -78,6 +79,13 @@ def _owner() -> str:
     return str(owner)
 
 
+def _by() -> Caller:
+    """Who makes this request, from what, and its request id: what an audit entry keeps."""
+    event = app.current_event
+    claims = event.request_context.authorizer.jwt_claim or {}
+    return Caller.of(claims, event.headers.get("user-agent"), event.request_context.request_id)
+
+
 def _once(owner: str, request: Any, act: Callable[[], dict[str, Any]]) -> tuple[Any, Any]:
     """``act``'s answer, or, for a request repeated with its Idempotency-Key, the first's."""
     key = app.current_event.headers.get(idempotency.HEADER)
@@ -124,7 +132,8 @@ def _labels(given: list[str] | None) -> tuple[labels.Selector, ...]:
 def create_job(spec: Annotated[JobSpec, Body(embed=False)]) -> Response[dict[str, Any]]:
     owner = _owner()
     request = {"route": "POST /jobs", "body": spec.model_dump(mode="json")}
-    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec)))
+    by = _by()
+    answer, headers = _once(owner, request, lambda: view(service.jobs.create_job(owner, spec, by)))
     return Response(201, "application/json", answer, headers=_warned(spec, headers))
 
 
@@ -166,7 +175,7 @@ def get_job(job_id: str) -> dict[str, Any]:
 def update_job(
     job_id: str, patch: Annotated[JobPatch, Body(embed=False)]
 ) -> Response[dict[str, Any]]:
-    job = service.jobs.update_job(_owner(), job_id, patch)
+    job = service.jobs.update_job(_owner(), job_id, patch, _by())
     return Response(200, "application/json", view(job), headers=_warned(job, None))
 
 
@@ -176,7 +185,7 @@ def update_job(
     responses=doc.responses(204, None, "Deleted", 404),
 )
 def delete_job(job_id: str) -> Response[str]:
-    service.jobs.delete_job(_owner(), job_id)
+    service.jobs.delete_job(_owner(), job_id, _by())
     return Response(204, None, "")  # no content: no Content-Type
 
 
@@ -186,7 +195,7 @@ def delete_job(job_id: str) -> Response[str]:
     responses=doc.responses(200, doc.Job, "The job, paused", 404, 409),
 )
 def pause_job(job_id: str) -> dict[str, Any]:
-    return view(service.jobs.pause_job(_owner(), job_id))
+    return view(service.jobs.pause_job(_owner(), job_id, _by()))
 
 
 @app.post(
@@ -195,7 +204,7 @@ def pause_job(job_id: str) -> dict[str, Any]:
     responses=doc.responses(200, doc.Job, "The job, resumed", 404, 409),
 )
 def resume_job(job_id: str) -> dict[str, Any]:
-    return view(service.jobs.resume_job(_owner(), job_id))
+    return view(service.jobs.resume_job(_owner(), job_id, _by()))
 
 
 @app.post(
@@ -207,7 +216,10 @@ def resume_job(job_id: str) -> dict[str, Any]:
 def trigger_job(job_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
     request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
-    answer, headers = _once(owner, request, lambda: view(service.jobs.trigger_job(owner, job_id)))
+    by = _by()
+    answer, headers = _once(
+        owner, request, lambda: view(service.jobs.trigger_job(owner, job_id, by))
+    )
     return Response(202, "application/json", answer, headers=headers)
 
 
@@ -313,6 +325,18 @@ def get_run_logs(run_id: str) -> dict[str, Any]:
     return {"run_id": run_id, "lines": service.runs.run_logs(_owner(), run_id)}
 
 
+@app.get(
+    "/jobs/<job_id>/audit",
+    summary="A job's audit trail: every change made to it, newest first, a page at a time"
+    " (also once the job is deleted)",
+    responses=doc.responses(200, doc.AuditPage, "A page of the job's audit entries", 404, 422),
+)
+def list_audit(
+    job_id: str, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
+
+
 # --- run features: backfills and re-runs -----------------------------------------------------
 
 
@@ -330,8 +354,9 @@ def backfill_job(
     owner = _owner()
     body = request.model_dump(mode="json", by_alias=True)
     key = {"route": "POST /jobs/{id}/backfill", "job_id": job_id, "body": body}
+    by = _by()
     answer, headers = _once(
-        owner, key, lambda: service.backfills.create(owner, job_id, request).view()
+        owner, key, lambda: service.backfills.create(owner, job_id, request, by).view()
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -366,7 +391,7 @@ def get_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
     responses=doc.responses(200, doc.Backfill, "The backfill, cancelled", 404, 409),
 )
 def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
-    return service.backfills.cancel(_owner(), job_id, backfill_id)
+    return service.backfills.cancel(_owner(), job_id, backfill_id, _by())
 
 
 @app.post(
@@ -378,7 +403,8 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
 def rerun_run(run_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
     key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
-    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id)))
+    by = _by()
+    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))
     return Response(202, "application/json", answer, headers=headers)
 
 
@@ -396,10 +422,13 @@ def rerun_job(
     owner = _owner()
     body = request.model_dump(mode="json", by_alias=True)
     key = {"route": "POST /jobs/{id}/rerun", "job_id": job_id, "body": body}
+    by = _by()
     answer, headers = _once(
         owner,
         key,
-        lambda: {"runs": [view(run) for run in service.reruns.rerun_job(owner, job_id, request)]},
+        lambda: {
+            "runs": [view(run) for run in service.reruns.rerun_job(owner, job_id, request, by)]
+        },
     )
     return Response(202, "application/json", answer, headers=headers)
 

@@ -26,6 +26,7 @@ _PLACEHOLDERS = {
     r.ENV_JOBS_TABLE: "jobs",
     r.ENV_SCHEDULE_TABLE: "schedule",
     r.ENV_RUNS_TABLE: "runs",
+    r.ENV_AUDIT_TABLE: "audit",
     r.ENV_SHARDS: "1",
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:run",
     r.ENV_OUTPUT_BUCKET: "outputs",

@@ -42,6 +42,7 @@ ROUTES = {
     ("post", "/jobs/{job_id}/backfills/{backfill_id}/cancel"): "200",
     ("post", "/runs/{run_id}/rerun"): "202",
     ("post", "/jobs/{job_id}/rerun"): "202",
+    ("get", "/jobs/{job_id}/audit"): "200",
 }
 
 

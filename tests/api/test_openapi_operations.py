@@ -45,6 +45,7 @@ def test_given_the_document_when_a_client_is_generated_then_its_methods_are_the_
         ("post", "/jobs/{job_id}/backfills/{backfill_id}/cancel"): "cancel_backfill",
         ("post", "/runs/{run_id}/rerun"): "rerun_run",
         ("post", "/jobs/{job_id}/rerun"): "rerun_job",
+        ("get", "/jobs/{job_id}/audit"): "list_audit",
     }.items() <= {route: o["operationId"] for route, o in operations.items()}.items()
 
 
@@ -62,6 +63,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         "jobs",
         "runs",
         "backfills",
+        "audit",
         "schedules",
         "notifications",
         "secrets",
@@ -78,5 +80,6 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
     assert groups["post", "/jobs/{job_id}/backfill"] == ["backfills"]
     assert groups["get", "/jobs/{job_id}/backfills"] == ["backfills"]
     assert groups["post", "/jobs/{job_id}/backfills/{backfill_id}/cancel"] == ["backfills"]
+    assert groups["get", "/jobs/{job_id}/audit"] == ["audit"]
     assert groups["get", "/openapi.json"] == ["document"]
     assert groups["get", "/status"] == ["status"]

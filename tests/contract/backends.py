@@ -16,6 +16,7 @@ from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients, codecs
 from chronoq.aws.artifacts import S3Artifacts
+from chronoq.aws.audit import DynamoAuditTrail
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
@@ -25,9 +26,17 @@ from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution import batches
 from chronoq.fakes import FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
 from chronoq.resources import Priority
-from chronoq.usecases.ports import Artifacts, Executor, Queues, SecretValues, Store
+from chronoq.usecases.ports import (
+    Artifacts,
+    AuditTrail,
+    Executor,
+    Queues,
+    SecretValues,
+    Store,
+)
 
 from tests.builders import OWNER, job_spec
 
@@ -123,6 +132,8 @@ class Backend(ABC):
     secret_values: SecretValues
     #: The deployment's bucket for outputs and logs too large for the run record.
     output_bucket: str
+    #: Jobs' audit trails (on AWS: the audit table).
+    audit: AuditTrail
 
     @abstractmethod
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
@@ -167,6 +178,7 @@ class FakeBackend(Backend):
         self.artifacts = self.fake_artifacts
         self.secret_values = FakeSecretValues()
         self.output_bucket = self.fake_artifacts.bucket
+        self.audit = FakeAuditTrail()
 
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
         self.fake_store.update_run(job_id, run_id, **attributes)
@@ -214,6 +226,8 @@ class MotoBackend(Backend):
         )
         # (as the functions compose it)
         self.secret_values = compose.secret_values(env[r.ENV_SECRETS_PATH])
+        self._audit_table = env[r.ENV_AUDIT_TABLE]
+        self.audit = DynamoAuditTrail(clients.dynamodb(), self._audit_table)
         self._db: DynamoDBClient = aws.client("dynamodb")
         self._sqs: SQSClient = aws.client("sqs")
         self._sfn: SFNClient = aws.client("stepfunctions")
@@ -340,7 +354,7 @@ class MotoBackend(Backend):
                 self._stop(execution["executionArn"])
         for url in self.aws.queue_urls.values():
             self._sqs.purge_queue(QueueUrl=url)
-        for table in self._tables:
+        for table in (*self._tables, self._audit_table):
             keys = [
                 k["AttributeName"]
                 for k in self._db.describe_table(TableName=table)["Table"]["KeySchema"]

@@ -205,6 +205,7 @@ def drive(harness: Harness, sink_url: str) -> None:
         f"/runs/{run_id}/output",  # too large for the record: from S3
         f"/runs/{run_id}/logs",
         f"/runs?job_id={job_id}",
+        f"/jobs/{job_id}/audit",  # (its trail: the audit table, read)
         "/notifications/secret",
         "/status",
         "/limits",

@@ -189,7 +189,12 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             outputs,
             secret,
         ],
-        r.DISPATCHER_FUNCTION.name: [*tables.values(), *queues],
+        r.DISPATCHER_FUNCTION.name: [
+            tables[r.JOBS_TABLE.id],
+            tables[r.SCHEDULE_TABLE.id],
+            tables[r.RUNS_TABLE.id],
+            *queues,
+        ],
         r.WORKER_FUNCTION.name: [
             tables[r.JOBS_TABLE.id],
             tables[r.RUNS_TABLE.id],

@@ -255,6 +255,7 @@ class Harness:
             shards=api.jobs.index.shards,
             output_buckets=api.jobs.output_buckets,
             tasks=_AnyRegisteredTask(),
+            audit=api.jobs.audit,
         )
 
     def notify(self) -> None:

@@ -795,3 +795,28 @@ def test_given_a_job_and_its_manual_run_when_answered_then_every_instant_is_utc_
     instants = [job["created_at"], job["updated_at"], run["scheduled_at"], run["queued_at"]]
     for instant in instants:
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z", instant), instant
+
+
+def test_given_a_job_changed_through_the_api_when_its_trail_is_read_then_each_change_is_there_also_after_its_delete(
+    harness: Harness,
+) -> None:
+    """On moto: entries added with PartiQL INSERT (chronoq.aws.audit) and read back by the
+    API, their job deleted or not; another owner reads none."""
+    status, job = create(harness, priority="normal")
+    assert status == 201, job
+    path = f"/jobs/{job['id']}"
+    changed = api_event("create_at_job", path=path, method="PATCH", body={"priority": "low"})
+    changed["headers"]["user-agent"] = "chronoq-cli/1.0"
+    assert harness.api(changed)[0] == 200
+    assert harness.api(api_event("get_job", path=path, method="DELETE"))[0] == 204
+
+    status, page = harness.api(api_event("get_job", path=f"{path}/audit"))
+
+    assert status == 200, page
+    assert [e["action"] for e in page["entries"]] == ["delete", "change", "create"]
+    assert page["entries"][1]["source"] == "cli"
+    assert page["entries"][1]["changes"] == [
+        {"field": "priority", "before": "normal", "after": "low"}
+    ]
+    assert page["entries"][1]["request_id"] == changed["requestContext"]["requestId"]
+    assert harness.api(api_event("get_job", path=f"{path}/audit", user="bob"))[0] == 404

@@ -49,7 +49,8 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # By hand, from the handlers and the ASL:
     # - api (POST /jobs/{id}/trigger): reads the job (GetItem), counts its triggers not
     #   started yet (Query of its runs of its last start deadline: none), records the run
-    #   SCHEDULED (PutItem) and queues it (SendMessageBatch): 4.
+    #   SCHEDULED (PutItem), queues it (SendMessageBatch) and adds the trigger to the job's
+    #   audit trail (ExecuteStatement: a PartiQL INSERT): 5.
     # - worker: reads the jobs of the runs due in that second (BatchGetItem, one consistent
     #   read: here one job); a run asked for (here a manual trigger) goes through its
     #   owner's runs asked for under way: its record read (GetItem: it takes no slot if it
@@ -70,7 +71,7 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     #   (GetItem) and looks for runs parked on it (Query): 3. (The event source mapping's
     #   reads of the stream, DescribeStream and GetRecords, are free.)
     assert usage["aws_requests_by_caller"] == {
-        "api": 4,
+        "api": 5,
         "worker": 6,
         "statemachine": 4,
         "notifier": 3,
@@ -78,6 +79,7 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     }
     assert usage["aws_requests"] == {
         "dynamodb:BatchGetItem": 1,
+        "dynamodb:ExecuteStatement": 1,
         "dynamodb:GetItem": 4,
         "dynamodb:PutItem": 1,
         "dynamodb:Query": 2,
@@ -91,12 +93,13 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # Writes, 1 KB each (every version of the run item is under 1 KB; the waiting index
     # holds only parked runs): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the owner's
     # flow item, its slot taken (1) and given back (1); the owner's count of runs in flight,
-    # taken (1) and given back (1); the job is not written.
+    # taken (1) and given back (1); the trigger's audit entry (1: a change, not a run's:
+    # nothing of the run's own path writes the trail); the job is not written.
     # Reads, strongly consistent, under 4 KB (1 each): the job twice (api, worker), the run
     # and the owner's flow item (worker), the owner's flow item again (notifier); the api's
     # query of the job's triggers and the notifier's of the runs parked on the flow item,
     # eventually consistent, finding none (0.5 each, the least a query costs).
-    assert usage["dynamodb"] == {"write_units": 7.0, "read_units": 6.0}
+    assert usage["dynamodb"] == {"write_units": 8.0, "read_units": 6.0}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,

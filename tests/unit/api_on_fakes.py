@@ -22,6 +22,7 @@ ENVIRONMENT = {
     r.ENV_JOBS_TABLE: "chronoq-local-jobs",
     r.ENV_SCHEDULE_TABLE: "chronoq-local-schedule",
     r.ENV_RUNS_TABLE: "chronoq-local-runs",
+    r.ENV_AUDIT_TABLE: "chronoq-local-audit",
     r.ENV_SHARDS: "4",
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:chronoq-local-run",
     r.ENV_OUTPUT_BUCKET: "chronoq-local-outputs",
@@ -65,12 +66,16 @@ class Api:
         user: str = "alice",
         body: Any = None,
         headers: dict[str, str] | None = None,
+        request_id: str | None = None,
     ) -> tuple[int, Any, dict[str, str]]:
-        """One request: the status, the decoded body and the answer's headers."""
+        """One request: the status, the decoded body and the answer's headers (``request_id``:
+        API Gateway's id of the request; by default a new one)."""
         from tests.support import api_event
 
         event = api_event("get_job", user=user, path=path, method=method, body=body)
         event["headers"] = {**event["headers"], **(headers or {})}
+        if request_id is not None:
+            event["requestContext"]["requestId"] = request_id
         context = LambdaContext(
             function_name="chronoq-local-api",
             memory_limit_in_mb=r.API_FUNCTION.memory_mb,
@@ -96,5 +101,6 @@ def api_on_fakes(fakes: Fakes | None = None) -> Iterator[Api]:
         backfills=fakes.backfills,
         reruns=fakes.reruns,
         secrets=fakes.secrets,
+        audit=fakes.audit_trails,
     )
     yield Api(module, fakes)

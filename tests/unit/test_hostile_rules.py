@@ -243,6 +243,7 @@ def test_given_the_api_settings_of_a_deployment_when_read_then_they_know_its_own
         r.ENV_JOBS_TABLE: "Chronoq-StorageJobsA1-X",
         r.ENV_SCHEDULE_TABLE: "Chronoq-StorageScheduleB2-Y",
         r.ENV_RUNS_TABLE: "Chronoq-StorageRunsC3-Z",
+        r.ENV_AUDIT_TABLE: "Chronoq-StorageAuditD4-W",
         r.ENV_SHARDS: "4",
         r.ENV_STATE_MACHINE_ARN: "arn:sm",
         r.ENV_OUTPUT_BUCKET: "out",

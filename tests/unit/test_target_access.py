@@ -14,6 +14,7 @@ REQUIRED = {
     r.ENV_JOBS_TABLE: "jobs",
     r.ENV_SCHEDULE_TABLE: "schedule",
     r.ENV_RUNS_TABLE: "runs",
+    r.ENV_AUDIT_TABLE: "audit",
     r.ENV_SHARDS: "4",
     r.ENV_STATE_MACHINE_ARN: "arn:sm",
     r.ENV_OUTPUT_BUCKET: "out",

@@ -11,6 +11,7 @@ from functools import cache
 from chronoq import tasks
 from chronoq.aws import clients
 from chronoq.aws.artifacts import S3Artifacts
+from chronoq.aws.audit import DynamoAuditTrail
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.secrets import SsmSecretValues
@@ -25,6 +26,7 @@ from chronoq.settings import (
     WorkerSettings,
 )
 from chronoq.usecases.attempts import ContainerSettings, Runner
+from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
@@ -67,6 +69,8 @@ class Api:
     backfills: BackfillOperations
     reruns: RerunOperations
     secrets: SecretOperations
+    #: Jobs' audit trails, read.
+    audit: AuditOperations
 
 
 def secret_values(path: str) -> SsmSecretValues:
@@ -96,6 +100,7 @@ def api(settings: ApiSettings) -> Api:
     )
     modules = settings.task_modules
     master_secret = cache(lambda: secret_value(settings.signing_secret_arn))
+    trail = DynamoAuditTrail(clients.dynamodb(), settings.audit_table)
     return Api(
         jobs=JobOperations(
             store=store,
@@ -104,6 +109,7 @@ def api(settings: ApiSettings) -> Api:
             output_buckets=output_buckets,
             is_task=lambda name: tasks.lookup(name, modules) is not None,
             pages=PageTokens(master_secret),
+            audit=trail,
             network=settings.network,
             max_jobs_per_owner=settings.max_jobs_per_owner,
             targets=settings.targets,
@@ -124,9 +130,12 @@ def api(settings: ApiSettings) -> Api:
             canceller=canceller,
             clock=TIME.clock,
             pages=PageTokens(master_secret),
+            audit=trail,
             limits=settings.limits,
         ),
-        reruns=RerunOperations(store=store, index=index, clock=TIME.clock, limits=settings.limits),
+        reruns=RerunOperations(
+            store=store, index=index, clock=TIME.clock, audit=trail, limits=settings.limits
+        ),
         secrets=SecretOperations(
             store=store,
             values=secret_values(settings.secrets_path),
@@ -134,6 +143,7 @@ def api(settings: ApiSettings) -> Api:
             clock=TIME.clock,
             max_secrets_per_owner=settings.max_secrets_per_owner,
         ),
+        audit=AuditOperations(trail=trail, jobs=store, pages=PageTokens(master_secret)),
     )
 
 

@@ -19,7 +19,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 import chronoq
 from chronoq import resources as r
-from chronoq.domain import backfills, jobs, runs
+from chronoq.domain import audit, backfills, jobs, runs
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
@@ -138,6 +138,21 @@ class Backfill(BaseModel):
 
 class BackfillPage(BaseModel):
     backfills: list[Backfill]
+    next_token: str | None = Field(
+        default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
+class AuditEntry(audit.AuditEntry):
+    """One change made to a job: who made it (``by``: the token's subject; ``by_name``: its
+    user's name), when, from what (``source``: ``api``, ``cli``, ``console`` or ``apply``, told
+    by the request's User-Agent), under which request id, what it did, and the fields it
+    changed, before and after (a value that looks like a credential shown as ``***``; a long
+    one cut)."""
+
+
+class AuditPage(BaseModel):
+    entries: list[AuditEntry] = Field(description="newest first")
     next_token: str | None = Field(
         default=None, description="present when more may follow: pass it to get the next page"
     )
@@ -465,6 +480,7 @@ TAGS = [
         "name": "backfills",
         "description": "A job's schedule run over a past range: start, list, read and cancel",
     },
+    {"name": "audit", "description": "Who changed a job, when, from what, and how"},
     {"name": "schedules", "description": "When a schedule fires"},
     {"name": "notifications", "description": "Webhook signatures"},
     {
@@ -492,6 +508,8 @@ def _tag(path: str) -> str:
         return "runs"
     if "backfill" in parts or "backfills" in parts:
         return "backfills"
+    if parts[-1] == "audit":
+        return "audit"
     if parts[0] == "openapi.json":
         return "document"
     return parts[0]

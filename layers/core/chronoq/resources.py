@@ -273,12 +273,17 @@ MANAGED_BY_LABEL = "managed-by"
 #: have the name (a create or a delete that died halfway) may be taken by another.
 NAME_STALE_SECONDS = 60
 DEFAULT_MANAGED_BY = "chronoq-apply"
+#: A job's audit trail (README, "Audit trail"): the longest value an entry keeps of a field
+#: (its JSON text; a longer one is cut), and the most fields one entry lists.
+MAX_AUDIT_VALUE_CHARS = 256
+MAX_AUDIT_CHANGES = 50
 
 # --- Environment variables read by the handlers (through chronoq.settings) ---------------
 
 ENV_JOBS_TABLE = "CHRONOQ_JOBS_TABLE"
 ENV_SCHEDULE_TABLE = "CHRONOQ_SCHEDULE_TABLE"
 ENV_RUNS_TABLE = "CHRONOQ_RUNS_TABLE"
+ENV_AUDIT_TABLE = "CHRONOQ_AUDIT_TABLE"
 #: Run priorities, highest first; one SQS queue each.
 PRIORITIES = tuple(p.value for p in Priority)
 ENV_QUEUE_URLS = {p: f"CHRONOQ_QUEUE_URL_{p.upper()}" for p in PRIORITIES}
@@ -449,7 +454,17 @@ RUNS_TABLE = Table(
     ),
     stream=True,  # the notifier hears of the runs that end, filtered (see aws.streams)
 )
-TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE)
+#: A job's audit trail (README, "Audit trail"): one item per change a caller made, by job and
+#: ``<instant, to the millisecond>#<request id>`` (time order); kept as long as runs are,
+#: after the job too. Only ever added to (PartiQL INSERT, which fails on an existing key).
+AUDIT_TABLE = Table(
+    id="Audit",
+    env=ENV_AUDIT_TABLE,
+    partition_key="job_id",
+    sort_key="entry",
+    ttl_attribute="expires_at",
+)
+TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE, AUDIT_TABLE)
 
 
 # --- Queues -------------------------------------------------------------------------------
@@ -504,6 +519,7 @@ API_FUNCTION = Function(
         ENV_JOBS_TABLE,
         ENV_SCHEDULE_TABLE,
         ENV_RUNS_TABLE,
+        ENV_AUDIT_TABLE,  # to add to jobs' audit trails, and read them
         ENV_SHARDS,
         ENV_STATE_MACHINE_ARN,  # to stop the execution of a cancelled run
         ENV_TASK_MODULES,  # to refuse python targets naming unregistered tasks

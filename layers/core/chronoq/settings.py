@@ -205,6 +205,7 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     schedule_table: str = Field(alias=r.ENV_SCHEDULE_TABLE, min_length=1)
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    audit_table: str = Field(alias=r.ENV_AUDIT_TABLE, min_length=1)
     shards: int = Field(alias=r.ENV_SHARDS, ge=1, le=1000)
     state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
     task_modules: tuple[str, ...] = Field(default=(), alias=r.ENV_TASK_MODULES)

@@ -129,3 +129,43 @@ def test_given_a_transaction_on_the_engine_when_metered_then_each_item_costs_twi
     assert {
         (c.action, c.resource) for c in RECORDER.recorded if c.action.startswith("dynamodb:")
     } >= {("dynamodb:PutItem", f"{own}/{runs}"), ("dynamodb:UpdateItem", f"{own}/{jobs}")}
+
+
+def test_given_an_audit_entry_added_on_the_engine_when_metered_then_iam_sees_a_partiql_insert_and_a_unit_is_billed(
+    usage: Usage,
+) -> None:
+    """An INSERT through ExecuteStatement is authorized as dynamodb:PartiQLInsert on the table
+    it names (what the api function's role grants on the audit table); DynamoDB bills it as a
+    write of its item, refused (the key exists) or not. (The tables named as chronoq local
+    names them: the calls are the stack's, for the least-privilege check.)"""
+    from chronoq.aws.audit import DynamoAuditTrail
+    from chronoq.local.aws import table_name
+    from chronoq.usecases.ports import EntryExists
+
+    from tests.contract.test_audit_trail import an_entry
+
+    names = {t.id: table_name(t) for t in r.TABLES}
+    meter = Meter(usage, {names[t.id]: t for t in r.TABLES}, REGION, ACCOUNT)
+    tables: SqliteTables
+
+    def observe(operation: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        meter.observe(operation, request, response, stored=tables.stored)
+
+    tables = SqliteTables(None, r.TABLES, names, clock=FakeClock(now=NOW), observer=observe)
+    audit = names[r.AUDIT_TABLE.id]
+    trail = DynamoAuditTrail(cast(Any, tables), audit)
+    entry = an_entry()
+    try:
+        with calling_as(r.API_FUNCTION.name):
+            trail.append(entry)
+            with pytest.raises(EntryExists):
+                trail.append(entry)
+            trail.page(entry.job_id, entry.owner, 10)
+    finally:
+        tables.close()
+
+    arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{audit}"
+    assert Call(r.API_FUNCTION.name, "dynamodb:PartiQLInsert", arn) in RECORDER.recorded
+    assert Call(r.API_FUNCTION.name, "dynamodb:Query", arn) in RECORDER.recorded
+    assert usage.requests["dynamodb:ExecuteStatement"] == 2
+    assert usage.write_units == 2

@@ -929,3 +929,64 @@ def test_given_a_process_killed_while_writing_when_the_database_is_reopened_then
     assert answered >= 200
     assert kept >= answered + 1
     assert records == kept  # (each write's stream record committed with it)
+
+
+# --- PartiQL: the INSERT chronoq adds audit entries with ---------------------------------------
+
+AUDIT = r.AUDIT_TABLE.id
+INSERT = f"INSERT INTO \"{AUDIT}\" VALUE {{'job_id': ?, 'entry': ?, 'note': ?}}"
+
+
+def test_given_an_insert_when_executed_then_its_parameters_make_the_item(
+    tables: SqliteTables, heard: Heard
+) -> None:
+    answer = tables.execute_statement(Statement=INSERT, Parameters=[s("j"), s("e1"), s("first")])
+
+    assert answer == {"Items": []}
+    assert tables.stored(AUDIT, {"job_id": s("j"), "entry": s("e1")}) == {
+        "job_id": s("j"),
+        "entry": s("e1"),
+        "note": s("first"),
+    }
+    operation, _, response = heard.calls[-1]
+    assert operation == "dynamodb:ExecuteStatement"
+    assert response["_written"] == [
+        (AUDIT, None, tables.stored(AUDIT, {"job_id": s("j"), "entry": s("e1")}))
+    ]
+
+
+def test_given_an_item_when_an_insert_of_its_key_is_executed_then_refused_and_it_is_kept(
+    tables: SqliteTables,
+) -> None:
+    tables.execute_statement(Statement=INSERT, Parameters=[s("j"), s("e1"), s("first")])
+
+    with pytest.raises(tables.exceptions.DuplicateItemException) as refused:
+        tables.execute_statement(Statement=INSERT, Parameters=[s("j"), s("e1"), s("forged")])
+
+    assert refused.value.response["Error"]["Code"] == "DuplicateItemException"
+    kept = tables.stored(AUDIT, {"job_id": s("j"), "entry": s("e1")})
+    assert kept is not None
+    assert kept["note"] == s("first")
+
+
+@pytest.mark.parametrize(
+    ("statement", "parameters"),
+    [
+        ("UPDATE \"Audit\" SET note = ? WHERE job_id = 'j' AND entry = 'e1'", [s("x")]),
+        ("DELETE FROM \"Audit\" WHERE job_id = 'j' AND entry = 'e1'", []),
+        ('SELECT * FROM "Audit"', []),
+        (f"INSERT INTO \"{AUDIT}\" VALUE {{'job_id': 'j', 'entry': 'e1'}}", []),
+        (INSERT, [s("j"), s("e1")]),  # (one parameter short)
+    ],
+)
+def test_given_another_statement_when_executed_then_it_is_refused_and_nothing_changes(
+    tables: SqliteTables, statement: str, parameters: list[dict[str, str]]
+) -> None:
+    tables.execute_statement(Statement=INSERT, Parameters=[s("j"), s("e1"), s("first")])
+
+    with pytest.raises(tables.exceptions.ValidationException):
+        tables.execute_statement(Statement=statement, Parameters=parameters)
+
+    kept = tables.stored(AUDIT, {"job_id": s("j"), "entry": s("e1")})
+    assert kept is not None
+    assert kept["note"] == s("first")

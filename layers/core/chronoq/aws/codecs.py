@@ -13,6 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chronoq import resources as r
 from chronoq.domain import ids, inflight, keys
+from chronoq.domain.audit import AuditEntry
 from chronoq.domain.backfills import ITEM_PREFIX as BACKFILL_PREFIX
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.base import STORED
@@ -443,4 +444,53 @@ def usage_from_item(item: Mapping[str, Any] | None) -> Usage:
         },
         reruns=int(data.get(RERUNS, 0)),
         version=int(data.get(VERSION, 0)),
+    )
+
+
+# --- audit entries ----------------------------------------------------------------------------
+
+
+def audit_item(entry: AuditEntry) -> dict[str, Any]:
+    """An audit entry's item (the audit table): keyed by its job and ``entry`` (its instant to
+    the millisecond, then its request id: time order); its changes and detail as JSON text;
+    kept as long as a run (RUN_RETENTION_SECONDS), its job gone or not."""
+    return {
+        "job_id": entry.job_id,
+        "entry": entry.key,
+        "owner": entry.owner,
+        "at": format_instant(entry.at),
+        "request_id": entry.request_id,
+        "action": entry.action.value,
+        "by": entry.by,
+        "by_name": entry.by_name,
+        "source": entry.source.value,
+        "changes": json.dumps(
+            [c.model_dump(mode="json") for c in entry.changes],
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ),
+        "detail": (
+            json.dumps(entry.detail, separators=(",", ":"), ensure_ascii=False)
+            if entry.detail
+            else None
+        ),
+        "expires_at": int(entry.at.timestamp()) + r.RUN_RETENTION_SECONDS,
+    }
+
+
+def audit_from_item(item: Mapping[str, Any]) -> AuditEntry:
+    data = load(item)
+    return AuditEntry.model_validate(
+        {
+            "job_id": data["job_id"],
+            "owner": data["owner"],
+            "at": data["at"],
+            "request_id": data["request_id"],
+            "action": data["action"],
+            "by": data["by"],
+            "by_name": data.get("by_name"),
+            "source": data["source"],
+            "changes": json.loads(data["changes"]),
+            "detail": json.loads(data["detail"]) if "detail" in data else {},
+        }
     )

@@ -28,7 +28,7 @@ import click
 
 from chronoq import resources as r
 from chronoq.cli import render
-from chronoq.cli.client import Api, quote
+from chronoq.cli.client import APPLY_AGENT, Api, quote
 from chronoq.cli.common import api_options, credential_findings, warn_credentials
 from chronoq.cli.errors import DIFFERENT, USAGE, ApiError, Failure
 from chronoq.cli.jobspec import BadInput
@@ -359,6 +359,7 @@ def apply(
     chronoq apply -f jobs/
     chronoq apply -f jobs/ --prune --managed-by team-data
     """
+    api.agent = APPLY_AGENT  # (its changes are told apart in jobs' audit trails)
     changes, label = _planned(api, files, recursive, managed_by, prune)
     for change in changes:
         try:

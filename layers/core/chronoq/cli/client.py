@@ -10,9 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from chronoq import __version__
 from chronoq.cli.errors import USAGE, ApiError, Failure
 
 TIMEOUT_SECONDS = 30.0
+#: What the command line's requests say they come from (the User-Agent a job's audit trail
+#: tells clients by, chronoq.domain.audit.AGENTS), and ``chronoq apply``'s.
+CLI_AGENT = f"chronoq-cli/{__version__}"
+APPLY_AGENT = f"chronoq-apply/{__version__}"
 
 
 def quote(identifier: str) -> str:
@@ -42,12 +47,15 @@ def _headers_of(message: Any) -> dict[str, str]:
 
 
 class Api:
-    """Calls on the API at ``url`` with a bearer ``token``."""
+    """Calls on the API at ``url`` with a bearer ``token``, as ``agent`` (the User-Agent)."""
 
-    def __init__(self, url: str, token: str, timeout: float = TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, url: str, token: str, timeout: float = TIMEOUT_SECONDS, agent: str = CLI_AGENT
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.agent = agent
 
     def call(
         self,
@@ -85,6 +93,7 @@ class Api:
         target = self.url + path + (f"?{encoded}" if params else "")
         sent = {**(headers or {}), "Authorization": f"Bearer {self.token}"}
         sent["Accept"] = "application/json"
+        sent["User-Agent"] = self.agent
         data = None
         if body is not None:
             sent["Content-Type"] = "application/json"

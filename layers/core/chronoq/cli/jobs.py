@@ -1,7 +1,9 @@
-"""``chronoq jobs``: create, list, read, change, pause, resume, trigger and delete jobs."""
+"""``chronoq jobs``: create, list, read, change, pause, resume, trigger and delete jobs, and read
+a job's audit trail."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,6 +22,7 @@ from chronoq.cli.common import (
     output_option,
     warn_credentials,
 )
+from chronoq.cli.errors import NOT_FOUND, Failure
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -318,6 +321,60 @@ def trigger(api: Api, output: str, job_id: str) -> None:
     """Run a job now (besides its schedule); prints the run."""
     run = api.call("POST", f"/jobs/{quote(job_id)}/trigger")
     emit(output, run, lambda: render.run_view(run))
+
+
+#: What a job's id looks like (anything else names a job by its name).
+JOB_ID = re.compile(r"job_[0-9a-f]{16}")
+
+
+def job_id_of(api: Api, given: str) -> str:
+    """The id of the job ``given`` names: its id, or its name among the caller's jobs."""
+    if JOB_ID.fullmatch(given):
+        return given
+    for page, _ in api.pages("/jobs", "jobs", r.MAX_PAGE_LIMIT, None, True):
+        for job in page:
+            if job.get("name") == given:
+                return str(job["id"])
+    raise Failure(f"no job named {given!r} (a deleted job's trail is read by its id)", NOT_FOUND)
+
+
+@jobs.command("audit")
+@click.argument("job", metavar="NAME_OR_ID")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, r.MAX_PAGE_LIMIT),
+    help=f"at most this many per page [API default: {r.DEFAULT_PAGE_LIMIT}]",
+)
+@click.option("--all", "every", is_flag=True, help="follow next_token to the last page")
+@click.option("--next-token", help="the page after the one that gave this token")
+@click.option("--json", "as_json", is_flag=True, help="the API's JSON (as -o json)")
+@output_option
+@api_options
+def audit(
+    api: Api,
+    output: str,
+    job: str,
+    limit: int | None,
+    every: bool,
+    next_token: str | None,
+    as_json: bool,
+) -> None:
+    """A job's audit trail, newest first: every change made to it, who made it, when, from
+    what (api, cli, console, apply) and what it changed. A deleted job's trail is read by
+    its id (until it expires, as its runs do).
+
+    \b
+    chronoq jobs audit nightly
+    chronoq jobs audit job_0123456789abcdef --all --json
+    """
+    path = f"/jobs/{quote(job_id_of(api, job))}/audit"
+    emit_pages(
+        api,
+        "json" if as_json else output,
+        (path, "entries"),
+        (limit, next_token, every),
+        render.audit_table,
+    )
 
 
 def _now() -> datetime:

@@ -396,6 +396,42 @@ def _clip(value: Any, limit: int = 200) -> str | None:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# --- audit trails -----------------------------------------------------------------------------
+
+
+def _audit_value(value: Any) -> str:
+    return "-" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
+def audit_changes(entry: dict[str, Any]) -> str:
+    """What an audit entry changed, in a line: ``priority: normal -> high; ...`` (a field
+    made: ``name = nightly``; its detail: ``run_id=...``)."""
+    parts = []
+    for change in entry.get("changes") or []:
+        field, before, after = change.get("field"), change.get("before"), change.get("after")
+        if before is None:
+            parts.append(f"{field} = {_audit_value(after)}")
+        else:
+            parts.append(f"{field}: {_audit_value(before)} -> {_audit_value(after)}")
+    parts += [f"{k}={_audit_value(v)}" for k, v in (entry.get("detail") or {}).items()]
+    return _clip("; ".join(parts), 400) or ""
+
+
+def audit_table(entries: Iterable[dict[str, Any]]) -> Table:
+    table = _table("when", "action", "by", "from", "changes", "request")
+    table.columns[4].no_wrap = False
+    for entry in entries:
+        table.add_row(
+            short_time(entry.get("at")),
+            str(entry.get("action", "")),
+            str(entry.get("by_name") or entry.get("by") or ""),
+            str(entry.get("source", "")),
+            audit_changes(entry),
+            str(entry.get("request_id", "")),
+        )
+    return table
+
+
 # --- run features: backfills ------------------------------------------------------------------
 
 

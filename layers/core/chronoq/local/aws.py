@@ -27,6 +27,7 @@ from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import stream_filter
 from chronoq.local.emulation.containers import container_mode, run_containers_as_subprocesses
+from chronoq.local.emulation.dynamodb import partiql_inserts_as_dynamodb
 from chronoq.local.emulation.ecs import LOCAL_SECURITY_GROUP, LOCAL_SUBNET
 from chronoq.local.emulation.moto_version import check_moto
 from chronoq.local.emulation.service_calls import serialize_service_calls, serve_sdk_calls_only
@@ -223,6 +224,7 @@ class LocalAWS:
         express_executions_as_on_aws()
         waits_follow_the_clock()
         queues_follow_the_clock()
+        partiql_inserts_as_dynamodb()
         self.emulation.clock = self.clock
         activate(self.emulation)
         compose.TIME = compose.Time(self.clock.now, self.clock.sleep)

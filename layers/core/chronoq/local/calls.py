@@ -129,6 +129,14 @@ def calls_in(
             for kind, step in entry.items():
                 arn = f"arn:aws:dynamodb:{own}:table/{step.get('TableName', '')}"
                 yield Call(caller, f"dynamodb:{_TRANSACT_ACTIONS.get(kind, kind)}", arn)
+    elif operation == "dynamodb:ExecuteStatement":
+        # IAM authorizes a PartiQL statement as its kind (dynamodb:PartiQLInsert, ...) on the
+        # table it names
+        from chronoq.local.partiql import action_of
+
+        found = action_of(str(document.get("Statement", "")))
+        kind, table = found if found else ("PartiQLUnknown", "")
+        yield Call(caller, f"dynamodb:{kind}", f"arn:aws:dynamodb:{own}:table/{table}")
     elif service == "dynamodb":
         tables = (
             [document["TableName"]]

@@ -500,6 +500,17 @@ def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes)
 
 
 _WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
+
+
+def _is_write(name: str, document: Mapping[str, Any]) -> bool:
+    """Does this DynamoDB request write (a PartiQL INSERT among ExecuteStatements)?"""
+    if name == "ExecuteStatement":
+        from chronoq.local.partiql import kind_of
+
+        return kind_of(str(document.get("Statement", ""))) == "INSERT"
+    return name in _WRITES
+
+
 #: Write units per item KB (a transaction's writes cost twice a plain write's).
 _TRANSACT_FACTOR = 2
 #: Where chronoq local's engine hands the meter the images of the items a write changed, in
@@ -570,7 +581,7 @@ class Meter:
         self.usage.request(operation, caller)
         service, _, name = operation.partition(":")
         if service == "dynamodb":
-            if name in _WRITES:
+            if _is_write(name, request):
                 images = response.get(WRITTEN)
                 if images is None and stored is not None:  # refused: the item is read
                     images = [(t, item, item) for t, item in self._stored(name, request, stored)]
@@ -656,6 +667,14 @@ class Meter:
                 for table, requests in document.get("RequestItems", {}).items()
                 for r in requests
             ]
+        if name == "ExecuteStatement" and _is_write(name, document):
+            from chronoq.local.partiql import StatementError, parse_insert
+
+            try:
+                table, item = parse_insert(document["Statement"], document.get("Parameters"))
+            except StatementError:
+                return []  # (refused: nothing written)
+            return [(table, self._key(table, item))] if table in self.tables else []
         if name == "TransactWriteItems":
             found = []
             for entry in document.get("TransactItems", []):
@@ -685,7 +704,7 @@ class Meter:
         before: Mapping[tuple[str, str], dict[str, Any] | None],
         response: Any,
     ) -> None:
-        if name in _WRITES:
+        if _is_write(name, document):
             units = 0
             for (table, key), old in before.items():
                 new = self._get(table, json.loads(key))

@@ -15,6 +15,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain.audit import Action, Caller
 from chronoq.domain.backfills import (
     Backfill,
     BackfillRequest,
@@ -26,10 +27,12 @@ from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.limits import Limits, check_backfill
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
+from chronoq.domain.time import format_instant
+from chronoq.usecases.audit import record
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Clock, RunFilter, Store
+from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a backfill is asked for again when another request of its owner changed the
@@ -44,10 +47,14 @@ class BackfillOperations:
     canceller: Canceller
     clock: Clock
     pages: PageTokens
+    #: Jobs' audit trails: an entry for each backfill started or cancelled.
+    audit: AuditTrail
     #: What each owner's backfills may hold at once.
     limits: Limits = field(default_factory=Limits)
 
-    def create(self, owner: str, job_id: str, request: BackfillRequest) -> Backfill:
+    def create(
+        self, owner: str, job_id: str, request: BackfillRequest, by: Caller | None = None
+    ) -> Backfill:
         """A backfill of every fire time of the job's schedule in the range, if its owner's
         limits allow it (LimitExceeded); its first ``max_in_flight`` runs made and sent now
         (the others follow as these start)."""
@@ -91,6 +98,13 @@ class BackfillOperations:
                 self.store.delete_pending_run(run.job_id, run.id)
             self.store.end_backfill(backfill, BackfillState.CANCELLED, now)  # (its usage back)
             raise
+        detail = {
+            "backfill_id": backfill.id,
+            "from": format_instant(backfill.start),
+            "to": format_instant(backfill.to),
+            "runs": backfill.total,
+        }
+        record(self.audit, now, owner, job.id, Action.BACKFILL, by, detail=detail)
         return backfill
 
     def _start(self, backfill: Backfill) -> None:
@@ -124,7 +138,9 @@ class BackfillOperations:
         self._job(owner, job_id)
         return self._uncounted(self._backfill(owner, job_id, backfill_id)).view()
 
-    def cancel(self, owner: str, job_id: str, backfill_id: str) -> dict[str, Any]:
+    def cancel(
+        self, owner: str, job_id: str, backfill_id: str, by: Caller | None = None
+    ) -> dict[str, Any]:
         """No further run of the backfill is made; its runs that have not ended are
         cancelled (a running one as POST /runs/{id}/cancel would). Their ends are counted
         as they are heard of."""
@@ -134,6 +150,8 @@ class BackfillOperations:
         if not self.store.end_backfill(backfill, BackfillState.CANCELLED, now):
             state = self._uncounted(self._backfill(owner, job_id, backfill_id)).state
             raise Conflict(f"backfill {backfill_id} is already {state.value}")
+        detail = {"backfill_id": backfill_id}
+        record(self.audit, now, owner, job_id, Action.CANCEL_BACKFILL, by, detail=detail)
         reason = f"its backfill {backfill_id} was cancelled by {owner}"
         for run in self._runs(backfill):
             if run.status is RunStatus.SCHEDULED and self.store.end_run(

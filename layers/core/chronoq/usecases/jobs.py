@@ -10,6 +10,7 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.domain import ids, windows
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
+from chronoq.domain.audit import Action, Caller
 from chronoq.domain.base import STORED
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
@@ -21,9 +22,10 @@ from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases import secrets
+from chronoq.usecases.audit import record, spec_change, state_change
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Clock, JobRunStore, Store
+from chronoq.usecases.ports import AuditTrail, Clock, JobRunStore, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
@@ -39,6 +41,8 @@ class JobOperations:
     output_buckets: frozenset[str] | None
     is_task: TaskCheck
     pages: PageTokens
+    #: Jobs' audit trails: one entry per change made (``by``: the caller of the request).
+    audit: AuditTrail
     #: Which addresses http targets and webhooks may name (the SSRF guard).
     network: NetworkPolicy = OPEN
     #: Jobs one owner may have.
@@ -48,7 +52,7 @@ class JobOperations:
     #: What each owner may hold at once (here: a job's triggers not started yet).
     limits: Limits = field(default_factory=Limits)
 
-    def create_job(self, owner: str, spec: JobSpec) -> Job:
+    def create_job(self, owner: str, spec: JobSpec, by: Caller | None = None) -> Job:
         self._check(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
@@ -89,6 +93,7 @@ class JobOperations:
         except Exception:  # (queues unavailable): nothing half-made is left behind
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
+        record(self.audit, now, owner, job.id, Action.CREATE, by, spec_change(None, job))
         return job
 
     def get_job(self, owner: str, job_id: str) -> Job:
@@ -137,7 +142,7 @@ class JobOperations:
         page = replace(page, items=[job.as_of(now) for job in page.items])
         return self.pages.listing(owner, listing, page)
 
-    def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
+    def update_job(self, owner: str, job_id: str, patch: JobPatch, by: Caller | None = None) -> Job:
         """Change a job. A new schedule or priority replaces the pending occurrence by the
         new schedule's next fire time (a run already claimed still runs); other changes
         apply to every run that has not started yet."""
@@ -163,6 +168,7 @@ class JobOperations:
         self.store.unuse_secrets(owner, job.id, before - after)
         if renamed:
             self.store.release_name(owner, job.name, job.id)
+        record(self.audit, now, owner, job.id, Action.CHANGE, by, spec_change(job, changed))
         return self._settle(changed, now)
 
     def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
@@ -195,7 +201,7 @@ class JobOperations:
         )
         return self._replace_occurrences(job, updated, now)
 
-    def pause_job(self, owner: str, job_id: str) -> Job:
+    def pause_job(self, owner: str, job_id: str, by: Caller | None = None) -> Job:
         """No scheduled run of a paused job starts; its pending occurrence is dropped."""
         job = self._stored(owner, job_id)
         if job.state is JobState.PAUSED:
@@ -207,9 +213,11 @@ class JobOperations:
         paused = _next_generation(
             job, now, state=JobState.PAUSED, next_run_at=None, runs_before=counted
         )
-        return self._replace_occurrences(job, paused, now)
+        stored = self._replace_occurrences(job, paused, now)
+        record(self.audit, now, owner, job.id, Action.PAUSE, by, state_change(job, stored, now))
+        return stored
 
-    def resume_job(self, owner: str, job_id: str) -> Job:
+    def resume_job(self, owner: str, job_id: str, by: Caller | None = None) -> Job:
         """Schedule the next future fire time; occurrences missed while paused never run."""
         job = self._stored(owner, job_id)
         if job.state is not JobState.PAUSED:
@@ -218,13 +226,17 @@ class JobOperations:
         following = next_fire(job.schedule, now)
         state = JobState.ACTIVE if following else JobState.COMPLETED
         resumed = _next_generation(job, now, state=state, next_run_at=following)
-        return self._settle(self._replace_occurrences(job, resumed, now), now)
+        stored = self._replace_occurrences(job, resumed, now)
+        record(self.audit, now, owner, job.id, Action.RESUME, by, state_change(job, stored, now))
+        return self._settle(stored, now)
 
-    def delete_job(self, owner: str, job_id: str) -> None:
+    def delete_job(self, owner: str, job_id: str, by: Caller | None = None) -> None:
         """No further run starts; a run already executing finishes."""
         job = self._stored(owner, job_id)
-        if not remove_job(self.store, job, self.clock()):
+        now = self.clock()
+        if not remove_job(self.store, job, now):
             raise NotFound(f"job {job_id} not found")
+        record(self.audit, now, owner, job.id, Action.DELETE, by, state_change(job, None, now))
         # (its planned occurrence has no run record: the worker drops it, the job being gone)
 
     def _claim_name(self, job: Job, name: str, now: datetime) -> None:
@@ -244,7 +256,7 @@ class JobOperations:
             remove_job(self.store, job, now)
         return job
 
-    def trigger_job(self, owner: str, job_id: str) -> Run:
+    def trigger_job(self, owner: str, job_id: str, by: Caller | None = None) -> Run:
         """One run now, outside the schedule (also for a paused or completed job)."""
         job = self._stored(owner, job_id)
         now = self.clock()
@@ -260,6 +272,7 @@ class JobOperations:
         except Exception:  # (queues unavailable): no run is left that nothing will send
             self.store.delete_pending_run(job.id, run.id)
             raise
+        record(self.audit, now, owner, job.id, Action.TRIGGER, by, detail={"run_id": run.id})
         return run
 
     def limits_of(self, owner: str) -> dict[str, Any]:

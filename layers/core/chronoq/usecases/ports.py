@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
+from chronoq.domain.audit import AuditEntry
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
@@ -511,6 +512,27 @@ class ErasureStore(Protocol):
     def erase_owner_items(self, owner: str) -> int:
         """Delete the jobs table's items that belong to the owner rather than to a job (its
         job count, usage, secrets' names, runs in flight): how many there were."""
+        ...
+
+
+class EntryExists(Exception):
+    """An audit entry with the same key (job, instant and request id) is kept already: it is
+    never written over."""
+
+
+class AuditTrail(Protocol):
+    """Jobs' audit trails (the audit table): entries are only ever added, and read."""
+
+    def append(self, entry: AuditEntry) -> None:
+        """Keep a new entry; EntryExists (nothing written) if one with its key is kept."""
+        ...
+
+    def page(
+        self, job_id: str, owner: str, limit: int, after: Position | None = None
+    ) -> Page[AuditEntry]:
+        """Up to ``limit`` of the job's entries that belong to ``owner``, newest first, from
+        ``after`` (a page's ``after``) on. Entries outlive their job (until they expire): they
+        carry its owner, the same for every entry of a job."""
         ...
 
 

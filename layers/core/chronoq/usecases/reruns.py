@@ -10,13 +10,16 @@ from datetime import datetime
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain.audit import Action, Caller
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits, check_reruns
 from chronoq.domain.reruns import RerunRequest, check_range
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, Trigger
+from chronoq.domain.time import format_instant
+from chronoq.usecases.audit import record
 from chronoq.usecases.limits import owner_usage
-from chronoq.usecases.ports import Clock, RunFilter, Store
+from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a re-run is asked for again when another request of its owner changed the
@@ -29,10 +32,12 @@ class RerunOperations:
     store: Store
     index: TimeIndex
     clock: Clock
+    #: Jobs' audit trails: an entry for each request that re-ran runs.
+    audit: AuditTrail
     #: What each owner's re-runs (and backfills) may hold at once.
     limits: Limits = field(default_factory=Limits)
 
-    def rerun_run(self, owner: str, run_id: str) -> Run:
+    def rerun_run(self, owner: str, run_id: str, by: Caller | None = None) -> Run:
         """A new run of the run's job and fire time (``trigger: "rerun"``, ``rerun_of`` the
         run), sent now; the run must have ended and its job must still exist."""
         try:
@@ -50,9 +55,13 @@ class RerunOperations:
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} of run {run_id} not found: it was deleted")
         (run,) = self._send(job, [original], at_fault=None)
+        detail = {"run_id": run.id, "rerun_of": original.id}
+        record(self.audit, self.clock(), owner, job_id, Action.RERUN, by, detail=detail)
         return run
 
-    def rerun_job(self, owner: str, job_id: str, request: RerunRequest) -> list[Run]:
+    def rerun_job(
+        self, owner: str, job_id: str, request: RerunRequest, by: Caller | None = None
+    ) -> list[Run]:
         """A re-run of every run of the job scheduled in the range that ended with one of the
         statuses (at most MAX_RERUN_RUNS), sent now; none if none did."""
         job = self.store.get_job(job_id)
@@ -76,9 +85,18 @@ class RerunOperations:
             if page.after is None:
                 break
             after = page.after
-        return self._send(
+        made = self._send(
             job, sorted(found, key=lambda run: run.id), request.start_deadline_seconds, "to"
         )
+        if made:
+            detail = {
+                "from": format_instant(request.start),
+                "to": format_instant(request.to),
+                "statuses": sorted(s.value for s in request.statuses),
+                "runs": len(made),
+            }
+            record(self.audit, self.clock(), owner, job_id, Action.RERUN, by, detail=detail)
+        return made
 
     def _send(
         self,

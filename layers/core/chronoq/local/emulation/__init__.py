@@ -9,6 +9,8 @@ starts, reading the embedded AWS's state through ``state.active``.
 - ``service_calls``: how SDK calls reach moto (one at a time, metered, denied as IAM would);
 - ``stepfunctions``: the state machine interpreter (clients, parsing, EXPRESS, waits);
 - ``sqs``: queue timers by chronoq local's clock;
+- ``dynamodb``: the PartiQL INSERT chronoq adds audit entries with (parameters; a key that
+  exists refused);
 - ``containers``: ECS tasks run as host processes or in Docker;
 - ``ecs``: ECS as Step Functions calls it (names and network; read by chronoq.local.engine).
 

@@ -19,6 +19,8 @@ PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.core.base_backend", "BackendDict"),
     ("moto.core.model_instances", "reset_model_data"),
     ("moto.dynamodb.models", "dynamodb_backends"),  # read by chronoq.local.usage
+    ("moto.dynamodb.models", "DynamoDBBackend.execute_statement"),
+    ("moto.dynamodb.models.dynamo_type", "DynamoType"),
     ("moto.stepfunctions.parser.asl.utils.boto_client", "boto_client_for"),
     ("moto.stepfunctions.parser.asl.component.state.exec.state_task", "__path__"),
     ("moto.stepfunctions.parser.asl.parse.asl_parser", "AmazonStateLanguageParser.parse"),

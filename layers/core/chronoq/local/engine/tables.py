@@ -47,6 +47,7 @@ from chronoq import resources as r
 from chronoq.local.engine import expressions as ex
 from chronoq.local.engine.expressions import ExpressionError, Item, Typed
 from chronoq.local.engine.schema import NewerSchema, Step, migrate, statements
+from chronoq.local.partiql import StatementError, parse_insert
 
 #: The version of the database layout this code writes (``PRAGMA user_version``): one per
 #: step of STEPS (see chronoq.local.engine.schema).
@@ -88,6 +89,10 @@ class ValidationException(ClientError):
     """A request DynamoDB refuses as invalid (an expression, a key, a parameter)."""
 
 
+class DuplicateItemException(ClientError):
+    """A PartiQL INSERT of a key that exists: nothing was written."""
+
+
 class TableErrors:
     """The error classes, reachable as boto3 exposes its modeled ones
     (``client.exceptions.ConditionalCheckFailedException``)."""
@@ -97,6 +102,7 @@ class TableErrors:
     TransactionCanceledException = TransactionCanceledException
     ResourceNotFoundException = ResourceNotFoundException
     ValidationException = ValidationException
+    DuplicateItemException = DuplicateItemException
 
 
 #: The database file was written by a newer chronoq (a later schema version).
@@ -179,6 +185,17 @@ _READ_MANY = (
 _QUERY = frozenset({"KeyConditionExpression", "ScanIndexForward", *_READ_MANY})
 _SCAN = frozenset(_READ_MANY)
 _TABLE_ONLY = frozenset({"TableName"})
+_STATEMENT = frozenset(
+    {
+        "Statement",
+        "Parameters",
+        "ConsistentRead",
+        "NextToken",
+        "ReturnConsumedCapacity",
+        "Limit",
+        "ReturnValuesOnConditionCheckFailure",
+    }
+)
 _KEY_REQUIRED = frozenset({"TableName", "Key"})
 _ITEM_REQUIRED = frozenset({"TableName", "Item"})
 _TRANSACT = frozenset(
@@ -624,7 +641,8 @@ class SqliteTables:
 
     Methods take the keyword arguments of boto3's ``dynamodb`` client and answer as it does
     (without ResponseMetadata): get_item, put_item, update_item, delete_item, query, scan,
-    batch_get_item, batch_write_item, transact_write_items, describe_table, get_paginator.
+    batch_get_item, batch_write_item, transact_write_items, execute_statement (the INSERT chronoq
+    sends), describe_table, get_paginator.
     Errors are ClientErrors with DynamoDB's codes, their classes reachable as
     ``exceptions.<Code>``. Reads are always consistent. A Query or Scan reads at most
     ``Limit`` items and about 1 MB before answering a page; it answers a LastEvaluatedKey only
@@ -894,6 +912,40 @@ class SqliteTables:
         response = {"Attributes": old} if returns == "ALL_OLD" and old else {}
         self._observe("DeleteItem", request, response, [write])
         return response
+
+    @_operation("ExecuteStatement")
+    def execute_statement(self, **request: Any) -> dict[str, Any]:
+        """PartiQL, the one form chronoq writes with (chronoq.aws.audit): ``INSERT INTO
+        "table" VALUE {'name': ?, ...}`` with one parameter per value. As in DynamoDB, an
+        INSERT of a key that exists is refused (DuplicateItemException): nothing is written
+        over. Any other statement is a ValidationException."""
+        _check_parameters(request, _STATEMENT, frozenset({"Statement"}))
+        try:
+            table_name, item = parse_insert(request["Statement"], request.get("Parameters"))
+        except StatementError as problem:
+            raise ExpressionError(str(problem)) from None
+        table = self._table(table_name, "ExecuteStatement")
+        key = table.key_of_item(item)
+        stored = _stored(item, _TOO_LARGE)
+        with self._lock:
+            old_stored = self._read(table, key)
+            write = _Write(
+                table, key, old_stored, decode(old_stored) if old_stored else None, item, stored
+            )
+            if old_stored is None:
+                self._commit([write])
+        if old_stored is not None:
+            message = "Duplicate primary key exists in table"
+            response: dict[str, Any] = {
+                "Error": {"Code": "DuplicateItemException", "Message": message},
+                "message": message,
+            }
+            write.new = write.old
+            self._observe("ExecuteStatement", request, response, [write])
+            raise DuplicateItemException(response, "ExecuteStatement")  # type: ignore[arg-type]
+        answer: dict[str, Any] = {"Items": []}
+        self._observe("ExecuteStatement", request, answer, [write])
+        return answer
 
     # --- many items ------------------------------------------------------------------------
 

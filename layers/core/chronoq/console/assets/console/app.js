@@ -1,6 +1,7 @@
 // chronoq's web console: one module, no build step, no dependencies. It calls the API with the
 // signed-in user's bearer token and renders with DOM calls (never HTML from data).
 
+import { entryWords } from "./audit.js";
 import { authorizeUrl, redeem } from "./pkce.js";
 import { showHeartbeat } from "./status.js";
 import { jobsNaming, notifyText, secretRows } from "./secrets.js";
@@ -327,6 +328,15 @@ function backfillTable(items, cancel) {
   { id: "backfills", class: "backfills" });
 }
 
+function auditTable(entries) {
+  return table(["When", "Action", "By", "From", "Changes"], entries.map((entry) => {
+    const words = entryWords(entry);
+    return h("tr", { "data-action": words.action, title: `request ${words.request}` },
+      h("td", {}, shortTime(entry.at)), h("td", {}, words.action), h("td", {}, words.by),
+      h("td", {}, words.source), h("td", { class: "changes" }, words.changes));
+  }), { id: "audit", class: "audit" });
+}
+
 function timeline(runs) {
   // newest first; each run's duration drawn as a bar, to the scale of the longest shown
   const longest = Math.max(0.001, ...runs.map((r) => seconds(r) || 0));
@@ -354,6 +364,8 @@ async function jobView(current, id) {
   const upcoming = h("div");
   const runs = h("div");
   const backfills = h("div");
+  const trail = h("div");
+  let trailOf = null; // the job's version whose trail is shown (null: read it again)
   const backfillForm = h("form", { id: "backfill-form", class: "inline" },
     h("label", { for: "backfill-from" }, "From"),
     h("input", { id: "backfill-from", type: "datetime-local", required: true }),
@@ -366,6 +378,7 @@ async function jobView(current, id) {
     const utc = (id) => `${backfillForm.querySelector(id).value}:00Z`;
     guarded(current, status, async () => {
       await api("POST", `${path}/backfill`, { from: utc("#backfill-from"), to: utc("#backfill-to") });
+      trailOf = null;
       await load();
     });
   });
@@ -375,6 +388,7 @@ async function jobView(current, id) {
     const answer = await api("POST", `${path}/rerun`, { from: from.toISOString(), to: to.toISOString() });
     status.replaceChildren(h("p", { class: "hint", id: "rerun-answer" },
       answer.runs.length ? `${answer.runs.length} run(s) re-run.` : "No failed run in the last 24 hours."));
+    trailOf = null;
     await load();
   });
   const act = (action, confirmText) => async () => {
@@ -386,6 +400,7 @@ async function jobView(current, id) {
         return;
       }
       await api("POST", `${path}/${action}`);
+      trailOf = null;
       await load();
     });
   };
@@ -399,7 +414,8 @@ async function jobView(current, id) {
       h("button", { id: "delete", class: "danger", onclick: act("delete", "Delete this job?") }, "Delete")),
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Runs"), runs,
-        h("h2", {}, "Backfills"), backfillForm, backfills),
+        h("h2", {}, "Backfills"), backfillForm, backfills,
+        h("h2", {}, "Audit trail"), trail),
       h("section", { class: "side" }, h("h2", {}, "Upcoming"), upcoming)));
   let previewed = null;
   const load = () => guarded(current, status, async () => {
@@ -427,9 +443,17 @@ async function jobView(current, id) {
     backfills.replaceChildren(filled.backfills.length
       ? backfillTable(filled.backfills, (b) => guarded(current, status, async () => {
         await api("POST", `${path}/backfills/${encodeURIComponent(b.id)}/cancel`);
+        trailOf = null;
         await load();
       }))
       : h("p", { class: "empty" }, "None."));
+    if (trailOf !== job.version) { // (read again when the job changed, or the page changed it)
+      const changes = await api("GET", `${path}/audit?limit=20`);
+      if (current !== view) return;
+      trailOf = job.version;
+      trail.replaceChildren(changes.entries.length ? auditTable(changes.entries)
+        : h("p", { class: "empty" }, "No change recorded."));
+    }
     const key = JSON.stringify([job.schedule, job.state]);
     if (key !== previewed) {
       previewed = key;
