@@ -549,6 +549,30 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/usecases/test_secrets.py", "tests/unit/test_api_secrets.py"),
     ),
     Mutant(
+        "erasure-deleted-jobs",
+        "an erasure takes out the runs of the owner's jobs deleted before, that other stores know",
+        f"{CORE}/usecases/erasure.py",
+        (
+            (
+                "        job_ids = sorted({job.id for job in jobs} | set(self.known_jobs(owner)))\n",
+                "        job_ids = sorted({job.id for job in jobs})\n",
+            ),
+        ),
+        ("tests/unit/usecases/test_erasure.py",),
+    ),
+    Mutant(
+        "erasure-cancel",
+        "an erasure stops the owner's runs under way before taking their records out",
+        f"{CORE}/usecases/erasure.py",
+        (
+            (
+                "            cancelled += self._cancel_under_way(job.id, owner, reason)\n",
+                "",
+            ),
+        ),
+        ("tests/unit/usecases/test_erasure.py",),
+    ),
+    Mutant(
         "in-flight-limit",
         "an owner's runs in flight are held to max_runs_in_flight: one more waits, parked",
         f"{CORE}/usecases/start.py",

@@ -19,6 +19,7 @@ from .api import Api
 from .console import Console
 from .containers import Containers
 from .dispatch import Dispatch
+from .erasure import Erasure
 from .execution import Execution
 from .layer import CoreLayer
 from .monitoring import Monitoring, Watched
@@ -193,6 +194,17 @@ class ChronoqStack(Stack):
             mfa_required=mfa_required,
         )
         self.console = Console(self, "Console", layer=self.layer, api=self.api)
+        self.erasure = Erasure(
+            self,
+            "Erasure",
+            layer=self.layer,
+            environment=environment,
+            storage=self.storage,
+            state_machines=(
+                self.execution.state_machine,
+                self.execution.express_state_machine,
+            ),
+        )
         self._grant_secrets()
         self.monitoring = Monitoring(
             self,
@@ -241,6 +253,7 @@ class ChronoqStack(Stack):
         )
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
+        CfnOutput(self, "EraserFunctionName", value=self.erasure.function.function_name)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         CfnOutput(
             self,
@@ -272,4 +285,5 @@ class ChronoqStack(Stack):
             r.WORKER_FUNCTION.name: self.workers.function,
             r.RUNNER_FUNCTION.name: self.execution.runner,
             r.NOTIFIER_FUNCTION.name: self.notifications.function,
+            r.ERASER_FUNCTION.name: self.erasure.function,
         }

@@ -68,7 +68,7 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
         0,
         tokens.secret(tmp_path),
         invoke,
-        controls={"POST /_local/ticker/stop": control},
+        controls={"POST /_local/ticker/stop": lambda _: control()},
     )
     state.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -11,7 +11,7 @@ from functools import cache
 from chronoq import tasks
 from chronoq.aws import clients
 from chronoq.aws.artifacts import S3Artifacts
-from chronoq.aws.audit import DynamoAuditTrail
+from chronoq.aws.audit import DynamoAuditEraser, DynamoAuditTrail
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.secrets import SsmSecretValues
@@ -21,6 +21,7 @@ from chronoq.execution.egress import Egress
 from chronoq.settings import (
     ApiSettings,
     DispatcherSettings,
+    EraserSettings,
     NotifierSettings,
     RunnerSettings,
     WorkerSettings,
@@ -30,6 +31,7 @@ from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
+from chronoq.usecases.erasure import Eraser
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
@@ -71,6 +73,27 @@ class Api:
     secrets: SecretOperations
     #: Jobs' audit trails, read.
     audit: AuditOperations
+
+
+def eraser(settings: EraserSettings) -> Eraser:
+    """What erases an owner (the eraser function, which an operator invokes)."""
+    store = DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table)
+    executor = StepFunctionsExecutor(
+        clients.stepfunctions(), settings.state_machine_arn, settings.express_state_machine_arn
+    )
+    audit = DynamoAuditEraser(clients.dynamodb(), settings.audit_table)
+    return Eraser(
+        store=store,
+        secret_values=secret_values(settings.secrets_path),
+        artifacts=S3Artifacts(
+            clients.dynamodb(), clients.client("s3"), settings.runs_table, settings.output_bucket
+        ),
+        canceller=Canceller(store, executor, TIME.clock),
+        clock=TIME.clock,
+        extra={"audit_entries": audit.erase},
+        known_jobs=audit.job_ids,
+        trail=DynamoAuditTrail(clients.dynamodb(), settings.audit_table),
+    )
 
 
 def secret_values(path: str) -> SsmSecretValues:

@@ -457,12 +457,24 @@ RUNS_TABLE = Table(
 #: A job's audit trail (README, "Audit trail"): one item per change a caller made, by job and
 #: ``<instant, to the millisecond>#<request id>`` (time order); kept as long as runs are,
 #: after the job too. Only ever added to (PartiQL INSERT, which fails on an existing key).
+#: An owner's entries, keys only: what an erasure of the owner finds (and the jobs they name,
+#: deleted ones too). Its entry is written once, with the entry (a write unit more a change).
+AUDIT_BY_OWNER_INDEX = "by_owner"
+
 AUDIT_TABLE = Table(
     id="Audit",
     env=ENV_AUDIT_TABLE,
     partition_key="job_id",
     sort_key="entry",
     ttl_attribute="expires_at",
+    indexes=(
+        Index(
+            AUDIT_BY_OWNER_INDEX,
+            partition_key="owner",
+            sort_key="entry",
+            projection=Projection.KEYS_ONLY,
+        ),
+    ),
 )
 TABLES = (JOBS_TABLE, SCHEDULE_TABLE, RUNS_TABLE, AUDIT_TABLE)
 
@@ -607,12 +619,28 @@ WORKER_BATCH_SIZE = 40
 WORKER_BATCHING_WINDOW_SECONDS = 1
 NOTIFIER_BATCH_SIZE = 5
 NOTIFIER_MAX_RETRIES = 3
+ERASER_FUNCTION = Function(
+    name="eraser",
+    memory_mb=256,
+    timeout_seconds=900,  # an owner with many jobs and runs: pages of deletes
+    env=(
+        ENV_JOBS_TABLE,
+        ENV_RUNS_TABLE,
+        ENV_AUDIT_TABLE,  # the owner's entries, and the erasure's own
+        ENV_OUTPUT_BUCKET,  # the owner's jobs' outputs and logs
+        ENV_SECRETS_PATH,  # the owner's secrets' values
+        ENV_STATE_MACHINE_ARN,  # to stop the executions of runs under way
+        ENV_EXPRESS_STATE_MACHINE_ARN,
+    ),
+    description="Erases one owner's data everywhere, when an operator invokes it",
+)
 FUNCTIONS = (
     API_FUNCTION,
     DISPATCHER_FUNCTION,
     WORKER_FUNCTION,
     RUNNER_FUNCTION,
     NOTIFIER_FUNCTION,
+    ERASER_FUNCTION,
 )
 LAMBDA_RUNTIME = "python3.12"
 

@@ -342,10 +342,23 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
 
 
 #: Every function's settings class.
+class EraserSettings(FunctionSettings):
+    FUNCTION = r.ERASER_FUNCTION
+
+    jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
+    runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    audit_table: str = Field(alias=r.ENV_AUDIT_TABLE, min_length=1)
+    output_bucket: str = Field(alias=r.ENV_OUTPUT_BUCKET, min_length=1)
+    secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
+    state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
+    express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
+
+
 SETTINGS: tuple[type[FunctionSettings], ...] = (
     ApiSettings,
     DispatcherSettings,
     WorkerSettings,
     RunnerSettings,
     NotifierSettings,
+    EraserSettings,
 )

@@ -168,4 +168,5 @@ def test_given_an_audit_entry_added_on_the_engine_when_metered_then_iam_sees_a_p
     assert Call(r.API_FUNCTION.name, "dynamodb:PartiQLInsert", arn) in RECORDER.recorded
     assert Call(r.API_FUNCTION.name, "dynamodb:Query", arn) in RECORDER.recorded
     assert usage.requests["dynamodb:ExecuteStatement"] == 2
-    assert usage.write_units == 2
+    # the entry (1) and its owner index entry (1); the refused one, billed as DynamoDB does (1)
+    assert usage.write_units == 3

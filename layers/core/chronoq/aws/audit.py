@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.domain.audit import AuditEntry
 from chronoq.usecases.ports import EntryExists, Page, Position
@@ -79,3 +80,45 @@ class DynamoAuditTrail:
             start = answer.get("LastEvaluatedKey")
             if not start:
                 return Page(found, None)
+
+
+class DynamoAuditEraser:
+    """What erasing an owner takes out of the audit table (the eraser function's role may;
+    the api's may not): the owner's entries, found through the owner index (keys only)."""
+
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def _keys(self, owner: str) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        while True:
+            query: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": r.AUDIT_BY_OWNER_INDEX,
+                "KeyConditionExpression": "#o = :o",
+                "ExpressionAttributeNames": {"#o": "owner"},
+                "ExpressionAttributeValues": codecs.dump({":o": owner}),
+            }
+            if start:
+                query["ExclusiveStartKey"] = start
+            answer = self._db.query(**query)
+            found += [{"job_id": i["job_id"], "entry": i["entry"]} for i in answer["Items"]]
+            start = answer.get("LastEvaluatedKey")
+            if not start:
+                return found
+
+    def job_ids(self, owner: str) -> list[str]:
+        """The ids of the jobs the owner's entries name (deleted ones too)."""
+        return sorted({codecs.load(k)["job_id"] for k in self._keys(owner)})
+
+    def erase(self, owner: str) -> int:
+        """Delete the owner's entries, 25 a request: how many there were."""
+        keys = self._keys(owner)
+        for n in range(0, len(keys), 25):
+            pending: Any = [{"DeleteRequest": {"Key": k}} for k in keys[n : n + 25]]
+            while pending:
+                answer = self._db.batch_write_item(RequestItems={self._table: pending})
+                pending = answer.get("UnprocessedItems", {}).get(self._table, [])
+        return len(keys)

@@ -419,6 +419,45 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
     )
 
 
+@cli.group()
+def admin() -> None:
+    """What an operator does to a deployment (not what its users do through the API)."""
+
+
+@admin.command("erase")
+@click.argument("owner")
+@click.option("--yes", is_flag=True, help="erase without asking to confirm")
+@click.option(
+    "--function",
+    "function_name",
+    envvar="CHRONOQ_ERASER_FUNCTION",
+    help="on AWS: the eraser function's name (the stack's EraserFunctionName output); it is"
+    " invoked with your AWS credentials. Without it: chronoq local, with an admin token",
+)
+@click.option("--by", default=None, help="who asks, as the erasure's record says (default: you)")
+@api_options
+def erase(api: Api, owner: str, yes: bool, function_name: str | None, by: str | None) -> None:
+    """Erase OWNER's data everywhere: jobs (runs under way cancelled), runs and backfills,
+    outputs and logs, secrets, audit entries, and the owner's own items. The erasure is
+    recorded in the audit trail, without what it erased. It cannot be undone."""
+    if not yes:
+        click.confirm(f"erase every piece of {owner!r}'s data? this cannot be undone", abort=True)
+    asker = by or os.environ.get("USER") or "operator"
+    if function_name:
+        import boto3
+
+        answer = boto3.client("lambda").invoke(
+            FunctionName=function_name,
+            Payload=json.dumps({"owner": owner, "by": asker}).encode(),
+        )
+        result = json.loads(answer["Payload"].read() or b"{}")
+        if answer.get("FunctionError") or "error" in result:
+            raise click.ClickException(f"the eraser failed: {result}")
+    else:
+        result = api.call("POST", "/_local/erase", query={"owner": owner, "by": asker})
+    click.echo(render.dump_json(result))
+
+
 @cli.command()
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True

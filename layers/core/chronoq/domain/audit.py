@@ -46,6 +46,8 @@ class Action(StrEnum):
     BACKFILL = "backfill"
     CANCEL_BACKFILL = "cancel_backfill"
     RERUN = "rerun"
+    #: An operator erased an owner's data (the entry names neither: see usecases.erasure).
+    ERASE = "erase"
 
 
 #: The User-Agent product of each of chronoq's own clients: ``chronoq-cli/<version>``, ...

@@ -40,3 +40,16 @@ class FakeAuditTrail:
         """The job's entries, oldest first (what a test reads)."""
         with self._lock:
             return [e for (job, _), e in sorted(self.entries.items()) if job == job_id]
+
+    def job_ids(self, owner: str) -> list[str]:
+        """The ids of the jobs the owner's entries name (what erasing an owner reads)."""
+        with self._lock:
+            return sorted({job for (job, _), e in self.entries.items() if e.owner == owner})
+
+    def erase(self, owner: str) -> int:
+        """Delete the owner's entries (what the eraser may do, and nothing else)."""
+        with self._lock:
+            found = [key for key, e in self.entries.items() if e.owner == owner]
+            for key in found:
+                del self.entries[key]
+            return len(found)

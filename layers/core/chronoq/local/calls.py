@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -89,6 +90,13 @@ _TRANSACT_ACTIONS = {
 }
 
 
+def _deleted_keys(body: bytes) -> list[str]:
+    """The keys a DeleteObjects request names (its XML body: ``<Key>…</Key>``, escaped)."""
+    from html import unescape
+
+    return [unescape(k.decode()) for k in re.findall(rb"<Key>([^<]*)</Key>", body)]
+
+
 def calls_of(
     caller: str,
     operation: str,
@@ -99,7 +107,7 @@ def calls_of(
 ) -> Iterator[Call]:
     """The IAM calls one request makes (a batch over several tables is a call on each)."""
     form = {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
-    return calls_in(caller, operation, _json(body), region, account, url, form)
+    return calls_in(caller, operation, _json(body), region, account, url, form, body)
 
 
 def calls_in(
@@ -110,6 +118,7 @@ def calls_in(
     account: str,
     url: str = "",
     form: Mapping[str, str] | None = None,
+    body: bytes = b"",
 ) -> Iterator[Call]:
     """The IAM calls of one request given as its parameters (``document``: a JSON protocol's
     body, or the keyword arguments of a client's method), ``url`` and ``form`` for the
@@ -162,13 +171,31 @@ def calls_in(
         yield call(function)
     elif service == "s3":
         if not url:  # (a client's arguments: chronoq local's engine)
-            yield call(f"arn:aws:s3:::{document.get('Bucket', '')}/{document.get('Key', '')}")
+            bucket = document.get("Bucket", "")
+            if operation == "s3:ListObjectsV2":
+                prefix = str(document.get("Prefix", ""))
+                yield Call(
+                    caller, "s3:ListBucket", f"arn:aws:s3:::{bucket}", (("s3:prefix", prefix),)
+                )
+            elif operation == "s3:DeleteObjects":
+                for entry in document.get("Delete", {}).get("Objects", []):
+                    yield Call(caller, "s3:DeleteObject", f"arn:aws:s3:::{bucket}/{entry['Key']}")
+            else:
+                yield call(f"arn:aws:s3:::{bucket}/{document.get('Key', '')}")
             return
         parts = urlsplit(url)
         host, path = parts.hostname or "", unquote(parts.path).lstrip("/")
         # path style (s3.amazonaws.com/bucket/key) or virtual host (bucket.s3.amazonaws.com/key)
         key = path if host.startswith("s3.") else f"{host.split('.s3.', 1)[0]}/{path}"
-        yield call(f"arn:aws:s3:::{key}")
+        bucket = key.split("/", 1)[0]
+        if operation == "s3:ListObjectsV2":  # IAM: s3:ListBucket on the bucket, its prefix
+            prefix = parse_qs(parts.query).get("prefix", [""])[0]
+            yield Call(caller, "s3:ListBucket", f"arn:aws:s3:::{bucket}", (("s3:prefix", prefix),))
+        elif operation == "s3:DeleteObjects":  # IAM: s3:DeleteObject on each object
+            for name in _deleted_keys(body):
+                yield Call(caller, "s3:DeleteObject", f"arn:aws:s3:::{bucket}/{name}")
+        else:
+            yield call(f"arn:aws:s3:::{key}")
     elif service == "sns":
         yield call(form.get("TopicArn", "*"))
     elif service == "ses":

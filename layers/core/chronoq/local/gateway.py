@@ -84,8 +84,9 @@ def http_event(
     }
 
 
-#: Local-only controls of the runtime itself, e.g. ``POST /_local/ticker/stop``.
-Controls = dict[str, Callable[[], dict[str, Any]]]
+#: Local-only controls of the runtime itself, e.g. ``POST /_local/ticker/stop``: each given
+#: the request's query parameters (``POST /_local/erase?owner=alice``).
+Controls = dict[str, Callable[[dict[str, str]], dict[str, Any]]]
 CONTROL_PREFIX = "/_local/"
 
 
@@ -214,12 +215,18 @@ def serve(
                 )
                 self._reply(403, json_type, _error("forbidden", message))
                 return
-            control = (controls or {}).get(f"{self.command} {self.path}")
+            target = urlsplit(self.path)
+            control = (controls or {}).get(f"{self.command} {target.path}")
             if control is None:
-                message = f"no control {self.command} {self.path}"
+                message = f"no control {self.command} {target.path}"
                 self._reply(404, json_type, _error("not_found", message))
                 return
-            self._reply(200, json_type, json.dumps(control()).encode())
+            try:
+                answer = control(dict(parse_qsl(target.query)))
+            except ValueError as error:  # a control's own refusal of its parameters
+                self._reply(400, json_type, _error("bad_request", str(error)))
+                return
+            self._reply(200, json_type, json.dumps(answer).encode())
 
         def _refuse(self, status: int, headers: dict[str, str], data: bytes) -> None:
             """Answer without reading the body, and close the connection (what is left of

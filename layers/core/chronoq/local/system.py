@@ -256,6 +256,17 @@ class LocalSystem:
         assert self.aws.runtime is not None
         return self.aws.runtime.invoke(function_name(function), event)
 
+    def _erase(self, params: dict[str, str]) -> dict[str, Any]:
+        """``POST /_local/erase?owner=…``: the eraser function, as an operator invokes it on
+        AWS (``chronoq admin erase``)."""
+        owner = params.get("owner", "")
+        if not owner:
+            raise ValueError("owner: name the owner to erase (?owner=...)")
+        answer: dict[str, Any] = self.invoke(
+            r.ERASER_FUNCTION, {"owner": owner, "by": params.get("by") or "local admin"}
+        )
+        return answer
+
     def start(self) -> LocalSystem:
         if self.engine == ENGINE_LOCAL and not self.in_memory:
             self._held.enter_context(running(self.data_dir))
@@ -273,10 +284,11 @@ class LocalSystem:
             tokens.secret(self.data_dir),
             lambda e: self.invoke(r.API_FUNCTION, e),
             controls={
-                "POST /_local/ticker/stop": self._stop_ticker,
-                "POST /_local/ticker/start": self._start_ticker,
-                "GET /_local/usage": lambda: self.aws.usage_document(),
-                "POST /_local/usage/reset": self._reset_usage,
+                "POST /_local/ticker/stop": lambda _: self._stop_ticker(),
+                "POST /_local/ticker/start": lambda _: self._start_ticker(),
+                "GET /_local/usage": lambda _: self.aws.usage_document(),
+                "POST /_local/usage/reset": lambda _: self._reset_usage(),
+                "POST /_local/erase": self._erase,
             },
         )
         self.port = self._server.server_address[1]

@@ -495,6 +495,13 @@ def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes)
         has_key = "/" in path if host.startswith("s3.") else bool(path)
         if method in ("PUT", "GET") and has_key:
             return f"s3:{'PutObject' if method == 'PUT' else 'GetObject'}"
+        if method == "DELETE" and has_key:
+            return "s3:DeleteObject"
+        query = parse_qs(parts.query, keep_blank_values=True)
+        if method == "GET" and not has_key and "list-type" in query:
+            return "s3:ListObjectsV2"
+        if method == "POST" and not has_key and "delete" in query:
+            return "s3:DeleteObjects"
         return f"s3:{method}"
     return f"{service}:{method}"
 

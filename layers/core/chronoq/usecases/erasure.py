@@ -10,8 +10,9 @@ found through ``known_jobs``: the job ids other stores know of (the audit trail'
 which outlive their job as runs do). What erases other stores' data (the audit trail, the
 archive) is given as ``extra`` steps, each answering how much it took out.
 
-The erasure itself is recorded by the caller, without what was erased: a digest of the owner
-and the counts (``Erased``). Idempotent: erasing again finds nothing and takes nothing out."""
+The erasure itself is recorded in the audit trail (``trail``), without what was erased: an
+entry of its own, under a digest of the owner, with who asked and the counts (``Erased``).
+Idempotent: erasing again finds nothing and takes nothing out (and is recorded again)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from chronoq.domain.audit import Action, AuditEntry, Source
 from chronoq.domain.runs import RunStatus
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import (
     Artifacts,
+    AuditTrail,
     Clock,
     ErasureStore,
     JobRunStore,
@@ -51,6 +54,21 @@ class Erased:
     counts: Mapping[str, int]
 
 
+def record_of(erased: Erased, by: str, request_id: str) -> AuditEntry:
+    """The audit entry of an erasure: under the owner's digest (as job and as owner), who
+    asked, and how much was taken out; nothing that was erased."""
+    return AuditEntry(
+        job_id=f"erasure#{erased.owner_digest}",
+        owner=f"erased#{erased.owner_digest}",
+        at=erased.at,
+        request_id=request_id,
+        action=Action.ERASE,
+        by=by,
+        source=Source.CLI,
+        detail=dict(erased.counts),
+    )
+
+
 def owner_digest(owner: str) -> str:
     """How an erasure's record names the owner it erased (not the owner itself)."""
     return hashlib.sha256(f"erased\0{owner}".encode()).hexdigest()[:32]
@@ -68,8 +86,16 @@ class Eraser:
     #: Job ids of the owner that other stores know of (jobs deleted before, whose runs and
     #: objects may still be kept).
     known_jobs: Callable[[str], Iterable[str]] = lambda owner: ()
+    #: Where the erasure is recorded (None: it is not).
+    trail: AuditTrail | None = None
 
-    def erase(self, owner: str, reason: str = "its owner's data was erased") -> Erased:
+    def erase(
+        self,
+        owner: str,
+        by: str = "operator",
+        request_id: str = "erasure",
+        reason: str = "its owner's data was erased",
+    ) -> Erased:
         now = self.clock()
         jobs = self.store.list_jobs(owner)
         cancelled = 0
@@ -87,7 +113,10 @@ class Eraser:
         }
         for name, step in self.extra.items():
             counts[name] = step(owner)
-        return Erased(owner_digest(owner), now, counts)
+        erased = Erased(owner_digest(owner), now, counts)
+        if self.trail is not None:
+            self.trail.append(record_of(erased, by, request_id))
+        return erased
 
     def _cancel_under_way(self, job_id: str, owner: str, reason: str) -> int:
         """Cancel the job's runs not ended yet (their executions stopped)."""
