@@ -15,7 +15,7 @@ from .api import EXECUTIONS_REASON, executions_of
 from .functions import python_function
 from .rules import grant_wildcards
 from .secrets import grant_secrets
-from .storage import OBJECTS_REASON, Storage, grant_items
+from .storage import OBJECTS_REASON, Storage, grant_index_query, grant_items
 
 #: Why a failed erasure is not kept to be replayed.
 INVOKED_BY_AN_OPERATOR = (
@@ -67,16 +67,11 @@ class Erasure(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:BatchWriteItem",
         )
-        # The owner's audit entries (found through the owner index) deleted, and the
-        # erasure's own entry added.
-        grant_items(
-            function,
-            storage.audit,
-            "dynamodb:Query",
-            "dynamodb:BatchWriteItem",
-            "dynamodb:PartiQLInsert",
-            indexes=[r.AUDIT_BY_OWNER_INDEX],
-        )
+        # The owner's audit entries, found through the owner index and deleted one by one
+        # (DeleteItem: it can only delete; BatchWriteItem's action could write one over), and
+        # the erasure's own entry added (PartiQL INSERT: never over another).
+        grant_index_query(function, storage.audit, r.AUDIT_BY_OWNER_INDEX)
+        grant_items(function, storage.audit, "dynamodb:DeleteItem", "dynamodb:PartiQLInsert")
         # The jobs' outputs and logs in the deployment's bucket.
         grant_wildcards(
             function,

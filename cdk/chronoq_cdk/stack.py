@@ -210,7 +210,12 @@ class ChronoqStack(Stack):
             self,
             "Monitoring",
             watched=Watched(
-                functions={**self.functions, "console": self.console.function},
+                # (not the eraser: an operator invokes it and reads its answer, an error or a
+                # throttle included; nothing else does, so no alarm would tell more)
+                functions={
+                    **{n: f for n, f in self.functions.items() if n != r.ERASER_FUNCTION.name},
+                    "console": self.console.function,
+                },
                 dispatcher=self.dispatch.function,
                 notifier=self.notifications.function,
                 dispatch_groups=dispatch_groups,

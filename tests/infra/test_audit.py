@@ -1,4 +1,6 @@
-"""The audit table is append-only by IAM, not by code: in the synthesized stack, the api
+"""The audit table is append-only by IAM, not by code (only an operator's erasure of an owner
+deletes entries, through the eraser's role, which may only delete and add): in the synthesized
+stack, the api
 function's role may only add entries to it (``dynamodb:PartiQLInsert``: an INSERT, which
 fails on a key that exists) and read them (``dynamodb:Query``), and no role of the stack,
 whatever it runs, may write it any other way."""
@@ -16,11 +18,11 @@ from tests.infra.policies import OWN, Statement, local_names, statements
 from tests.infra.synthesis import Synthesis
 
 AUDIT_ARN = f"arn:aws:dynamodb:{OWN}:table/{PREFIX}-{r.AUDIT_TABLE.id.lower()}"
-#: Every way to change or remove an item of the table, or the table itself.
+#: Every way to change or remove an item of the table, or the table itself (the eraser's
+#: DeleteItem apart: see ERASER).
 WRITES = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
     "dynamodb:PartiQLUpdate",
     "dynamodb:PartiQLDelete",
@@ -29,6 +31,9 @@ WRITES = (
     "dynamodb:UpdateTimeToLive",
 )
 ALLOWED = {"dynamodb:PartiQLInsert", "dynamodb:Query"}
+#: What the eraser may do: add its erasure's entry, find an owner's entries (the owner
+#: index: not the table's own items), delete them.
+ERASER = {"dynamodb:PartiQLInsert", "dynamodb:DeleteItem"}
 
 
 def every_statement(synth: Synthesis) -> list[tuple[str, Statement]]:
@@ -59,11 +64,13 @@ def test_given_the_stack_when_synthesized_then_no_policy_lets_anything_write_the
         (logical_id, action)
         for logical_id, statement in found
         if statement.allow
-        for action in WRITES
+        for action in (*WRITES, "dynamodb:DeleteItem")
         if statement.matches(Call("any", action, AUDIT_ARN))
     ]
 
-    assert writers == []
+    # nothing may write an entry over; only the eraser may delete one
+    assert [(i, a) for i, a in writers if not i.startswith("ErasureFunctionRole")] == []
+    assert {a for _, a in writers} <= {"dynamodb:DeleteItem"}
 
 
 def test_given_the_stack_when_synthesized_then_only_the_api_adds_to_the_audit_table_and_reads_it(
@@ -74,11 +81,19 @@ def test_given_the_stack_when_synthesized_then_only_the_api_adds_to_the_audit_ta
     may = {
         (name, action)
         for name, role in roles.items()
-        for action in (*WRITES, *ALLOWED, "dynamodb:GetItem", "dynamodb:Scan")
+        for action in (
+            *WRITES,
+            *ALLOWED,
+            "dynamodb:DeleteItem",
+            "dynamodb:GetItem",
+            "dynamodb:Scan",
+        )
         if role.allows(Call(name, action, AUDIT_ARN))
     }
 
-    assert may == {(r.API_FUNCTION.name, action) for action in ALLOWED}
+    assert may == {(r.API_FUNCTION.name, action) for action in ALLOWED} | {
+        (r.ERASER_FUNCTION.name, action) for action in ERASER
+    }
 
 
 def test_given_the_stack_when_synthesized_then_no_role_holds_an_aws_managed_dynamodb_policy(

@@ -218,6 +218,14 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             stack.notifications.dead_letter,  # records failing after their retries
             *queues,  # runs parked on a flow, woken as a run holding its slots ends
         ],
+        r.ERASER_FUNCTION.name: [
+            tables[r.JOBS_TABLE.id],
+            tables[r.RUNS_TABLE.id],
+            tables[r.AUDIT_TABLE.id],
+            outputs,  # the owner's jobs' outputs and logs
+            stack.execution.state_machine,  # runs under way, stopped
+            stack.execution.express_state_machine,
+        ],
     }
 
     assert set(expected) == {f.name for f in r.FUNCTIONS}

@@ -29,6 +29,7 @@ EXPECTED = {
     r.API_FUNCTION.name: {"ssm:PutParameter", "ssm:DeleteParameter"},
     r.RUNNER_FUNCTION.name: {"ssm:GetParameter"},
     r.NOTIFIER_FUNCTION.name: {"ssm:GetParameter"},
+    r.ERASER_FUNCTION.name: {"ssm:DeleteParameter"},  # an erased owner's values
     CONTAINER_EXECUTION: {"ssm:GetParameters"},
 }
 
