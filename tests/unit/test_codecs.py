@@ -49,3 +49,35 @@ def test_given_a_value_dynamodb_cannot_hold_exactly_when_dumped_then_it_is_refus
         TypeSerializer().serialize(value)
     with pytest.raises(refusal):
         codecs.dump({"v": value})
+
+
+def test_given_an_occurrence_planned_weeks_ahead_when_indexed_then_its_item_outlives_its_start() -> (
+    None
+):
+    from datetime import UTC, datetime, timedelta
+
+    from chronoq import resources as r
+    from chronoq.domain.runs import Occurrence
+    from chronoq.resources import Priority
+
+    now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    far = now + timedelta(days=30)  # a monthly job's next run
+    soon = now + timedelta(minutes=1)
+    occurrences = [
+        Occurrence(
+            job_id="job_0123456789abcdef",
+            run_id=f"job_0123456789abcdef_{n}",
+            scheduled_at=at,
+            priority=Priority.NORMAL,
+        )
+        for n, at in enumerate((far, soon))
+    ]
+
+    single = codecs.occurrence_item(occurrences[0], 4, now)
+    near = codecs.occurrence_item(occurrences[1], 4, now)
+    packed = codecs.pack_item(occurrences, 4, now, "chain-x")
+
+    retention = r.SCHEDULE_RETENTION_SECONDS
+    assert single["expires_at"] == int(far.timestamp()) + retention  # not 2 days from now
+    assert near["expires_at"] == int(soon.timestamp()) + retention
+    assert packed["expires_at"] == int(far.timestamp()) + retention

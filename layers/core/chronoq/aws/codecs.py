@@ -154,7 +154,7 @@ def occurrence_item(o: Occurrence, shards: int, now: datetime) -> dict[str, Any]
         "scheduled_at": format_instant(o.scheduled_at),
         "priority": o.priority.value,
         "generation": o.generation,
-        "expires_at": int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
+        "expires_at": schedule_expiry([o], now),
     }
 
 
@@ -183,8 +183,16 @@ def pack_item(
             }
             for o in occurrences
         ],
-        "expires_at": int(now.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
+        "expires_at": schedule_expiry(occurrences, now),
     }
+
+
+def schedule_expiry(occurrences: list[Occurrence], now: datetime) -> int:
+    """When a time-index item expires (TTL): SCHEDULE_RETENTION_SECONDS after the latest of
+    its planned starts, or after ``now`` if that is later; never before a run it plans is
+    due, however far ahead (a weekly or yearly schedule's next run)."""
+    latest = max([now, *(o.starts_at for o in occurrences)])
+    return int(latest.timestamp()) + r.SCHEDULE_RETENTION_SECONDS
 
 
 def occurrences_from_item(item: Mapping[str, Any]) -> list[Occurrence]:
