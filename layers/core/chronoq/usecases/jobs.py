@@ -23,7 +23,8 @@ from chronoq.domain.time import utc_second
 from chronoq.usecases import secrets
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Clock, JobRunStore, Store
+from chronoq.usecases.ports import Clock, JobRunStore, Page, Position, Store
+from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
@@ -47,6 +48,11 @@ class JobOperations:
     targets: TargetPolicy = ANY_TARGET
     #: What each owner may hold at once (here: a job's triggers not started yet).
     limits: Limits = field(default_factory=Limits)
+
+    @property
+    def silence(self) -> Silence:
+        """Jobs' expectations of success (a job with ``expect``; see usecases.silence)."""
+        return Silence(self.store, self.index.shards, self.clock)
 
     def create_job(self, owner: str, spec: JobSpec) -> Job:
         self._check(spec)
@@ -86,14 +92,17 @@ class JobOperations:
             raise
         try:
             self.index.schedule([(job, first)], now)
+            if job.expect is not None:  # its wait for a success begins
+                self.silence.started(job, now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
         return job
 
     def get_job(self, owner: str, job_id: str) -> Job:
-        """The job as of now (its next_run_at brought up to date)."""
-        return self._stored(owner, job_id).as_of(self.clock())
+        """The job as of now (its next_run_at brought up to date; a job with ``expect``, its
+        last success and silence)."""
+        return self.silence.shown(self._stored(owner, job_id).as_of(self.clock()))
 
     def _stored(self, owner: str, job_id: str) -> Job:
         """The job as stored: what a change starts from."""
@@ -116,13 +125,18 @@ class JobOperations:
         next_token: str | None = None,
         state: JobState | None = None,
         labels: tuple[Selector, ...] = (),
+        silent: bool = False,
     ) -> Listing[Job]:
         """A page of the owner's jobs, in order of creation, as of now; ``state``: only the
         jobs in that state now (a one-time job whose run has fired is COMPLETED);
-        ``labels``: only the jobs carrying every one of these labels."""
+        ``labels``: only the jobs carrying every one of these labels; ``silent``: only the
+        silent ones, longest silent first (from the silent index, never a scan). A job with
+        ``expect`` shows its last success and silence."""
         listing = f"jobs?state={state.value if state else ''}"
         if labels:
             listing += "".join(f"&label={key}={value}" for key, value in labels)
+        if silent:
+            listing += "&silent=true"
         after = self.pages.open(owner, listing, next_token)
         now = self.clock()
         keep = None
@@ -133,9 +147,29 @@ class JobOperations:
                     state is None or job.as_of(now).state is state
                 )
 
-        page = self.store.page_jobs(owner, limit, after, keep)
-        page = replace(page, items=[job.as_of(now) for job in page.items])
-        return self.pages.listing(owner, listing, page)
+        page = (
+            self._silent_page(owner, limit, after, keep)
+            if silent
+            else self.store.page_jobs(owner, limit, after, keep)
+        )
+        shown = self.silence.all_shown([job.as_of(now) for job in page.items])
+        return self.pages.listing(owner, listing, replace(page, items=shown))
+
+    def _silent_page(
+        self, owner: str, limit: int, after: Position | None, keep: Callable[[Job], bool] | None
+    ) -> Page[Job]:
+        """A page of the owner's silent jobs: their expectations from the silent index (the
+        owner's only), their jobs by key (one batch read), those ``keep`` keeps."""
+        silences = self.store.silent_jobs(owner, limit, after)
+        jobs = self.store.get_jobs(e.job_id for e in silences.items) if silences.items else {}
+        found = [
+            job
+            for e in silences.items
+            if (job := jobs.get(e.job_id)) is not None
+            and job.owner == owner
+            and (keep is None or keep(job))
+        ]
+        return Page(found, silences.after)
 
     def update_job(self, owner: str, job_id: str, patch: JobPatch) -> Job:
         """Change a job. A new schedule or priority replaces the pending occurrence by the
@@ -163,7 +197,8 @@ class JobOperations:
         self.store.unuse_secrets(owner, job.id, before - after)
         if renamed:
             self.store.release_name(owner, job.name, job.id)
-        return self._settle(changed, now)
+        kept = self.silence.changed(job, changed, now)  # (nothing unless ``expect`` changed)
+        return self.silence.shown(self._settle(changed, now), kept)
 
     def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
         if "schedule" not in changes and (spec.priority, spec.max_runs) == (
@@ -207,7 +242,8 @@ class JobOperations:
         paused = _next_generation(
             job, now, state=JobState.PAUSED, next_run_at=None, runs_before=counted
         )
-        return self._replace_occurrences(job, paused, now)
+        done = self._replace_occurrences(job, paused, now)
+        return self.silence.shown(done, self.silence.paused(done, now))
 
     def resume_job(self, owner: str, job_id: str) -> Job:
         """Schedule the next future fire time; occurrences missed while paused never run."""
@@ -218,7 +254,9 @@ class JobOperations:
         following = next_fire(job.schedule, now)
         state = JobState.ACTIVE if following else JobState.COMPLETED
         resumed = _next_generation(job, now, state=state, next_run_at=following)
-        return self._settle(self._replace_occurrences(job, resumed, now), now)
+        done = self._replace_occurrences(job, resumed, now)
+        kept = self.silence.resumed(done, now)
+        return self.silence.shown(self._settle(done, now), kept)
 
     def delete_job(self, owner: str, job_id: str) -> None:
         """No further run starts; a run already executing finishes."""
@@ -347,10 +385,13 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
 
 def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
     """Delete a job, and give back what it held: its place in its owner's quota, its name,
-    its running backfills (cancelled: their later fire times would never be made) (False: it
-    was gone already). Its runs stay, until they expire."""
+    its running backfills (cancelled: their later fire times would never be made), its
+    expectation of success (a job with ``expect``) (False: it was gone already). Its runs
+    stay, until they expire."""
     if not store.delete_job(job.id):
         return False
+    if job.expect is not None:
+        store.end_expectation(job.id)
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
     store.unuse_secrets(job.owner, job.id, job.secret_names())

@@ -1,13 +1,14 @@
 """The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
 ``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
-(KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore) and ``usage``
-(UsageStore). The key layout they share is domain.keys. chronoq local's engine serves the
-same calls from SQLite (chronoq.local.engine.tables), so these modules are its adapters
-too."""
+(KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore), ``usage`` (UsageStore),
+``secrets`` (SecretStore) and ``expect`` (ExpectStore). The key layout they share is
+domain.keys. chronoq local's engine serves the same calls from SQLite
+(chronoq.local.engine.tables), so these modules are its adapters too."""
 
 from __future__ import annotations
 
 from chronoq.aws.store.backfills import DynamoBackfills
+from chronoq.aws.store.expect import DynamoExpect
 from chronoq.aws.store.flows import DynamoFlows
 from chronoq.aws.store.idempotency import DynamoKeys
 from chronoq.aws.store.jobs import DynamoJobs
@@ -18,6 +19,7 @@ from chronoq.aws.store.usage import DynamoUsage
 
 __all__ = [
     "DynamoBackfills",
+    "DynamoExpect",
     "DynamoFlows",
     "DynamoJobs",
     "DynamoKeys",
@@ -38,6 +40,7 @@ class DynamoStore(
     DynamoBackfills,
     DynamoUsage,
     DynamoSecrets,
+    DynamoExpect,
 ):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronoq.fakes.store.backfills import FakeBackfills
+from chronoq.fakes.store.expect import FakeExpect
 from chronoq.fakes.store.flows import FakeFlows
 from chronoq.fakes.store.idempotency import FakeKeys
 from chronoq.fakes.store.jobs import FakeJobs
@@ -16,6 +17,7 @@ from chronoq.fakes.store.usage import FakeUsage
 
 __all__ = [
     "FakeBackfills",
+    "FakeExpect",
     "FakeFlows",
     "FakeJobs",
     "FakeKeys",
@@ -29,6 +31,14 @@ __all__ = [
 
 @dataclass
 class FakeStore(
-    FakeJobs, FakeRuns, FakeSchedule, FakeKeys, FakeFlows, FakeBackfills, FakeUsage, FakeSecrets
+    FakeJobs,
+    FakeRuns,
+    FakeSchedule,
+    FakeKeys,
+    FakeFlows,
+    FakeBackfills,
+    FakeUsage,
+    FakeSecrets,
+    FakeExpect,
 ):
     """Every store port over the same tables in memory."""
