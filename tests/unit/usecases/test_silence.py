@@ -425,8 +425,11 @@ def test_given_silent_jobs_of_two_owners_when_each_lists_them_then_each_sees_onl
     succeeds(fakes, fine)
     pass_time(fakes, 10 * 60)
 
+    calls = counting(fakes)
     mine = fakes.jobs.page_jobs(OWNER, silent=True)
     theirs = fakes.jobs.page_jobs("bob", silent=True)
+
+    assert calls == ["silent_jobs", "silent_jobs"]  # (the index holds what they show)
 
     assert [j.id for j in mine.items] == [quiet.id]
     assert mine.items[0].silent_since is not None

@@ -147,23 +147,24 @@ class JobOperations:
                     state is None or job.as_of(now).state is state
                 )
 
-        page = (
-            self._silent_page(owner, limit, after, keep)
-            if silent
-            else self.store.page_jobs(owner, limit, after, keep)
-        )
-        shown = self.silence.all_shown([job.as_of(now) for job in page.items])
+        if silent:  # (each shown with the expectation the index holds)
+            page = self._silent_page(owner, limit, after, keep)
+            shown = [job.as_of(now) for job in page.items]
+        else:
+            page = self.store.page_jobs(owner, limit, after, keep)
+            shown = self.silence.all_shown([job.as_of(now) for job in page.items])
         return self.pages.listing(owner, listing, replace(page, items=shown))
 
     def _silent_page(
         self, owner: str, limit: int, after: Position | None, keep: Callable[[Job], bool] | None
     ) -> Page[Job]:
         """A page of the owner's silent jobs: their expectations from the silent index (the
-        owner's only), their jobs by key (one batch read), those ``keep`` keeps."""
+        owner's only), their jobs by key (one batch read), those ``keep`` keeps, each shown
+        with its expectation."""
         silences = self.store.silent_jobs(owner, limit, after)
         jobs = self.store.get_jobs(e.job_id for e in silences.items) if silences.items else {}
         found = [
-            job
+            self.silence.shown(job, e)
             for e in silences.items
             if (job := jobs.get(e.job_id)) is not None
             and job.owner == owner
