@@ -36,6 +36,7 @@ from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.secrets import SecretOperations
+from chronoq.usecases.silence import Silence
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
 from chronoq.usecases.wake import SlotWaker
@@ -167,6 +168,12 @@ class Wiring:
     @property
     def progress(self) -> Progress:
         return Progress(self.store, self.clock)
+
+    @property
+    def silence(self) -> Silence:
+        """Jobs' expectations of success: what the notifier does as a run of such a job
+        succeeds (the API's and the dispatcher's part are theirs)."""
+        return Silence(self.store, self.shards, self.clock)
 
     @property
     def reruns(self) -> RerunOperations:

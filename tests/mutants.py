@@ -67,6 +67,8 @@ JOBS = "tests/unit/usecases/test_jobs.py"
 LEASE = "tests/unit/test_lease.py"
 AUDIT_API = "tests/unit/test_api_audit.py"
 AUDIT_CONTRACT = "tests/contract/test_audit_trail.py"
+SILENCE = "tests/unit/usecases/test_silence.py"
+SILENCE_STORE = "tests/contract/test_expect_store.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -749,6 +751,126 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/domain/audit.py",
         (("        if old.get(path) != new.get(path)\n", "        if True\n"),),
         (AUDIT_API, "tests/unit/test_audit.py"),
+    ),
+    Mutant(
+        "silence-once",
+        "a job is marked silent only if it is not silent already (the adapter's condition)",
+        f"{CORE}/aws/store/expect.py",
+        (
+            (
+                '"#s = :s AND #w = :w AND attribute_not_exists(silent_since)"',
+                '"#s = :s AND #w = :w"',
+            ),
+        ),
+        (SILENCE_STORE,),
+    ),
+    Mutant(
+        "silence-once-fake",
+        "a job is marked silent only if it is not silent already (the fakes' condition)",
+        f"{CORE}/fakes/store/expect.py",
+        (
+            (
+                "                or kept.silent_since is not None\n                or (kept.since",
+                "                or (kept.since",
+            ),
+        ),
+        (SILENCE, SILENCE_STORE),
+    ),
+    Mutant(
+        "silence-recovered",
+        "a silence is ended (its RECOVERED record written) only from the silence as read",
+        f"{CORE}/aws/store/expect.py",
+        (
+            (
+                '"ConditionExpression": "#s = :s AND silent_since = :ss",',
+                '"ConditionExpression": "attribute_exists(job_id)",',
+            ),
+            ('            "ConditionExpression": "attribute_not_exists(run_id)",\n', ""),
+        ),
+        (SILENCE_STORE,),
+    ),
+    Mutant(
+        "silence-again",
+        "a success heard again finds its wait already moved on: its deadline written again, no"
+        " silence ended twice",
+        f"{CORE}/usecases/silence.py",
+        (
+            (
+                "                    self._deadline(kept, now)  # (its first hearing may have died"
+                " before)\n",
+                "",
+            ),
+        ),
+        (SILENCE,),
+    ),
+    Mutant(
+        "silence-paused",
+        "a pause ends the wait: a dispatcher that read the job active marks nothing",
+        f"{CORE}/fakes/store/expect.py",
+        (
+            (
+                'update={"since": _ms(at), "silent_since": None, "owner": ""}',
+                'update={"silent_since": None, "owner": ""}',
+            ),
+        ),
+        (SILENCE,),
+    ),
+    Mutant(
+        "silence-costs-nothing",
+        "only a run of a job with expect names an expectation in its slots (what the notifier"
+        " acts on)",
+        f"{CORE}/execution/contract.py",
+        (
+            (
+                "            *([silence.slot(job.id)] if job.expect is not None else []),",
+                "            silence.slot(job.id),",
+            ),
+        ),
+        (SILENCE,),
+    ),
+    Mutant(
+        "silence-heard",
+        "the end of a run of a job with expect reaches the notifier (the stream's filter), and"
+        " a silence's record as it is written",
+        f"{CORE}/aws/streams.py",
+        (
+            (
+                '"slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}]},',
+                '"slots": {"S": [{"prefix": FLOW}]},',
+            ),
+            (
+                'inserted = image if n else {"status": {"S": sorted(audience + SILENCE)}}',
+                "inserted = image",
+            ),
+        ),
+        ("tests/unit/test_stream_filter.py",),
+    ),
+    Mutant(
+        "silence-holds-up-no-run",
+        "a failure to look at a minute's deadlines writes them again for later: the minute's runs"
+        " are sent all the same",
+        f"{CORE}/usecases/dispatch.py",
+        (
+            (
+                "        try:\n            return self.silence.due(deadlines, now)\n"
+                "        except Exception:\n",
+                "        if True:\n            return self.silence.due(deadlines, now)\n"
+                "        else:\n",
+            ),
+        ),
+        (SILENCE,),
+    ),
+    Mutant(
+        "silence-tenancy",
+        "an owner's silent jobs are the owner's only (the silent index's partition)",
+        f"{CORE}/fakes/store/expect.py",
+        (
+            (
+                "if e.silent_since is not None and e.owner == owner",
+                "if e.silent_since is not None",
+            ),
+        ),
+        (SILENCE_STORE,),
     ),
 )
 

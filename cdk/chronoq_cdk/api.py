@@ -90,9 +90,10 @@ class Api(Construct):
             no_dead_letters="API Gateway invokes it synchronously: the caller gets its answer.",
         )
         # Jobs (and idempotency keys, items of the same table): created, read, counted per
-        # owner, changed, deleted; listed through the owner index (keys only), then read. A
-        # job's secrets are noted in a transaction that checks (ConditionCheckItem) that its
-        # owner has them; a secret is forgotten in one that checks no job names it.
+        # owner, changed, deleted; listed through the owner index (keys only), then read; the
+        # silent ones through the silent index. A job's secrets are noted in a transaction
+        # that checks (ConditionCheckItem) that its owner has them; a secret is forgotten in
+        # one that checks no job names it.
         grant_items(
             self.function,
             storage.jobs,
@@ -103,7 +104,7 @@ class Api(Construct):
             "dynamodb:DeleteItem",
             "dynamodb:ConditionCheckItem",
             "dynamodb:Query",
-            indexes=[r.JOBS_BY_OWNER_INDEX],
+            indexes=[r.JOBS_BY_OWNER_INDEX, r.JOBS_SILENT_INDEX],
         )
         # A job's next occurrence is written to the time index; whether its minute was
         # already dispatched is read there (and, if its run cannot be sent, reopened).

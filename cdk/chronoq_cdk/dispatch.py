@@ -55,13 +55,16 @@ class Dispatch(Construct):
             if isinstance(child, lambda_.EventInvokeConfig):
                 acknowledge(child, "Serverless-LambdaAsyncFailureDestination", CAUGHT_UP)
         # The jobs of a minute's occurrences (one batch read); the heartbeat job, created if
-        # missing (chronoq.heartbeat).
+        # missing (chronoq.heartbeat); jobs' expectations of success, read when their deadline
+        # comes (batch read) and marked silent (UpdateItem, in one transaction with the SILENT
+        # record: PutItem on the runs table, below).
         grant_items(
             self.function,
             storage.jobs,
             "dynamodb:BatchGetItem",
             "dynamodb:GetItem",
             "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
         )
         # The time index: checkpoints and progress (read together, then moved on), a minute's
         # occurrences (key-range queries), the next occurrences (batch writes).

@@ -117,8 +117,18 @@ class Notifications(Construct):
         )
         # Which channels a retried record already reached (GetItem), and how each one went
         # (Store.note_notification: UpdateItem); backfills read (GetItem), their runs' ends
-        # counted on them, each run marked counted (UpdateItem, in one transaction).
-        grant_items(self.function, storage.runs, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # counted on them, each run marked counted (UpdateItem, in one transaction). A job
+        # with expect: its silence ended by a success with its RECOVERED record (PutItem, in
+        # one transaction with its expectation's item, above).
+        grant_items(
+            self.function,
+            storage.runs,
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:PutItem",
+        )
+        # A success of a job with expect: its next deadline in the time index (batch write).
+        grant_items(self.function, storage.schedule, "dynamodb:BatchWriteItem")
         # A run that held flow slots ends: its flows' items (GetItem, above), the runs parked
         # on them (Query of the runs table's waiting index), sent again (the run queues).
         grant_index_query(self.function, storage.runs, r.RUNS_WAITING_INDEX)

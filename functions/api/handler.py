@@ -153,9 +153,19 @@ def list_jobs(
     next_token: NextToken = None,
     state: Annotated[JobState | None, Query()] = None,
     label: LabelQuery = None,
+    silent: Annotated[
+        bool | None,
+        Query(
+            description="true: only the jobs that are silent (their expect not met: no run"
+            " SUCCEEDED within expect.success_within_seconds), longest silent first"
+        ),
+    ] = None,
 ) -> dict[str, Any]:
     owner = _owner()
-    return _listing("jobs", service.jobs.page_jobs(owner, limit, next_token, state, _labels(label)))
+    listing = service.jobs.page_jobs(
+        owner, limit, next_token, state, _labels(label), silent=bool(silent)
+    )
+    return _listing("jobs", listing)
 
 
 @app.get(

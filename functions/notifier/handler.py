@@ -4,7 +4,9 @@ backfill's run, a re-run) and to runs that held flow slots: see chronoq.aws.stre
 counts the ends of the batch first (a backfill's progress, its owner's usage:
 chronoq.usecases.progress), then tells owners: the SNS topic for the deployment's topic
 statuses, the job's webhook and e-mail as its ``notify`` asks. The runs of the batch that
-held flow slots wake the runs parked on them, together (chronoq.usecases.wake).
+held flow slots wake the runs parked on them, together (chronoq.usecases.wake). A success of a
+job with ``expect`` moves its expectation on (chronoq.usecases.silence); a silence's record
+(SILENT, RECOVERED) is told as a run's end is.
 
 A record whose delivery raised is reported as a partial batch failure and retried; if
 counting or waking raised, the whole batch is (nothing is counted twice; a run woken twice
@@ -24,9 +26,12 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
-from chronoq.aws.codecs import run_from_item
+from chronoq.aws.codecs import run_from_item, silence_event_from_item
 from chronoq.aws.streams import uncounted_end
 from chronoq.domain.notifications import has_just_finished
+from chronoq.domain.runs import RunStatus
+from chronoq.domain.silence import expects, is_event_key
+from chronoq.domain.time import utc_now
 from chronoq.origin import refuse_client_context
 from chronoq.settings import NotifierSettings, load
 from chronoq.usecases.wake import Ended
@@ -37,6 +42,7 @@ settings = load(NotifierSettings)
 notifier = compose.notifier(settings)
 waker = compose.waker(settings)
 progress = compose.progress(settings)
+silence = compose.silence(settings)
 
 
 def _status(image: dict[str, Any] | None) -> str | None:
@@ -57,12 +63,20 @@ def _gave_slots_back(record: dict[str, Any]) -> Ended | None:
 def notify(record: DynamoDBRecord) -> None:
     change = record.raw_event.get("dynamodb", {})
     new, old = change.get("NewImage"), change.get("OldImage")
+    if new and old is None and is_event_key(new.get("run_id", {}).get("S", "")):
+        event = silence_event_from_item(new)  # a silence noted, or ended: written once
+        outcomes = notifier.silence_noted(event)
+        logger.info("notified", extra={"job_id": event.job_id, "status": event.status, **outcomes})
+        return
     if not new or not has_just_finished(_status(old), _status(new)):
         return
     run = run_from_item(new)
     outcomes = notifier.run_finished(run)
     if outcomes:
         logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
+    if run.status is RunStatus.SUCCEEDED and expects(new.get("slots", {}).get("S", "")):
+        moved = silence.succeeded(run.job_id, run.id, run.finished_at or utc_now())
+        logger.debug("success expected", extra={"run_id": run.id, "expectation": moved})
 
 
 @logger.inject_lambda_context

@@ -246,6 +246,7 @@ def drive(harness: Harness, sink_url: str) -> None:
     assert status == 204
     _drive_secrets(harness, sink_url)
     _drive_run_features(harness, sink_url)
+    _drive_silence(harness, sink_url)
 
 
 def _drive_secrets(harness: Harness, sink_url: str) -> None:
@@ -349,6 +350,38 @@ def _drive_run_features(harness: Harness, sink_url: str) -> None:
     path = f"/jobs/{held.job_id}/rerun"
     status, reruns = api(api_event("rerun_job", path=path, body=ranged))
     assert (status, len(reruns["runs"])) == (202, 1), reruns
+
+
+def _drive_silence(harness: Harness, sink_url: str) -> None:
+    """A job with ``expect`` (README, "Silence"): its deadline passed, found by the dispatcher
+    (the SILENT record told by the notifier); listed among the silent jobs; a success heard by
+    the notifier (the silence ended, its RECOVERED record told, the next deadline written);
+    its expect changed, the job paused and deleted."""
+    api = harness.api
+    job = harness.create_job(
+        {"type": "http", "url": sink_url},
+        expect={"success_within_seconds": r.MIN_SUCCESS_WITHIN_SECONDS},
+        notify={"webhook": sink_url},
+    )
+    harness.clock.advance(r.MIN_SUCCESS_WITHIN_SECONDS + 3 * 60)
+    harness.invoke(r.DISPATCHER_FUNCTION, {"shards": list(range(4))})
+    harness.notify()  # SILENT
+    status, silent = api(api_event("list_jobs", path="/jobs?silent=true", method="GET"))
+    assert status == 200
+    assert job["id"] in [j["id"] for j in silent["jobs"]], silent
+    assert harness.run(job, timeout=60).status is RunStatus.SUCCEEDED
+    harness.notify()  # the success
+    harness.notify()  # RECOVERED
+    path = f"/jobs/{job['id']}"
+    changed = {"expect": {"success_within_seconds": 2 * r.MIN_SUCCESS_WITHIN_SECONDS}}
+    for method, route, body in (
+        ("PATCH", path, changed),
+        ("POST", f"{path}/pause", None),
+        ("POST", f"{path}/resume", None),
+    ):
+        status, answer = api(api_event("create_at_job", path=route, method=method, body=body))
+        assert status == 200, (route, answer)
+    assert api(api_event("get_job", path=path, method="DELETE"))[0] == 204
 
 
 def denied(calls: Iterable[Call], by_name: dict[str, Role]) -> list[str]:

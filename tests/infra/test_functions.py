@@ -217,6 +217,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             secret,
             stack.notifications.dead_letter,  # records failing after their retries
             *queues,  # runs parked on a flow, woken as a run holding its slots ends
+            tables[r.SCHEDULE_TABLE.id],  # a success of a job with expect: its next deadline
         ],
         r.ERASER_FUNCTION.name: [
             tables[r.JOBS_TABLE.id],

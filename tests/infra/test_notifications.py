@@ -82,20 +82,26 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
     topic = {"status": {"S": ["FAILED", "MISSED", "TIMED_OUT"]}}
     asked = {"status": {"S": FINISHED}, "notify": {"BOOL": [True]}}
     not_ended = {"status": {"S": [{"anything-but": FINISHED}]}}
+    # (a silence's record, as it is written: README, "Silence")
+    topic_or_silence = {"status": {"S": ["FAILED", "MISSED", "RECOVERED", "SILENT", "TIMED_OUT"]}}
 
     # written ended, or changed from a status a run does not end in into one it ends in;
     # with a topic status, or by a run whose job asked to be notified (or whose end is
     # counted: a backfill's run, a re-run)
     assert patterns == [
-        {"eventName": ["INSERT"], "dynamodb": {"NewImage": topic}},
+        {"eventName": ["INSERT"], "dynamodb": {"NewImage": topic_or_silence}},
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": topic, "OldImage": not_ended}},
         {"eventName": ["INSERT"], "dynamodb": {"NewImage": asked}},
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": asked, "OldImage": not_ended}},
-        # a run that held flow slots, once ended: its end wakes the runs parked on them
+        # a run that held flow slots (or of a job with expect), once ended: its end wakes the
+        # runs parked on them (or moves its job's expectation on)
         {
             "eventName": ["MODIFY"],
             "dynamodb": {
-                "NewImage": {"status": {"S": FINISHED}, "slots": {"S": [{"prefix": "flow#"}]}},
+                "NewImage": {
+                    "status": {"S": FINISHED},
+                    "slots": {"S": [{"prefix": "flow#"}, {"prefix": "expect#"}]},
+                },
                 "OldImage": not_ended,
             },
         },
@@ -131,6 +137,7 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_deletes_ended_on
     notifications = synth.stack.notifications
     jobs = synth.logical_id(synth.stack.storage.jobs)
     runs = synth.logical_id(synth.stack.storage.runs)
+    schedule = synth.logical_id(synth.stack.storage.schedule)
     secret = synth.logical_id(notifications.signing_secret)
     granted = grants(synth.role_statements(notifications.function))
 
@@ -144,6 +151,10 @@ def test_given_the_notifier_when_synthesized_then_it_reads_jobs_deletes_ended_on
         # (Store.note_notification)
         ("dynamodb:GetItem", f"${{{runs}.Arn}}", "null"),
         ("dynamodb:UpdateItem", f"${{{runs}.Arn}}", "null"),
+        # a success of a job with expect: a silence ended with its RECOVERED record, and the
+        # job's next deadline in the time index
+        ("dynamodb:PutItem", f"${{{runs}.Arn}}", "null"),
+        ("dynamodb:BatchWriteItem", f"${{{schedule}.Arn}}", "null"),
         # the runs a flow parked, to wake as a run holding its slots ends
         ("dynamodb:Query", f"${{{runs}.Arn}}/index/{r.RUNS_WAITING_INDEX}", "null"),
         # the event source mapping reads the runs stream in the function's name

@@ -59,10 +59,15 @@ def test_given_the_jobs_table_when_synthesized_then_its_owner_index_holds_keys_o
 ) -> None:
     props = synth.resource(synth.stack.storage.jobs)["Properties"]
 
-    (index,) = props["GlobalSecondaryIndexes"]
+    index, silent = props["GlobalSecondaryIndexes"]
     assert index["IndexName"] == r.JOBS_BY_OWNER_INDEX
     # a job is written on every run of it: only a change of its keys may write the index
     assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    # silent jobs (README, "Silence"): only an expectation item while it is silent carries
+    # the index's keys; small, it is projected whole
+    assert silent["IndexName"] == r.JOBS_SILENT_INDEX
+    assert [k["AttributeName"] for k in silent["KeySchema"]] == ["silent_owner", "silent_since"]
+    assert silent["Projection"] == {"ProjectionType": "ALL"}
 
 
 def test_given_the_runs_table_when_synthesized_then_it_streams_new_and_old_images(

@@ -135,12 +135,13 @@ def test_given_each_patch_field_when_sent_null_then_the_server_takes_it_exactly_
         for name, schema in generated()["components"]["schemas"]["JobPatch"]["properties"].items()
         if {"type": "null"} in schema.get("anyOf", [])
     }
-    assert nullable == {"notify", "output_location", "max_runs", "flow", "version"}
+    assert nullable == {"notify", "output_location", "max_runs", "flow", "expect", "version"}
     _, job = create(
         harness,
         max_runs=3,
         notify={"webhook": "https://example.com/hook"},
         flow={"key": "partner-api", "max_running": 2},
+        expect={"success_within_seconds": 3600},
     )
     path = f"/jobs/{job['id']}"
 
@@ -167,6 +168,7 @@ def test_given_each_patch_field_when_sent_null_then_the_server_takes_it_exactly_
     _, changed = harness.api(api_event("get_job", path=path))
     assert (changed["max_runs"], changed["notify"], changed["final_run_at"]) == (None, None, None)
     assert changed["flow"] is None
+    assert changed["expect"] is None
 
 
 def test_given_a_one_time_job_deleted_on_completion_when_its_run_ends_then_the_notifier_deletes_it(

@@ -17,7 +17,7 @@ from chronoq.local.usage import PRICES, per_million_runs, uncounted
 
 from tests.builders import unique_name, worker_event
 from tests.integration.conftest import Harness
-from tests.support import Sink, api_event, wait_for
+from tests.support import Sink, api_event, load_event, wait_for
 
 
 def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_is_as_counted_by_hand(
@@ -176,3 +176,131 @@ def _post_job(url: str, token: str, sink: Sink) -> tuple[int, object]:
     )
     with urllib.request.urlopen(request, timeout=30) as answer:
         return answer.status, json.load(answer)
+
+
+def test_given_a_job_with_expect_when_its_run_succeeds_then_the_notifier_adds_two_writes_and_nothing_else(
+    harness: Harness, sink: Sink
+) -> None:
+    """What ``expect`` costs per success (README, "Silence"), measured beside the same run of
+    a job without it: the notifier moves the job's expectation on (UpdateItem) and writes its
+    next deadline to the time index (BatchWriteItem): two requests, two write units (both
+    items are under 1 KB); nothing else on the run's path changes (the run's record names
+    the expectation among its ``slots``, a few bytes within the same write unit)."""
+
+    def one_run(**extra: Any) -> dict[str, Any]:
+        job = harness.create_job({"type": "http", "url": sink.url + "/x"}, **extra)
+        with uncounted():
+            wait_for(
+                lambda: not any(e["status"] == "RUNNING" for e in harness.executions()),
+                timeout=120,
+            )
+            harness.notify()
+        harness.aws.reset_usage()
+        status, run = harness.api(
+            api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
+        )
+        assert status == 202
+        harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
+        with uncounted():
+            wait_for(
+                lambda: (
+                    harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
+                )
+            )
+            wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
+        harness.notify()
+        return harness.aws.usage_document()
+
+    plain = one_run()
+    expecting = one_run(expect={"success_within_seconds": 3600})
+
+    def added(name: str) -> dict[str, Any]:
+        return {
+            k: expecting[name].get(k, 0) - plain[name].get(k, 0)
+            for k in {*plain[name], *expecting[name]}
+            if expecting[name].get(k, 0) != plain[name].get(k, 0)
+        }
+
+    assert added("aws_requests_by_caller") == {"notifier": 2}
+    assert added("aws_requests") == {"dynamodb:UpdateItem": 1, "dynamodb:BatchWriteItem": 1}
+    assert added("dynamodb") == {"write_units": 2.0}
+    assert expecting["sqs"] == plain["sqs"]
+    assert expecting["sns"] == plain["sns"] == {"publishes": 0}
+
+
+def test_given_a_job_with_expect_when_it_goes_silent_and_recovers_then_each_costs_what_the_readme_says(
+    harness: Harness, sink: Sink
+) -> None:
+    """What a silence and its end cost (README, "Silence"), the job telling the topic only:
+    the dispatcher's tick that finds the silence beside the next one (which finds nothing),
+    the notifier's part apart."""
+    harness.nothing_to_catch_up()
+    job = harness.create_job(
+        {"type": "http", "url": sink.url + "/x"}, expect={"success_within_seconds": 60}
+    )
+
+    def tick() -> tuple[int, dict[str, Any]]:
+        harness.clock.advance(60)
+        harness.aws.reset_usage()
+        silent = harness.invoke(r.DISPATCHER_FUNCTION, load_event("dispatcher/tick"))["silent"]
+        return silent, harness.aws.usage_document()
+
+    ticks = [tick() for _ in range(5)]
+    assert [silent for silent, _ in ticks].count(1) == 1
+    found = next(n for n, (silent, _) in enumerate(ticks) if silent)
+    assert found < 4
+    (_, silence), (_, quiet) = ticks[found], ticks[found + 1]
+    # the dispatcher: the deadline's expectation read (BatchGetItem, eventually consistent,
+    # 0.5), its job read (BatchGetItem, consistent: 1), the job marked silent with its SILENT
+    # record (TransactWriteItems of two items under 1 KB: 2 units each; the silent index's
+    # write: 1)
+    assert _added(quiet, silence, "aws_requests") == {
+        "dynamodb:BatchGetItem": 2,
+        "dynamodb:TransactWriteItems": 1,
+    }
+    assert _added(quiet, silence, "dynamodb") == {"read_units": 1.5, "write_units": 5.0}
+
+    harness.aws.reset_usage()
+    harness.notify()
+    told = harness.aws.usage_document()
+    # the notifier: the record's job read (GetItem), its notes (GetItem), the topic told
+    # (Publish), how it went noted on the record (UpdateItem); the stream's reads are free
+    assert told["aws_requests_by_caller"]["notifier"] == 4
+    assert told["sns"] == {"publishes": 1}
+    assert told["dynamodb"] == {"read_units": 2.0, "write_units": 1.0}
+
+    harness.aws.reset_usage()
+    status, run = harness.api(
+        api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
+    )
+    assert status == 202
+    harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
+    with uncounted():
+        wait_for(
+            lambda: harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
+        )
+        wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
+    harness.notify()
+    harness.notify()
+    recovery = harness.aws.usage_document()
+    # the notifier, on the success: its usual 3 (the count of runs in flight given back, the
+    # flow item read, the parked runs looked for); the expectation's write refused
+    # (UpdateItem: the job is silent; a refused write is billed), the expectation read
+    # (GetItem), the silence ended with its RECOVERED record (TransactWriteItems), the next
+    # deadline written (BatchWriteItem): 7; on the RECOVERED record, as on the SILENT: 4
+    assert recovery["aws_requests_by_caller"]["notifier"] == 11
+    assert recovery["aws_requests"]["dynamodb:TransactWriteItems"] == 1
+    assert recovery["sns"] == {"publishes": 1}
+    # units: the run's own (7 written, 6 read: see the first test) and the recovery's: the
+    # refused write (1), the transaction (2 items: 4) and its index write (1), the deadline
+    # (1), the note (1); the expectation, the record's job and its notes read (1 each)
+    assert recovery["dynamodb"] == {"write_units": 7.0 + 8.0, "read_units": 6.0 + 3.0}
+
+
+def _added(before: dict[str, Any], after: dict[str, Any], name: str) -> dict[str, Any]:
+    """What ``after`` holds more of than ``before`` (a usage document's part ``name``)."""
+    return {
+        k: after[name].get(k, 0) - before[name].get(k, 0)
+        for k in {*before[name], *after[name]}
+        if after[name].get(k, 0) != before[name].get(k, 0)
+    }

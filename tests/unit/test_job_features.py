@@ -218,7 +218,7 @@ def test_given_a_selector_that_is_not_key_equals_value_when_parsed_then_it_is_re
 
 # --- which JobPatch fields take null -----------------------------------------------------------
 
-NULLABLE = {"notify", "output_location", "max_runs", "flow", "version"}
+NULLABLE = {"notify", "output_location", "max_runs", "flow", "expect", "version"}
 
 
 def test_given_a_patch_when_a_field_is_null_then_only_those_that_can_be_removed_take_it() -> None:

@@ -99,7 +99,7 @@ STEPS = (
     "delete_pending_run",
     "release_run",
     "put_occurrences",
-    "occurrence_page",
+    "schedule_page",
     "dispatch_marks",
     "advance_within",
     "opened_through",

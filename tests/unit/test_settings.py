@@ -111,6 +111,8 @@ def test_given_a_function_environment_when_set_then_settings_read_it_instead_of_
 NOTIFIER_ENV = {
     r.ENV_JOBS_TABLE: "jobs",
     r.ENV_RUNS_TABLE: "runs",
+    r.ENV_SCHEDULE_TABLE: "schedule",
+    r.ENV_SHARDS: "4",
     r.ENV_TOPIC_ARN: "arn:aws:sns:us-east-1:123456789012:runs",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s",
     r.ENV_SECRETS_PATH: "/chronoq/test/secrets",

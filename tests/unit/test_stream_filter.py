@@ -1,6 +1,7 @@
 """The runs stream's filter (chronoq.aws.streams, as chronoq local applies it through
 local.drivers.stream_filter): only a record that ends a run, and only if the topic hears of
-its status or its job asked to be notified, reaches the notifier."""
+its status or its job asked to be notified (or its slots name something its end gives back or
+moves on), reaches the notifier; and a silence's record, as it is written."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.aws.streams import matches, notifier_filters
-from chronoq.domain import inflight
+from chronoq.domain import inflight, silence
 from chronoq.domain.notifications import topic_statuses
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus, Trigger
+from chronoq.domain.silence import SilenceEvent, SilenceStatus
 from chronoq.local.drivers import stream_filter
 from chronoq.resources import Priority
 
@@ -209,3 +211,68 @@ def test_given_any_topic_statuses_when_the_filters_are_made_then_they_are_within
     audience: frozenset[RunStatus],
 ) -> None:
     assert len(notifier_filters(audience)) <= 5
+
+
+# --- silence ----------------------------------------------------------------------------------
+
+RUN_IN_FLIGHT = inflight.slot(inflight.item_key("alice"), "b1800000000")
+
+
+@pytest.mark.parametrize("audience", AUDIENCES, ids=lambda a: ",".join(sorted(a)))
+@pytest.mark.parametrize(
+    ("old", "new", "slots", "kept"),
+    [
+        ("RUNNING", "SUCCEEDED", f"{RUN_IN_FLIGHT} {silence.slot('job_x')}", True),
+        ("RUNNING", "SUCCEEDED", silence.slot("job_x"), True),  # (even were it not counted)
+        ("RUNNING", "SUCCEEDED", f"flow#ab {silence.slot('job_x')}", True),
+        ("SUCCEEDED", "SUCCEEDED", silence.slot("job_x"), False),  # a note on an ended run
+        ("SCHEDULED", "RUNNING", silence.slot("job_x"), False),  # not ended
+    ],
+)
+def test_given_a_run_of_a_job_with_expect_when_it_succeeds_then_its_end_reaches_the_notifier(
+    audience: frozenset[RunStatus], old: str, new: str, slots: str, kept: bool
+) -> None:
+    keep = stream_filter(notifier_filters(audience))
+    change = record("MODIFY", old, new)
+    change["dynamodb"]["NewImage"]["slots"] = {"S": slots}
+
+    assert keep(change) is kept
+    assert silence.expects(slots) is True
+
+
+def silence_record(event: str, old: str | None, new: str | None) -> dict[str, Any]:
+    """A stream record of a silence's record, as the codec writes it."""
+    at = datetime(2026, 11, 26, tzinfo=UTC)
+    event_ = SilenceEvent(
+        job_id="job_x",
+        owner="alice",
+        status=SilenceStatus(new or old or ""),
+        within=3600,
+        silent_since=at,
+    )
+    image = codecs.dump(codecs.silence_event_item(event_, at))
+    change: dict[str, Any] = {"Keys": {"job_id": image["job_id"], "run_id": image["run_id"]}}
+    if old is not None:
+        change["OldImage"] = {**image, "status": {"S": old}}
+    if new is not None:
+        change["NewImage"] = {**image, "status": {"S": new}, "notified_sns": {"S": "published"}}
+    return {"eventName": event, "eventSource": "aws:dynamodb", "dynamodb": change}
+
+
+@pytest.mark.parametrize("audience", AUDIENCES, ids=lambda a: ",".join(sorted(a)))
+@pytest.mark.parametrize(
+    ("event", "old", "new", "kept"),
+    [
+        ("INSERT", None, "SILENT", True),  # a silence noted: written once
+        ("INSERT", None, "RECOVERED", True),  # its end: written once
+        ("MODIFY", "SILENT", "SILENT", False),  # a note of how a notification went
+        ("MODIFY", "RECOVERED", "RECOVERED", False),
+        ("REMOVE", "SILENT", None, False),  # expired
+    ],
+)
+def test_given_a_silence_record_when_filtered_then_only_its_writing_reaches_the_notifier(
+    audience: frozenset[RunStatus], event: str, old: str | None, new: str | None, kept: bool
+) -> None:
+    keep = stream_filter(notifier_filters(audience))
+
+    assert keep(silence_record(event, old, new)) is kept

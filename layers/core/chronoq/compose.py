@@ -41,6 +41,7 @@ from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
 from chronoq.usecases.secrets import Resolver, SecretOperations
+from chronoq.usecases.silence import Silence
 from chronoq.usecases.start import RunStarter
 from chronoq.usecases.timeindex import TimeIndex
 from chronoq.usecases.wake import SlotWaker
@@ -235,6 +236,14 @@ def progress(settings: NotifierSettings) -> Progress:
     return Progress(
         DynamoStore(clients.dynamodb(), settings.jobs_table, settings.runs_table), TIME.clock
     )
+
+
+def silence(settings: NotifierSettings) -> Silence:
+    """What moves a job's expectation on as a run of it succeeds (the notifier, per run)."""
+    store = DynamoStore(
+        clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
+    )
+    return Silence(store, settings.shards, TIME.clock)
 
 
 def notifier(settings: NotifierSettings) -> Notifier:

@@ -266,6 +266,10 @@ TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
 MAX_RUNS = 1000
 #: Labels: at most this many per job (keys and values as Kubernetes takes them).
 MAX_LABELS = 20
+#: Silence (README, "Silence"): a job's ``expect.success_within_seconds``, from a minute (the
+#: dispatcher looks at deadlines once a minute) to 366 days (a yearly job, with a day's slack).
+MIN_SUCCESS_WITHIN_SECONDS = 60
+MAX_SUCCESS_WITHIN_SECONDS = 366 * 24 * 3600
 #: The label ``chronoq apply`` puts on every job it applies, naming the set of files (what
 #: ``--prune`` deletes the jobs of).
 MANAGED_BY_LABEL = "managed-by"
@@ -406,6 +410,9 @@ class Table:
 
 
 JOBS_BY_OWNER_INDEX = "by_owner"
+#: The owners' silent jobs, longest silent first (sparse: only the expectation item of a silent
+#: job carries its keys, ``silent_owner`` and ``silent_since``; see chronoq.domain.silence).
+JOBS_SILENT_INDEX = "silent"
 
 JOBS_TABLE = Table(
     id="Jobs",
@@ -422,6 +429,14 @@ JOBS_TABLE = Table(
             partition_key="owner",
             sort_key="created_at",
             projection=Projection.KEYS_ONLY,
+        ),
+        # All attributes (an expectation item is small): GET /jobs?silent=true reads the
+        # silences from the index, then the jobs by key.
+        Index(
+            JOBS_SILENT_INDEX,
+            partition_key="silent_owner",
+            sort_key="silent_since",
+            projection=Projection.ALL,
         ),
     ),
 )
@@ -596,6 +611,8 @@ NOTIFIER_FUNCTION = Function(
     env=(
         ENV_JOBS_TABLE,
         ENV_RUNS_TABLE,  # which notifications a retried record already sent
+        ENV_SCHEDULE_TABLE,  # a success of a job with ``expect`` moves its deadline on
+        ENV_SHARDS,
         ENV_TOPIC_ARN,
         ENV_TOPIC_STATUSES,
         ENV_SIGNING_SECRET_ARN,
@@ -606,8 +623,8 @@ NOTIFIER_FUNCTION = Function(
         *ENV_QUEUE_URLS.values(),  # to wake the runs a flow parked when a slot is given back
         ENV_MAX_RUNS_IN_FLIGHT,  # and those an owner's runs in flight parked
     ),
-    description="Tells owners about finished runs (SNS, signed webhooks, e-mail); wakes the "
-    "runs a flow parked when runs holding its slots end",
+    description="Tells owners about finished runs and silent jobs (SNS, signed webhooks, "
+    "e-mail); wakes the runs a flow parked when runs holding its slots end",
 )
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.
 #: Messages per worker invocation (the SQS event source mappings' batch size): as many runs

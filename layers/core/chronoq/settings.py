@@ -323,6 +323,9 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
 
     jobs_table: str = Field(alias=r.ENV_JOBS_TABLE, min_length=1)
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
+    #: Where a job with ``expect`` has its next deadline written, as a run of it succeeds.
+    schedule_table: str = Field(alias=r.ENV_SCHEDULE_TABLE, min_length=1)
+    shards: int = Field(alias=r.ENV_SHARDS, ge=1, le=1000)
     topic_arn: str = Field(alias=r.ENV_TOPIC_ARN, min_length=1)
     #: The final statuses published to the topic.
     topic_statuses: frozenset[RunStatus] = Field(

@@ -254,7 +254,7 @@ STORE_STEPS = (
     "end_run",
     "delete_pending_run",
     "put_occurrences",
-    "occurrence_page",
+    "schedule_page",
     "dispatch_marks",
     "advance_within",
     "opened_through",

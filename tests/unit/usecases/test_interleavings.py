@@ -89,7 +89,7 @@ def test_given_the_steps_of_a_tick_when_listed_then_opening_sending_chaining_and
     None
 ):
     names = set(TICK_STEPS)
-    assert {"open_minute", "occurrence_page", "send", "sent", "close_minute"} <= names
+    assert {"open_minute", "schedule_page", "send", "sent", "close_minute"} <= names
     assert {"put_occurrences", "get_jobs"} <= names
     last_close = len(TICK_STEPS) - 1 - TICK_STEPS[::-1].index("close_minute")
     assert "sent" in TICK_STEPS[:last_close]  # (a minute with runs: sent, then closed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -22,6 +22,7 @@ from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run
+from chronoq.domain.silence import Deadline, Expectation, SilenceEvent, check_minute
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import describe_error
 
@@ -103,6 +104,7 @@ UNSTORED_DEFAULTS: dict[str, Any] = {
     "on_complete": OnComplete.KEEP,
     "labels": {},
     "flow": None,
+    "expect": None,
 }
 
 
@@ -193,6 +195,33 @@ def schedule_expiry(occurrences: list[Occurrence], now: datetime) -> int:
     due, however far ahead (a weekly or yearly schedule's next run)."""
     latest = max([now, *(o.starts_at for o in occurrences)])
     return int(latest.timestamp()) + r.SCHEDULE_RETENTION_SECONDS
+
+
+def deadline_item(deadline: Deadline, shards: int, now: datetime) -> dict[str, Any]:
+    """The time index's item of a job's success deadline: in the bucket of the minute the
+    dispatcher checks it at (domain.silence.check_minute), sort key ``<deadline>#expect#<job
+    id>``; it expires some time after that minute."""
+    minute = check_minute(deadline.at, now)
+    return {
+        "bucket": ids.bucket(minute, ids.shard_of(deadline.job_id, shards)),
+        "due": f"{format_instant(deadline.at)}#{keys.expect_key(deadline.job_id)}",
+        "job_id": deadline.job_id,
+        DEADLINE: format_instant(deadline.at),
+        "expires_at": int(minute.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
+    }
+
+
+#: The attribute of a deadline's item in the time index (occurrences' items never have it).
+DEADLINE = "deadline"
+
+
+def is_deadline_item(item: Mapping[str, Any]) -> bool:
+    return DEADLINE in item
+
+
+def deadline_from_item(item: Mapping[str, Any]) -> Deadline:
+    data = load(item)
+    return Deadline(job_id=data["job_id"], at=data[DEADLINE])
 
 
 def occurrences_from_item(item: Mapping[str, Any]) -> list[Occurrence]:
@@ -425,6 +454,69 @@ def backfill_from_item(item: Mapping[str, Any]) -> Backfill:
             "ended": int(data[ENDED]) if ENDED in data else None,
             "runs": dict(sorted(counts.items())),
         }
+    )
+
+
+# --- silence ----------------------------------------------------------------------------------
+
+
+def fixed_instant(value: datetime) -> str:
+    """An instant as text that sorts in time order (ISO 8601 in UTC, milliseconds always):
+    what an expectation's instants are compared and indexed as."""
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def expectation_key(job_id: str) -> dict[str, Any]:
+    """A job's expectation item: in the jobs table, with no ``owner`` nor ``created_at`` (the
+    owner index never holds it); ``silent_owner`` and ``silent_since`` only while it is silent
+    (the silent index)."""
+    return dump({"job_id": keys.expect_key(job_id)})
+
+
+def expectation_from_item(item: Mapping[str, Any]) -> Expectation:
+    data = load(item)
+    return Expectation(
+        job_id=str(data["job_id"]).removeprefix(keys.EXPECT),
+        within=int(data["within"]),
+        since=data["since"],
+        last_success_at=data.get("last_success_at"),
+        silent_since=data.get("silent_since"),
+        owner=data.get("silent_owner", ""),
+    )
+
+
+def silence_event_item(event: SilenceEvent, now: datetime) -> dict[str, Any]:
+    """A silence's record in its job's partition of the runs table (its ``status``, SILENT or
+    RECOVERED, lets it through the notifier's stream filter as it is written)."""
+    return {
+        "job_id": event.job_id,
+        "run_id": event.key,
+        "owner": event.owner,
+        "status": event.status.value,
+        "within": event.within,
+        "silent_since": format_instant(event.silent_since),
+        "last_success_at": instant(event.last_success_at),
+        "recovered_at": instant(event.recovered_at),
+        "recovered_by": event.run_id,
+        "expires_at": int(now.timestamp()) + r.RUN_RETENTION_SECONDS,
+    }
+
+
+def silence_event_from_item(item: Mapping[str, Any]) -> SilenceEvent:
+    data = load(item)
+    return SilenceEvent(
+        job_id=data["job_id"],
+        owner=data["owner"],
+        status=data["status"],
+        within=int(data["within"]),
+        silent_since=data["silent_since"],
+        last_success_at=data.get("last_success_at"),
+        recovered_at=data.get("recovered_at"),
+        run_id=data.get("recovered_by"),
+        notifications={
+            k.removeprefix(NOTIFIED): v for k, v in data.items() if k.startswith(NOTIFIED)
+        },
     )
 
 

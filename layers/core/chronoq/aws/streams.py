@@ -10,7 +10,14 @@ Everything else (most successful runs, later changes of an ended run such as the
 notifications, a counted run's mark) never invokes the notifier.
 
 A record also passes when a run that held flow slots ends (its ``slots``, noted as it started,
-name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake).
+name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake). Every
+run that starts is counted among its owner's runs in flight, which its ``slots`` names too: so
+every started run's end passes; and a run of a job with ``expect`` names its job's expectation
+there besides (a success of it moves the expectation on: chronoq.usecases.silence).
+
+A silence's record passes as it is written (INSERT, status SILENT or RECOVERED): the notifier
+tells the job's owner (see chronoq.domain.silence). Its later changes (the notes of its
+notifications) do not.
 """
 
 from __future__ import annotations
@@ -19,12 +26,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chronoq.aws.codecs import COUNTED, run_from_item
-from chronoq.domain.keys import FLOW
+from chronoq.domain.keys import EXPECT, FLOW
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.domain.silence import SilenceStatus
 from chronoq.usecases.ports import RunEnd
 
 #: Every status a run ends in, as the stream shows it.
 FINAL = sorted(s.value for s in TERMINAL_STATUSES)
+#: The statuses of a silence's records (written once each: only their INSERT passes).
+SILENCE = sorted(s.value for s in SilenceStatus)
 
 
 def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]]:
@@ -35,8 +45,10 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
     if audience != FINAL:  # (otherwise every run that ends passes already)
         images.append({"status": {"S": FINAL}, "notify": {"BOOL": [True]}})
     patterns: list[dict[str, Any]] = []
-    for image in images:
-        patterns.append({"eventName": ["INSERT"], "dynamodb": {"NewImage": image}})
+    for n, image in enumerate(images):
+        # (a silence's record with the first: no pattern more, of the five Lambda allows)
+        inserted = image if n else {"status": {"S": sorted(audience + SILENCE)}}
+        patterns.append({"eventName": ["INSERT"], "dynamodb": {"NewImage": inserted}})
         patterns.append(
             {
                 "eventName": ["MODIFY"],
@@ -51,12 +63,16 @@ def notifier_filters(topic_statuses: Iterable[RunStatus]) -> list[dict[str, Any]
     return patterns
 
 
-#: The end of a run that held flow slots (a run's first write, MarkRunning, notes its slots:
-#: it ends by a change of its record, never by its first write).
+#: The end of a run that held flow slots, or of a run of a job with ``expect`` (a run's first
+#: write, MarkRunning, notes its slots: it ends by a change of its record, never by its first
+#: write).
 SLOTS_GIVEN_BACK: dict[str, Any] = {
     "eventName": ["MODIFY"],
     "dynamodb": {
-        "NewImage": {"status": {"S": FINAL}, "slots": {"S": [{"prefix": FLOW}]}},
+        "NewImage": {
+            "status": {"S": FINAL},
+            "slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}]},
+        },
         "OldImage": {"status": {"S": [{"anything-but": FINAL}]}},
     },
 }

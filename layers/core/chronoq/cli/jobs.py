@@ -150,6 +150,15 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "help": "a label (repeatable; on update, the labels given replace the job's)",
         },
     ),
+    # --- silence
+    (
+        ("--expect-within",),
+        {
+            "metavar": "DURATION",
+            "help": "a run must succeed at least this often, e.g. 26h: if none does, the job is"
+            " silent and you are told (expect.success_within_seconds)",
+        },
+    ),
 ]
 
 
@@ -226,6 +235,11 @@ def create(api: Api, output: str, file: str | None, **flags: Any) -> None:
     metavar="KEY=VALUE",
     help="only the jobs with this label (repeatable: with every one of them)",
 )
+@click.option(
+    "--silent",
+    is_flag=True,
+    help="only the silent jobs (no run succeeded within their expect), longest silent first",
+)
 @output_option
 @api_options
 def list_jobs(
@@ -235,15 +249,20 @@ def list_jobs(
     every: bool,
     next_token: str | None,
     labels: tuple[str, ...],
+    silent: bool,
 ) -> None:
-    """List your jobs: state, schedule in words, next run (and labels, if they have any)."""
+    """List your jobs: state, schedule in words, next run (and labels, if they have any; the
+    last success and silence of those with expect)."""
+    filters: dict[str, Any] = {"label": list(labels)} if labels else {}
+    if silent:
+        filters["silent"] = "true"
     emit_pages(
         api,
         output,
         ("/jobs", "jobs"),
         (limit, next_token, every),
         lambda items: render.jobs_table(items, _now()),
-        {"label": list(labels)} if labels else None,
+        filters or None,
     )
 
 

@@ -116,6 +116,7 @@ class JobFlags:
     max_runs: int | None = None
     on_complete: str | None = None
     labels: tuple[str, ...] = field(default_factory=tuple)
+    expect_within: str | None = None
     # --- run features: time window, flow control ---
     window: str | None = None
     flow: str | None = None
@@ -173,6 +174,9 @@ def build(
         job["on_complete"] = flags.on_complete.lower()
     if flags.labels:
         job["labels"] = dict(_label(text) for text in flags.labels)
+    if flags.expect_within is not None:
+        seconds = _seconds("--expect-within", flags.expect_within)
+        job["expect"] = {"success_within_seconds": seconds}
     _run_features(flags, job)
     return job
 

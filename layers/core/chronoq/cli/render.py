@@ -205,10 +205,20 @@ def _table(*columns: str) -> Table:
 
 
 def jobs_table(jobs: Iterable[dict[str, Any]], now: datetime) -> Table:
-    """The jobs, a row each; a column of labels when one of them has any."""
+    """The jobs, a row each; a column of labels when one of them has any; the last success
+    and since when silent when one of them has ``expect``."""
     jobs = list(jobs)
     labelled = any(job.get("labels") for job in jobs)
-    table = _table("id", "name", "state", "schedule", "next run", *(["labels"] if labelled else []))
+    expecting = any(job.get("expect") for job in jobs)
+    table = _table(
+        "id",
+        "name",
+        "state",
+        "schedule",
+        "next run",
+        *(["labels"] if labelled else []),
+        *(["last success", "silent since"] if expecting else []),
+    )
     for job in jobs:
         table.add_row(
             str(job.get("id", "")),
@@ -217,8 +227,23 @@ def jobs_table(jobs: Iterable[dict[str, Any]], now: datetime) -> Table:
             schedule_words(job.get("schedule")),
             when(job.get("next_run_at"), now) or "-",
             *([label_words(job.get("labels"))] if labelled else []),
+            *(
+                [
+                    when(job.get("last_success_at"), now) or "-",
+                    when(job.get("silent_since"), now) or "-",
+                ]
+                if expecting
+                else []
+            ),
         )
     return table
+
+
+def expect_words(job: dict[str, Any]) -> str | None:
+    """What a job expects: ``a success within 1d2h``."""
+    expect = job.get("expect") or {}
+    seconds = expect.get("success_within_seconds")
+    return f"a success within {span(seconds)}" if isinstance(seconds, int) else None
 
 
 def label_words(labels: dict[str, str] | None) -> str:
@@ -307,6 +332,9 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("on complete", job.get("on_complete") if job.get("on_complete") == "delete" else None),
             ("labels", label_words(job.get("labels"))),
             ("flow", _flow(job.get("flow"))),
+            ("expect", expect_words(job)),
+            ("last success", when(job.get("last_success_at"), now)),
+            ("silent since", when(job.get("silent_since"), now)),
             ("active runs", ", ".join(job.get("active_runs") or [])),
             ("version", job.get("version")),
             ("created", short_time(job.get("created_at"))),

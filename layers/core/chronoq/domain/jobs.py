@@ -33,6 +33,7 @@ from chronoq.domain.runs import (
     Trigger,
 )
 from chronoq.domain.schedules import Schedule, next_fire
+from chronoq.domain.silence import Expect
 from chronoq.domain.targets import (
     OUTPUT_LOCATION_PATTERN,
     ContainerTarget,
@@ -52,6 +53,7 @@ from chronoq.resources import Priority
 
 __all__ = [
     "Concurrency",
+    "Expect",
     "Flow",
     "Job",
     "JobPatch",
@@ -206,6 +208,12 @@ class JobSpec(Model):
     #: Key/value strings to find the job by (GET /jobs?label=key=value).
     labels: Labels = Field(default_factory=dict)
 
+    # --- silence (README: "Silence") -----------------------------------------------------
+    #: How often a run of it must succeed: if none does within that time of the last success
+    #: (or of the job's start), the job is silent and its owner is told (SILENT), once; the
+    #: next success tells them it RECOVERED. None: no such promise.
+    expect: Expect | None = None
+
     def plain_credentials(self) -> list[str]:
         """What looks like a credential written into the job rather than kept as a secret
         (a warning, never a refusal): each field, and why."""
@@ -278,6 +286,11 @@ class Job(JobSpec):
     #: The fire time of the job's last run when ``max_runs`` is what ends it (None: no
     #: limit, the job is paused, or its schedule ends first).
     final_run_at: Instant | None = None
+    #: A job with ``expect``: when a run of it last SUCCEEDED (since ``expect`` was set), and
+    #: since when it is silent (None: it is not). Kept in its expectation's item, not in the
+    #: job's (see chronoq.domain.silence): shown, never stored with the job.
+    last_success_at: Instant | None = None
+    silent_since: Instant | None = None
 
     def spec(self) -> JobSpec:
         fields = self.model_dump(include=set(JobSpec.model_fields))
@@ -425,8 +438,8 @@ def _no_default(schema: dict[str, Any]) -> None:
 
 def _optional(field: FieldInfo) -> tuple[Any, FieldInfo]:
     """The same field, optional: its constraints kept, left unchanged when not given; null
-    only where the job's field takes null (notify, output_location, max_runs, flow: null removes
-    it). Elsewhere null is refused (422), and the document does not offer it."""
+    only where the job's field takes null (notify, output_location, max_runs, flow, expect:
+    null removes it). Elsewhere null is refused (422), and the document does not offer it."""
     optional = FieldInfo.merge_field_infos(field, default=None, json_schema_extra=_no_default)
     optional.default_factory = None
     return field.annotation, optional

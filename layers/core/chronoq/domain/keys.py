@@ -10,17 +10,24 @@ The jobs table (partition key ``job_id``):
 - ``flow#<digest>``: a flow's holders, or a backfill's pacing (see domain.flow);
 - ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits);
 - ``secrets#<owner>``: an owner's secrets, names and versions (see domain.secrets);
-- ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret.
+- ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret;
+- ``expect#<job id>``: a job's expectation of success, for a job with ``expect`` (see
+  domain.silence).
 
 The runs table (``job_id``, ``run_id``), one partition per job:
 
 - ``<job id>_<second>...``: a run (run ids begin with their job's id: see ids.run_id);
-- ``backfill#<id>``: a backfill of the job.
+- ``backfill#<id>``: a backfill of the job;
+- ``expect#<instant>`` and ``expect#<instant>#recovered``: a job's silence noted (SILENT) and
+  ended by a success (RECOVERED), which the notifier hears of (see domain.silence).
 
 The schedule table (``bucket``, ``due``):
 
 - ``<minute>#<shard>``: a minute's occurrences on a shard (see ids.bucket);
 - ``checkpoint``: each shard's dispatch checkpoint (``due``: the shard, four digits).
+
+In a minute's bucket, ``due`` is an occurrence's due time and run id, a pack's
+(``<due>#pack#...``) or a job's success deadline's (``<deadline>#expect#<job id>``).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ FLOW = "flow#"
 USAGE = "usage#"
 SECRETS = "secrets#"
 SECRET_USES = "uses#"  # noqa: S105 - a key prefix
+EXPECT = "expect#"
 
 BACKFILL = "backfill#"
 
@@ -40,8 +48,8 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES)
-RUNS_TABLE = (BACKFILL,)  # (and the job id, which begins with JOB)
+JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES, EXPECT)
+RUNS_TABLE = (BACKFILL, EXPECT)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
 
 
@@ -75,3 +83,8 @@ def secret_uses_key(owner: str, name: str) -> str:
     """The key of the item holding the ids of the jobs using ``owner``'s secret ``name``
     (the owner's length first, as in name_key)."""
     return f"{SECRET_USES}{len(owner)}#{owner}#{name}"
+
+
+def expect_key(job_id: str) -> str:
+    """The key of the item holding ``job_id``'s expectation of success (see domain.silence)."""
+    return f"{EXPECT}{job_id}"

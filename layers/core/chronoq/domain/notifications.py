@@ -1,5 +1,5 @@
-"""Notifications of finished runs: who hears of them, what they say and how webhooks are
-signed. Pure.
+"""Notifications of finished runs and silent jobs: who hears of them, what they say and how
+webhooks are signed. Pure.
 
 A webhook request carries ``X-Chronoq-Signature: t=<unix seconds>,v1=<hex>``, where ``<hex>``
 is HMAC-SHA256 over ``"<t>.<body>"`` keyed with the owner's signing secret
@@ -17,6 +17,7 @@ from typing import Any
 
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
+from chronoq.domain.silence import SilenceEvent, SilenceStatus
 from chronoq.domain.time import format_instant
 
 #: Signatures older than this are refused by ``verify`` (replay protection).
@@ -104,6 +105,28 @@ def message(run: Run, job: Job | None) -> dict[str, Any]:
     }
 
 
+def silence_message(event: SilenceEvent, job: Job | None) -> dict[str, Any]:
+    """The notification of a silence (``job.silent``) or of its end (``job.recovered``): what
+    the SNS message and the webhook body say (``status`` SILENT or RECOVERED, as the topic's
+    message attribute says too)."""
+    return {
+        "type": "job.silent" if event.status is SilenceStatus.SILENT else "job.recovered",
+        "job_id": event.job_id,
+        "job_name": job.name if job else None,
+        "owner": event.owner,
+        "status": event.status.value,
+        "success_within_seconds": event.within,
+        "last_success_at": _instant(event.last_success_at),
+        "silent_since": format_instant(event.silent_since),
+        "recovered_at": _instant(event.recovered_at),
+        "run_id": event.run_id,
+    }
+
+
+def _instant(value: Any) -> str | None:
+    return format_instant(value) if value is not None else None
+
+
 def body(document: dict[str, Any]) -> bytes:
     """The exact bytes sent (and signed)."""
     return json.dumps(document, separators=(",", ":"), sort_keys=True).encode()
@@ -113,5 +136,7 @@ def email_text(document: dict[str, Any]) -> tuple[str, str]:
     """Subject and plain-text body of the notification e-mail."""
     name = document["job_name"] or document["job_id"]
     subject = f"[chronoq] {name}: run {document['status']}"
+    if document["type"] != "run.finished":  # (a silence, or its end: the job's, no run's)
+        subject = f"[chronoq] {name}: {document['status']}"
     lines = [f"{key}: {value}" for key, value in document.items() if value is not None]
     return subject, "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chronoq import resources as r
-from chronoq.domain import inflight
+from chronoq.domain import inflight, silence
 from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
 from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Trigger
@@ -75,7 +75,9 @@ class ExecutionInput(_Contract):
     flows: list[str] = Field(default_factory=list)
     #: ``flows`` space-separated: the first state writes it on the run's record, where the
     #: notifier finds it when the run ends, to wake the runs parked on those flows (see
-    #: chronoq.usecases.wake); ``""`` for a run that holds no slot.
+    #: chronoq.usecases.wake); ``""`` for a run that holds no slot. With them, the owner's
+    #: count of runs in flight (below), and, for a job with ``expect``, its expectation (a
+    #: success moves it on: chronoq.usecases.silence).
     slots: str = ""
     #: The item counting the owner's runs in flight, and the run's bucket in it (see
     #: chronoq.domain.inflight); ``""``: not counted. The count is given back as the run's
@@ -98,7 +100,11 @@ class ExecutionInput(_Contract):
         flows: list[str] | None = None,
         in_flight: tuple[str, str] | None = None,
     ) -> ExecutionInput:
-        slots = [*(flows or ()), *([inflight.slot(*in_flight)] if in_flight else [])]
+        slots = [
+            *(flows or ()),
+            *([inflight.slot(*in_flight)] if in_flight else []),
+            *([silence.slot(job.id)] if job.expect is not None else []),
+        ]
         return cls(
             job_id=job.id,
             run_id=run_id,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -11,8 +12,12 @@ from datetime import datetime, timedelta
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
+from chronoq.domain.silence import Deadline
 from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, end_unstarted, new_run
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -21,6 +26,8 @@ class DispatchReport:
     dispatched: int = 0
     missed: int = 0
     scheduled: int = 0
+    #: Jobs with ``expect`` whose deadline passed with no success: gone silent.
+    silent: int = 0
     per_shard: dict[int, int] = field(default_factory=dict)
     #: Shards left partway (the invocation's time ran out): the next one resumes them.
     unfinished: list[int] = field(default_factory=list)
@@ -40,15 +47,21 @@ class Dispatcher:
     shards: int
     clock: Clock
 
+    @property
+    def silence(self) -> Silence:
+        return Silence(self.store, self.shards, self.clock)
+
     def dispatch(
         self, shards: Sequence[int] | None = None, time_left: TimeLeft | None = None
     ) -> DispatchReport:
         """Enqueue every occurrence from each shard's checkpoint up to the coming minutes,
         minute by minute, a page of items at a time, and write the next occurrence of each
         recurring job. Occurrences past their job's start deadline (after an outage) are
-        recorded MISSED instead. ``shards``: these only (default: all); ``time_left``: stop
-        cleanly before it runs out, recording how far into its minute each shard got (the
-        next invocation resumes there: each run is dispatched once)."""
+        recorded MISSED instead. Jobs' success deadlines found in those pages are checked
+        (usecases.silence: only jobs with ``expect`` have them). ``shards``: these only
+        (default: all); ``time_left``: stop cleanly before it runs out, recording how far into
+        its minute each shard got (the next invocation resumes there: each run is dispatched
+        once)."""
         now = self.clock()
         last = ids.minute_of(now + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS))
         mine = list(range(self.shards)) if shards is None else list(shards)
@@ -78,11 +91,12 @@ class Dispatcher:
                 within, after = progress.get(shard, (None, None))
                 after = after if within == minute else None
                 while True:
-                    occurrences, after = self.store.occurrence_page(
-                        minute, shard, after, r.DISPATCH_PAGE_ITEMS
-                    )
-                    if occurrences:
-                        self._dispatch_minute(occurrences, now, {shard: minute}, part)
+                    page = self.store.schedule_page(minute, shard, after, r.DISPATCH_PAGE_ITEMS)
+                    after = page.after
+                    if page.occurrences:
+                        self._dispatch_minute(page.occurrences, now, {shard: minute}, part)
+                    if page.deadlines:
+                        part.silent += self._deadlines(page.deadlines, now)
                     if after is None:
                         break
                     self.store.advance_within(shard, minute, after)
@@ -103,10 +117,23 @@ class Dispatcher:
                 report.dispatched += part.dispatched
                 report.missed += part.missed
                 report.scheduled += part.scheduled
+                report.silent += part.silent
                 report.per_shard[shard] = part.dispatched
                 report.unfinished += part.unfinished
                 report.behind = max(report.behind, part.behind)
         return report
+
+    def _deadlines(self, deadlines: list[Deadline], now: datetime) -> int:
+        """Jobs' success deadlines found in a minute (usecases.silence): how many went
+        silent. Looking at them holds up no run: if it fails, they are written again into a
+        minute not opened yet, to be looked at then (if that fails too, the minute is read
+        again, as for any failure)."""
+        try:
+            return self.silence.due(deadlines, now)
+        except Exception:
+            logger.exception("deadlines of %d jobs looked at again later", len(deadlines))
+            self.store.put_deadlines(deadlines, self.shards, now)
+            return 0
 
     def _dispatch_minute(
         self,

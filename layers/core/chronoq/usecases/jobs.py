@@ -25,7 +25,8 @@ from chronoq.usecases import secrets
 from chronoq.usecases.audit import record, spec_change, state_change
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import AuditTrail, Clock, JobRunStore, Store
+from chronoq.usecases.ports import AuditTrail, Clock, JobRunStore, Page, Position, Store
+from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: Is this ``module:function`` a registered Python task? (see chronoq.tasks)
@@ -51,6 +52,11 @@ class JobOperations:
     targets: TargetPolicy = ANY_TARGET
     #: What each owner may hold at once (here: a job's triggers not started yet).
     limits: Limits = field(default_factory=Limits)
+
+    @property
+    def silence(self) -> Silence:
+        """Jobs' expectations of success (a job with ``expect``; see usecases.silence)."""
+        return Silence(self.store, self.index.shards, self.clock)
 
     def create_job(self, owner: str, spec: JobSpec, by: Caller | None = None) -> Job:
         self._check(spec)
@@ -90,6 +96,8 @@ class JobOperations:
             raise
         try:
             self.index.schedule([(job, first)], now)
+            if job.expect is not None:  # its wait for a success begins
+                self.silence.started(job, now)
         except Exception:  # (queues unavailable): nothing half-made is left behind
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
@@ -97,8 +105,9 @@ class JobOperations:
         return job
 
     def get_job(self, owner: str, job_id: str) -> Job:
-        """The job as of now (its next_run_at brought up to date)."""
-        return self._stored(owner, job_id).as_of(self.clock())
+        """The job as of now (its next_run_at brought up to date; a job with ``expect``, its
+        last success and silence)."""
+        return self.silence.shown(self._stored(owner, job_id).as_of(self.clock()))
 
     def _stored(self, owner: str, job_id: str) -> Job:
         """The job as stored: what a change starts from."""
@@ -121,13 +130,18 @@ class JobOperations:
         next_token: str | None = None,
         state: JobState | None = None,
         labels: tuple[Selector, ...] = (),
+        silent: bool = False,
     ) -> Listing[Job]:
         """A page of the owner's jobs, in order of creation, as of now; ``state``: only the
         jobs in that state now (a one-time job whose run has fired is COMPLETED);
-        ``labels``: only the jobs carrying every one of these labels."""
+        ``labels``: only the jobs carrying every one of these labels; ``silent``: only the
+        silent ones, longest silent first (from the silent index, never a scan). A job with
+        ``expect`` shows its last success and silence."""
         listing = f"jobs?state={state.value if state else ''}"
         if labels:
             listing += "".join(f"&label={key}={value}" for key, value in labels)
+        if silent:
+            listing += "&silent=true"
         after = self.pages.open(owner, listing, next_token)
         now = self.clock()
         keep = None
@@ -138,9 +152,30 @@ class JobOperations:
                     state is None or job.as_of(now).state is state
                 )
 
-        page = self.store.page_jobs(owner, limit, after, keep)
-        page = replace(page, items=[job.as_of(now) for job in page.items])
-        return self.pages.listing(owner, listing, page)
+        if silent:  # (each shown with the expectation the index holds)
+            page = self._silent_page(owner, limit, after, keep)
+            shown = [job.as_of(now) for job in page.items]
+        else:
+            page = self.store.page_jobs(owner, limit, after, keep)
+            shown = self.silence.all_shown([job.as_of(now) for job in page.items])
+        return self.pages.listing(owner, listing, replace(page, items=shown))
+
+    def _silent_page(
+        self, owner: str, limit: int, after: Position | None, keep: Callable[[Job], bool] | None
+    ) -> Page[Job]:
+        """A page of the owner's silent jobs: their expectations from the silent index (the
+        owner's only), their jobs by key (one batch read), those ``keep`` keeps, each shown
+        with its expectation."""
+        silences = self.store.silent_jobs(owner, limit, after)
+        jobs = self.store.get_jobs(e.job_id for e in silences.items) if silences.items else {}
+        found = [
+            self.silence.shown(job, e)
+            for e in silences.items
+            if (job := jobs.get(e.job_id)) is not None
+            and job.owner == owner
+            and (keep is None or keep(job))
+        ]
+        return Page(found, silences.after)
 
     def update_job(self, owner: str, job_id: str, patch: JobPatch, by: Caller | None = None) -> Job:
         """Change a job. A new schedule or priority replaces the pending occurrence by the
@@ -169,7 +204,8 @@ class JobOperations:
         if renamed:
             self.store.release_name(owner, job.name, job.id)
         record(self.audit, now, owner, job.id, Action.CHANGE, by, spec_change(job, changed))
-        return self._settle(changed, now)
+        kept = self.silence.changed(job, changed, now)  # (nothing unless ``expect`` changed)
+        return self.silence.shown(self._settle(changed, now), kept)
 
     def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
         if "schedule" not in changes and (spec.priority, spec.max_runs) == (
@@ -215,7 +251,7 @@ class JobOperations:
         )
         stored = self._replace_occurrences(job, paused, now)
         record(self.audit, now, owner, job.id, Action.PAUSE, by, state_change(job, stored, now))
-        return stored
+        return self.silence.shown(stored, self.silence.paused(stored, now))
 
     def resume_job(self, owner: str, job_id: str, by: Caller | None = None) -> Job:
         """Schedule the next future fire time; occurrences missed while paused never run."""
@@ -228,7 +264,8 @@ class JobOperations:
         resumed = _next_generation(job, now, state=state, next_run_at=following)
         stored = self._replace_occurrences(job, resumed, now)
         record(self.audit, now, owner, job.id, Action.RESUME, by, state_change(job, stored, now))
-        return self._settle(stored, now)
+        kept = self.silence.resumed(stored, now)
+        return self.silence.shown(self._settle(stored, now), kept)
 
     def delete_job(self, owner: str, job_id: str, by: Caller | None = None) -> None:
         """No further run starts; a run already executing finishes."""
@@ -360,10 +397,13 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
 
 def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
     """Delete a job, and give back what it held: its place in its owner's quota, its name,
-    its running backfills (cancelled: their later fire times would never be made) (False: it
-    was gone already). Its runs stay, until they expire."""
+    its running backfills (cancelled: their later fire times would never be made), its
+    expectation of success (a job with ``expect``) (False: it was gone already). Its runs
+    stay, until they expire."""
     if not store.delete_job(job.id):
         return False
+    if job.expect is not None:
+        store.end_expectation(job.id)
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
     store.unuse_secrets(job.owner, job.id, job.secret_names())

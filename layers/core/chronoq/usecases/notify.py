@@ -1,6 +1,12 @@
 """Telling owners about finished runs: the deployment's SNS topic when the run's final status
 is one it hears of (``topic_statuses``), the job's webhook and e-mail when its ``notify``
-asks. How each delivery went is noted on the run."""
+asks. How each delivery went is noted on the run.
+
+And about silent jobs (chronoq.domain.silence): a silence noted (SILENT) or ended by a success
+(RECOVERED) goes to the topic whatever ``topic_statuses`` says (those name run statuses; a job
+asks to hear of silence by setting ``expect``), and to the job's webhook and e-mail when its
+``notify`` has them, whatever its ``notify.on``. How each went is noted on the silence's
+record, each channel once, as for runs."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from chronoq.domain import secrets
 from chronoq.domain.jobs import Job, JobState, OnComplete
 from chronoq.domain.runs import Run, RunStatus, Trigger
 from chronoq.domain.secrets import SecretUnavailable
+from chronoq.domain.silence import SilenceEvent
 from chronoq.domain.targets import has_controls
 from chronoq.execution.egress import BlockedTarget, Egress
 from chronoq.usecases.jobs import remove_job
@@ -79,27 +86,61 @@ class Notifier:
 
     def _deliver(self, run: Run, job: Job | None, to_topic: bool) -> dict[str, str]:
         document = notify.message(run, job)
+        delivery = f"{run.id}:{run.status.value}"
         channels: dict[str, Callable[[], str]] = {}
         if to_topic:
             channels["sns"] = lambda: self._publish(document)
         if job is not None and job.notify is not None and notify.wants(job, run.status):
-            webhook, email = job.notify.webhook, job.notify.email
-            if webhook:
-                extra = job.notify.webhook_headers
-                channels["webhook"] = lambda: self._post(webhook, run, document, extra)
-            if email:
-                channels["email"] = lambda: self._email(email, document)
+            channels.update(self._own_channels(job, run.owner, delivery, document))
         if not channels:  # (its job wants other statuses, or is gone)
             return {}
         kept = self.store.get_run(run.job_id, run.id)
-        done = dict(kept.notifications) if kept else {}
+        return self._send(channels, kept.notifications if kept else {}, run.job_id, run.id)
+
+    def silence_noted(self, event: SilenceEvent) -> dict[str, str]:
+        """Tell a silence (SILENT), or its end (RECOVERED): the topic, and the job's webhook
+        and e-mail if its ``notify`` has them; returns, per channel, how the delivery went.
+        Each outcome is kept on the silence's record, and a channel with an outcome is not
+        tried again (a record delivered again sends nothing twice)."""
+        job = self.store.get_job(event.job_id)
+        document = notify.silence_message(event, job)
+        delivery = f"{event.job_id}:{event.key}:{event.status.value}"
+        channels: dict[str, Callable[[], str]] = {"sns": lambda: self._publish(document)}
+        if job is not None and job.notify is not None:
+            channels.update(self._own_channels(job, event.owner, delivery, document))
+        kept = self.store.get_silence(event.job_id, event.key)
+        return self._send(channels, kept.notifications if kept else {}, event.job_id, event.key)
+
+    def _own_channels(
+        self, job: Job, owner: str, delivery: str, document: dict[str, Any]
+    ) -> dict[str, Callable[[], str]]:
+        """The job's own channels (its ``notify``'s webhook and e-mail)."""
+        assert job.notify is not None
+        channels: dict[str, Callable[[], str]] = {}
+        webhook, email = job.notify.webhook, job.notify.email
+        if webhook:
+            extra = job.notify.webhook_headers
+            channels["webhook"] = lambda: self._post(webhook, owner, delivery, document, extra)
+        if email:
+            channels["email"] = lambda: self._email(email, document)
+        return channels
+
+    def _send(
+        self,
+        channels: Mapping[str, Callable[[], str]],
+        done: Mapping[str, str],
+        job_id: str,
+        key: str,
+    ) -> dict[str, str]:
+        """Deliver on each channel not ``done`` yet, noting each outcome on the record of
+        (``job_id``, ``key``) as soon as it is known."""
         outcomes = {}
         for channel, deliver in channels.items():
             if channel in done:
                 outcomes[channel] = done[channel]
                 continue
             outcomes[channel] = deliver()
-            self.store.note_notification(run.job_id, run.id, channel, outcomes[channel])
+            self.store.note_notification(job_id, key, channel, outcomes[channel])
         return outcomes
 
     def _publish(self, document: dict[str, Any]) -> str:
@@ -133,15 +174,23 @@ class Notifier:
                 )
         return headers
 
-    def _post(self, url: str, run: Run, document: dict[str, Any], extra: Mapping[str, Any]) -> str:
+    def _post(
+        self,
+        url: str,
+        owner: str,
+        delivery: str,
+        document: dict[str, Any],
+        extra: Mapping[str, Any],
+    ) -> str:
         """POST the signed document (with the job's own headers, their secrets resolved now);
-        retried with doubling pauses on network errors, 408, 429 and 5xx answers."""
+        retried with doubling pauses on network errors, 408, 429 and 5xx answers. ``delivery``
+        names what it tells (``<run id>:<status>``), for receivers to drop repeats."""
         try:
-            own = self._headers(run.owner, extra)
+            own = self._headers(owner, extra)
         except SecretUnavailable as error:
             return f"not sent: {error}"
         payload = notify.body(document)
-        secret = notify.signing_secret(self.master_secret(), run.owner)
+        secret = notify.signing_secret(self.master_secret(), owner)
         pause = r.WEBHOOK_FIRST_BACKOFF_SECONDS
         outcome = ""
         for attempt in range(1, r.WEBHOOK_ATTEMPTS + 1):
@@ -150,7 +199,7 @@ class Notifier:
                 "Content-Type": "application/json",
                 "User-Agent": "chronoq",
                 r.SIGNATURE_HEADER: notify.sign(secret, int(self.clock()), payload),
-                r.DELIVERY_HEADER: f"{run.id}:{run.status.value}",
+                r.DELIVERY_HEADER: delivery,
             }
             try:
                 answer = self.egress.request(
@@ -174,9 +223,7 @@ class Notifier:
                 self.sleep(pause)
                 pause *= 2
         # (not the whole URL: hook URLs often carry their credential in the path)
-        logger.warning(
-            "webhook to %s failed for run %s: %s", urlsplit(url).hostname, run.id, outcome
-        )
+        logger.warning("webhook to %s failed for %s: %s", urlsplit(url).hostname, delivery, outcome)
         return f"failed ({outcome}, attempt {attempt})"
 
     def _email(self, address: str, document: dict[str, Any]) -> str:

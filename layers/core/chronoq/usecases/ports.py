@@ -17,6 +17,7 @@ from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
 from chronoq.domain.secrets import SecretMeta
+from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
 
@@ -367,8 +368,20 @@ class UsageStore(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class SchedulePage:
+    """What a page of a minute's bucket of the time index holds: occurrences, and jobs'
+    success deadlines; ``after`` is the last item's key when there may be more (None:
+    nothing after these)."""
+
+    occurrences: list[Occurrence]
+    deadlines: list[Deadline]
+    after: str | None
+
+
 class ScheduleStore(Protocol):
-    """The time index: occurrences by minute bucket and shard, and each shard's checkpoint."""
+    """The time index: occurrences by minute bucket and shard, jobs' success deadlines, and
+    each shard's checkpoint."""
 
     def put_occurrences(
         self,
@@ -388,6 +401,13 @@ class ScheduleStore(Protocol):
         """The occurrences of at most ``limit`` items of ``minute`` on ``shard``, those whose
         key comes after ``after`` (None: from the start), by due time; and the last item's
         key when there may be more (None: nothing after these)."""
+        ...
+
+    def schedule_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> SchedulePage:
+        """As occurrence_page (the same query), with the success deadlines those items hold
+        too (the dispatcher's read of a minute)."""
         ...
 
     def occurrences_in(self, minute: datetime, shard: int) -> list[Occurrence]:
@@ -425,6 +445,80 @@ class ScheduleStore(Protocol):
     def reopen_minute(self, shard: int, minute: datetime) -> None:
         """Have the dispatcher read ``minute`` on ``shard`` again (it did not see all of it:
         an occurrence written there could not be sent)."""
+        ...
+
+
+class ExpectStore(Protocol):
+    """Jobs' expectations of success (an item of the jobs table per job with ``expect``), their
+    deadlines (entries of the time index) and their silences' records (the runs table): see
+    chronoq.domain.silence. Instants compare to the millisecond."""
+
+    def start_expectation(self, job_id: str, within: int, since: datetime) -> Expectation:
+        """Begin a wait at ``since`` (the job made, ``expect`` set, the job resumed): the item
+        made, or its ``within`` and ``since`` set and its silence ended without a word; its
+        last success kept. The expectation as it is then."""
+        ...
+
+    def change_expectation(self, job_id: str, within: int) -> Expectation | None:
+        """Set ``within`` (its wait, last success and silence kept): the expectation then
+        (None: the job has none)."""
+        ...
+
+    def pause_expectation(self, job_id: str, at: datetime) -> Expectation | None:
+        """End its wait at ``at`` (``since`` set to it: a deadline written before is let go)
+        and a silence with it, without a word (a paused job is never silent): the
+        expectation then (None: no item, nothing written)."""
+        ...
+
+    def end_expectation(self, job_id: str) -> None:
+        """Forget it (``expect`` removed, the job deleted): idempotent."""
+        ...
+
+    def get_expectation(self, job_id: str) -> Expectation | None:
+        """Read consistently."""
+        ...
+
+    def get_expectations(self, job_ids: Iterable[str]) -> dict[str, Expectation]:
+        """Many, by job id (eventually consistent; missing ones are absent)."""
+        ...
+
+    def record_success(self, job_id: str, at: datetime) -> Expectation | None:
+        """A run that SUCCEEDED at ``at`` moves the wait on (``since`` and ``last_success_at``
+        set to ``at``), if the job has an expectation, is not silent, and its wait began
+        before ``at``: one conditional write. The expectation then; None when refused (read
+        it to know why)."""
+        ...
+
+    def mark_silent(self, expectation: Expectation, event: SilenceEvent) -> bool:
+        """In one transaction: the expectation, if still as read (its ``since`` and
+        ``within``, not silent), silent since ``event.silent_since`` (in its owner's silent
+        jobs); and ``event`` (SILENT) written. False: it changed meanwhile, nothing
+        written."""
+        ...
+
+    def end_silence(self, expectation: Expectation, event: SilenceEvent) -> bool:
+        """In one transaction: the expectation, if still as read (its ``since``, silent since
+        ``event.silent_since``), moved on by the success (``since`` and ``last_success_at``
+        set to ``event.recovered_at``, its silence ended); and ``event`` (RECOVERED) written.
+        False: it changed meanwhile, nothing written."""
+        ...
+
+    def silent_jobs(
+        self, owner: str, limit: int, after: Position | None = None
+    ) -> Page[Expectation]:
+        """Up to ``limit`` of the owner's silent jobs' expectations, longest silent first, from
+        ``after`` on (a sparse index: eventually consistent, never a scan)."""
+        ...
+
+    def put_deadlines(self, deadlines: Iterable[Deadline], shards: int, now: datetime) -> None:
+        """Write each deadline to the time index, in the bucket of the minute the dispatcher
+        checks it at (domain.silence.check_minute, as of ``now``); written again into the same
+        bucket, the same item."""
+        ...
+
+    def get_silence(self, job_id: str, key: str) -> SilenceEvent | None:
+        """A silence's record as kept (the notes of its notifications), read consistently;
+        RunStore.note_notification notes them (``key`` for the run id)."""
         ...
 
 
@@ -536,8 +630,11 @@ class AuditTrail(Protocol):
         ...
 
 
-class JobRunStore(JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, Protocol):
-    """The jobs and runs tables (what the worker, a cancellation and the notifier use)."""
+class JobRunStore(
+    JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, ExpectStore, Protocol
+):
+    """The jobs and runs tables (what the worker, a cancellation and the notifier use; the
+    notifier's moves jobs' success deadlines in the time index too)."""
 
 
 class Store(
@@ -550,6 +647,7 @@ class Store(
     UsageStore,
     SecretStore,
     ErasureStore,
+    ExpectStore,
     Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""

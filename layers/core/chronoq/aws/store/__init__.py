@@ -1,14 +1,15 @@
 """The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
 ``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
-(KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore) and ``usage``
-(UsageStore). The key layout they share is domain.keys. chronoq local's engine serves the
-same calls from SQLite (chronoq.local.engine.tables), so these modules are its adapters
-too."""
+(KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore), ``usage`` (UsageStore),
+``secrets`` (SecretStore) and ``expect`` (ExpectStore). The key layout they share is
+domain.keys. chronoq local's engine serves the same calls from SQLite
+(chronoq.local.engine.tables), so these modules are its adapters too."""
 
 from __future__ import annotations
 
 from chronoq.aws.store.backfills import DynamoBackfills
 from chronoq.aws.store.erasure import DynamoErasure
+from chronoq.aws.store.expect import DynamoExpect
 from chronoq.aws.store.flows import DynamoFlows
 from chronoq.aws.store.idempotency import DynamoKeys
 from chronoq.aws.store.jobs import DynamoJobs
@@ -20,6 +21,7 @@ from chronoq.aws.store.usage import DynamoUsage
 __all__ = [
     "DynamoBackfills",
     "DynamoErasure",
+    "DynamoExpect",
     "DynamoFlows",
     "DynamoJobs",
     "DynamoKeys",
@@ -41,6 +43,7 @@ class DynamoStore(
     DynamoUsage,
     DynamoSecrets,
     DynamoErasure,
+    DynamoExpect,
 ):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""

@@ -17,6 +17,7 @@ from chronoq.aws.codecs import load as _load
 from chronoq.aws.store._tables import Tables, chunks
 from chronoq.domain import ids, keys
 from chronoq.domain.runs import Occurrence
+from chronoq.usecases.ports import SchedulePage
 
 
 def _packs(
@@ -66,6 +67,14 @@ class DynamoSchedule(Tables):
         self, minute: datetime, shard: int, after: str | None, limit: int
     ) -> tuple[list[Occurrence], str | None]:
         """At most ``limit`` items of the bucket after key ``after``: one query."""
+        page = self.schedule_page(minute, shard, after, limit)
+        return page.occurrences, page.after
+
+    def schedule_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> SchedulePage:
+        """At most ``limit`` items of the bucket after key ``after`` (occurrences, packs of
+        them, deadlines): one query."""
         bucket = ids.bucket(minute, shard)
         query: dict[str, Any] = {
             "TableName": self._schedule,
@@ -77,10 +86,18 @@ class DynamoSchedule(Tables):
         if after is not None:
             query["ExclusiveStartKey"] = _dump({"bucket": bucket, "due": after})
         answer = self._db.query(**query)
-        found = [o for i in answer["Items"] for o in codecs.occurrences_from_item(i)]
+        items = answer["Items"]
+        found = [
+            o
+            for i in items
+            if not codecs.is_deadline_item(i)
+            for o in codecs.occurrences_from_item(i)
+        ]
+        deadlines = [codecs.deadline_from_item(i) for i in items if codecs.is_deadline_item(i)]
         last = answer.get("LastEvaluatedKey")
-        return (
+        return SchedulePage(
             sorted(found, key=lambda o: (o.starts_at, o.run_id)),
+            deadlines,
             str(_load(last)["due"]) if last else None,
         )
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from chronoq.fakes.store.backfills import FakeBackfills
 from chronoq.fakes.store.erasure import FakeErasure
+from chronoq.fakes.store.expect import FakeExpect
 from chronoq.fakes.store.flows import FakeFlows
 from chronoq.fakes.store.idempotency import FakeKeys
 from chronoq.fakes.store.jobs import FakeJobs
@@ -18,6 +19,7 @@ from chronoq.fakes.store.usage import FakeUsage
 __all__ = [
     "FakeBackfills",
     "FakeErasure",
+    "FakeExpect",
     "FakeFlows",
     "FakeJobs",
     "FakeKeys",
@@ -40,5 +42,6 @@ class FakeStore(
     FakeUsage,
     FakeSecrets,
     FakeErasure,
+    FakeExpect,
 ):
     """Every store port over the same tables in memory."""

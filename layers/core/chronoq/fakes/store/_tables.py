@@ -16,6 +16,7 @@ from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
 from chronoq.domain.secrets import SecretMeta
+from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.usecases.ports import KeyRecord, Page, Position, RunEnd
 
 T = TypeVar("T")
@@ -103,4 +104,13 @@ class FakeTables:
     secrets: dict[str, dict[str, SecretMeta]] = field(default_factory=dict)
     #: (owner, secret name) -> the ids of the jobs using it
     secret_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: job id -> its expectation of success (a job with ``expect``)
+    expectations: dict[str, Expectation] = field(default_factory=dict)
+    #: bucket -> due -> a job's success deadline (the time index's other kind of item)
+    deadlines: dict[str, dict[str, Deadline]] = field(default_factory=dict)
+    #: (job id, key) -> a silence's record (SILENT, RECOVERED); and, as the runs stream and
+    #: the notifier's filter would deliver them, each record as it is written (a test delivers
+    #: them to the notifier, as often as it likes)
+    silences: dict[tuple[str, str], SilenceEvent] = field(default_factory=dict)
+    silence_stream: list[SilenceEvent] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)

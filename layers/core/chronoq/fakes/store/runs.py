@@ -158,6 +158,13 @@ class FakeRuns(FakeTables):
 
     def note_notification(self, job_id: str, run_id: str, channel: str, outcome: str) -> None:
         with self._lock:
+            silence = self.silences.get((job_id, run_id))
+            if silence is not None:  # (a silence's record: in the same table on AWS)
+                notes = {**silence.notifications, channel: outcome}
+                self.silences[(job_id, run_id)] = silence.model_copy(
+                    update={"notifications": notes}
+                )
+                return
             kept = self.runs.get((job_id, run_id))
             if kept is not None:
                 notes = {**kept.notifications, channel: outcome}

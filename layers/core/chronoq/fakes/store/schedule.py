@@ -7,7 +7,9 @@ from datetime import datetime, timedelta
 
 from chronoq.domain import ids
 from chronoq.domain.runs import Occurrence
+from chronoq.domain.silence import Deadline
 from chronoq.fakes.store._tables import FakeTables
+from chronoq.usecases.ports import SchedulePage
 
 
 class FakeSchedule(FakeTables):
@@ -33,9 +35,24 @@ class FakeSchedule(FakeTables):
     def occurrence_page(
         self, minute: datetime, shard: int, after: str | None, limit: int
     ) -> tuple[list[Occurrence], str | None]:
-        items = self.schedule.get(ids.bucket(minute, shard), {})
+        page = self.schedule_page(minute, shard, after, limit)
+        return page.occurrences, page.after
+
+    def schedule_page(
+        self, minute: datetime, shard: int, after: str | None, limit: int
+    ) -> SchedulePage:
+        bucket = ids.bucket(minute, shard)
+        items: dict[str, Occurrence | Deadline] = {
+            **self.schedule.get(bucket, {}),
+            **self.deadlines.get(bucket, {}),
+        }
         keys = [due for due in sorted(items) if after is None or due > after][:limit]
-        return [items[due] for due in keys], (keys[-1] if len(keys) == limit else None)
+        found = [items[due] for due in keys]
+        return SchedulePage(
+            [o for o in found if isinstance(o, Occurrence)],
+            [d for d in found if isinstance(d, Deadline)],
+            keys[-1] if len(keys) == limit else None,
+        )
 
     def dispatch_marks(
         self, shards: int

@@ -143,6 +143,11 @@ function labelChips(labels) {
 const pairRows = (job) => secretRows(job).map(([label, id, lines]) =>
   [label, lines.length ? h("span", { id, class: "pairs" }, lines.map((line) => h("code", {}, line))) : ""]);
 
+/** A silent job's badge (no run succeeded within its expect). */
+function silentBadge(job) {
+  return h("span", { class: "badge s-silent", title: `silent since ${shortTime(job.silent_since)}` }, "SILENT");
+}
+
 function runsLimit(job) {
   if (job.max_runs === null || job.max_runs === undefined) return "";
   return `${job.max_runs}${job.final_run_at ? ` (the last at ${shortTime(job.final_run_at)})` : ""}`;
@@ -263,14 +268,18 @@ async function jobsView(current, params) {
   const status = h("div");
   const body = h("tbody");
   const wanted = params.getAll("label");
+  const silent = params.get("silent") === "true"; // only the silent jobs (README, "Silence")
   const filter = h("input", { id: "label-filter", placeholder: "team=data env=prod",
     value: wanted.join(" "), "aria-label": "Labels the jobs must have", autocomplete: "off" });
+  const silentOnly = h("input", { id: "silent-filter", type: "checkbox", checked: silent });
   const form = h("form", { id: "filter", class: "filter" }, h("label", { for: "label-filter" }, "Labels"),
-    filter, h("button", { type: "submit", class: "secondary" }, "Filter"),
-    wanted.length ? link("#/", "Clear", { id: "clear-filter" }) : null);
+    filter, h("label", { for: "silent-filter", class: "check" }, silentOnly, "Silent only"),
+    h("button", { type: "submit", class: "secondary" }, "Filter"),
+    wanted.length || silent ? link("#/", "Clear", { id: "clear-filter" }) : null);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const query = new URLSearchParams(selectors(filter.value).map((s) => ["label", s]));
+    if (silentOnly.checked) query.append("silent", "true");
     location.hash = query.toString() ? `#/?${query}` : "#/";
   });
   main.replaceChildren(
@@ -282,7 +291,7 @@ async function jobsView(current, params) {
       h("thead", {}, h("tr", {}, ["Name", "State", "Schedule", "Next run", "Last run", "Labels"]
         .map((c) => h("th", {}, c)))),
       body));
-  const labels = wanted.map((s) => `&label=${encodeURIComponent(s)}`).join("");
+  const labels = wanted.map((s) => `&label=${encodeURIComponent(s)}`).join("") + (silent ? "&silent=true" : "");
   const load = () => guarded(current, status, async () => {
     const jobs = [];
     let next = null;
@@ -296,7 +305,7 @@ async function jobsView(current, params) {
     if (current !== view) return;
     body.replaceChildren(...jobs.map((job, i) => h("tr", { "data-job": job.id },
       h("td", {}, link(`#/jobs/${encodeURIComponent(job.id)}`, job.name)),
-      h("td", {}, badge(job.state)),
+      h("td", {}, badge(job.state), job.silent_since ? [" ", silentBadge(job)] : ""),
       h("td", {}, scheduleWords(job.schedule)),
       h("td", {}, when(job.next_run_at)),
       h("td", { class: "last-run" }, last[i]
@@ -305,7 +314,7 @@ async function jobsView(current, params) {
       h("td", { class: "labels" }, labelChips(job.labels)))));
     if (!jobs.length) {
       body.append(h("tr", {}, h("td", { colspan: 6, class: "empty" },
-        wanted.length ? `No job has ${wanted.join(" and ")}.` : "No jobs yet.")));
+        silent ? "No job is silent." : wanted.length ? `No job has ${wanted.join(" and ")}.` : "No jobs yet.")));
     }
   });
   await load();
@@ -435,6 +444,9 @@ async function jobView(current, id) {
         ["retries", `${job.retry.max_attempts} attempts`], ["max runs", runsLimit(job)],
         ["when completed", job.on_complete === "delete" ? "deleted after its last run" : ""],
         ["labels", job.labels && Object.keys(job.labels).length ? h("span", { id: "job-labels" }, labelChips(job.labels)) : ""],
+        ["expect", job.expect ? `a success within ${span(job.expect.success_within_seconds)}` : ""],
+        ["last success", job.expect ? when(job.last_success_at) || "none yet" : ""],
+        ["silent since", job.silent_since ? h("span", { id: "job-silent" }, silentBadge(job), " ", when(job.silent_since)) : ""],
         ["created", shortTime(job.created_at)]]));
     main.querySelector("#pause").hidden = job.state !== "ACTIVE";
     main.querySelector("#resume").hidden = job.state !== "PAUSED";
@@ -636,7 +648,7 @@ async function formView(current, id) {
       input("target.task", "Task", { placeholder: "chronoq.tasks:echo" }),
       input("target.args", "Arguments (JSON)", { rows: 2, placeholder: "{}" })),
     input("extra", "Other fields (JSON)", { rows: 6, placeholder: '{"priority": "high", "retry": {"max_attempts": 5}}',
-      hint: "Merged into the job: priority, timeout_seconds, retry, concurrency, notify, labels, max_runs, on_complete, flow, a target of another kind…" }),
+      hint: "Merged into the job: priority, timeout_seconds, retry, concurrency, notify, labels, max_runs, on_complete, flow, expect, a target of another kind…" }),
     h("div", { class: "actions" },
       h("button", { type: "submit", id: "save" }, job ? "Save" : "Create"),
       link(job ? `#/jobs/${encodeURIComponent(job.id)}` : "#/", "Cancel", { class: "button secondary" })));
@@ -661,7 +673,7 @@ async function formView(current, id) {
     if (t.args) set("target.args", JSON.stringify(t.args));
     const extra = {};
     for (const key of ["priority", "timeout_seconds", "concurrency", "start_deadline_seconds",
-      "retry", "notify", "output_location", "max_runs", "on_complete", "labels", "flow"]) if (job[key] !== null) extra[key] = job[key];
+      "retry", "notify", "output_location", "max_runs", "on_complete", "labels", "flow", "expect"]) if (job[key] !== null) extra[key] = job[key];
     if (!simple) extra.target = t;
     set("extra", JSON.stringify(extra, null, 2));
   } else {
