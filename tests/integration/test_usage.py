@@ -94,12 +94,13 @@ def test_given_one_http_run_when_counted_then_every_request_unit_and_execution_i
     # holds only parked runs): the run SCHEDULED (1), RUNNING (1), SUCCEEDED (1); the owner's
     # flow item, its slot taken (1) and given back (1); the owner's count of runs in flight,
     # taken (1) and given back (1); the trigger's audit entry (1: a change, not a run's:
-    # nothing of the run's own path writes the trail); the job is not written.
+    # nothing of the run's own path writes the trail) and its entry in the audit table's
+    # owner index (1); the job is not written.
     # Reads, strongly consistent, under 4 KB (1 each): the job twice (api, worker), the run
     # and the owner's flow item (worker), the owner's flow item again (notifier); the api's
     # query of the job's triggers and the notifier's of the runs parked on the flow item,
     # eventually consistent, finding none (0.5 each, the least a query costs).
-    assert usage["dynamodb"] == {"write_units": 8.0, "read_units": 6.0}
+    assert usage["dynamodb"] == {"write_units": 9.0, "read_units": 6.0}
     assert {n: u["invocations"] for n, u in usage["lambda"].items()} == {
         "api": 1,
         "worker": 1,
@@ -291,10 +292,11 @@ def test_given_a_job_with_expect_when_it_goes_silent_and_recovers_then_each_cost
     assert recovery["aws_requests_by_caller"]["notifier"] == 11
     assert recovery["aws_requests"]["dynamodb:TransactWriteItems"] == 1
     assert recovery["sns"] == {"publishes": 1}
-    # units: the run's own (7 written, 6 read: see the first test) and the recovery's: the
+    # units: the run's own (9 written, 6 read: see the first test, its trigger's audit entry
+    # and owner index entry included) and the recovery's: the
     # refused write (1), the transaction (2 items: 4) and its index write (1), the deadline
     # (1), the note (1); the expectation, the record's job and its notes read (1 each)
-    assert recovery["dynamodb"] == {"write_units": 7.0 + 8.0, "read_units": 6.0 + 3.0}
+    assert recovery["dynamodb"] == {"write_units": 9.0 + 8.0, "read_units": 6.0 + 3.0}
 
 
 def _added(before: dict[str, Any], after: dict[str, Any], name: str) -> dict[str, Any]:
