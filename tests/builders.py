@@ -12,15 +12,32 @@ from typing import Any
 from chronoq.domain.jobs import JobSpec
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunMessage
-from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes import (
+    FakeArchive,
+    FakeArtifacts,
+    FakeClock,
+    FakeExecutor,
+    FakeQueues,
+    FakeStore,
+)
 from chronoq.fakes.secrets import FakeSecretValues
+from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
-from chronoq.usecases.ports import Artifacts, Clock, Executor, Queues, SecretValues, Sleep, Store
+from chronoq.usecases.ports import (
+    Archive,
+    Artifacts,
+    Clock,
+    Executor,
+    Queues,
+    SecretValues,
+    Sleep,
+    Store,
+)
 from chronoq.usecases.progress import Progress
 from chronoq.usecases.reruns import RerunOperations
 from chronoq.usecases.runs import RunOperations
@@ -109,6 +126,16 @@ class Wiring:
     limits: Limits = field(default_factory=Limits)
     #: Owners' secrets' values.
     secret_values: SecretValues = field(default_factory=FakeSecretValues)
+    #: The archive's bucket.
+    archive: Archive = field(default_factory=FakeArchive)
+
+    @property
+    def archiver(self) -> Archiver:
+        return Archiver(self.archive)
+
+    @property
+    def archive_links(self) -> ArchiveLinks:
+        return ArchiveLinks(self.archive, self.clock)
 
     @property
     def secrets(self) -> SecretOperations:
@@ -198,6 +225,7 @@ class Fakes(Wiring):
     def __post_init__(self) -> None:
         self.artifacts = FakeArtifacts(self.store)
         self.sleep = self.clock.sleep
+        self.archive = FakeArchive(self.clock)  # (its links expire on the fake clock)
 
     def count_run_ends(self) -> int:
         """What the notifier does with the runs stream: count the ends of backfills' runs

@@ -1,4 +1,4 @@
-"""The Chronoq stack: storage, queues, layer, containers, notifications, execution, workers,
+"""The Chronoq stack: storage, queues, layer, containers, notifications, the archive, execution,
 dispatch and the API."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from constructs import Construct
 
 from .access import TargetAccess
 from .api import Api
+from .archive import Archive
 from .console import Console
 from .containers import Containers
 from .dispatch import Dispatch
@@ -57,6 +58,8 @@ class ChronoqStack(Stack):
         worker_max_concurrency: int = r.DEFAULT_WORKER_MAX_CONCURRENCY,
         runner_reserved_concurrency: int = r.DEFAULT_RUNNER_RESERVED_CONCURRENCY,
         alarm_email: str = "",
+        archive_infrequent_access_days: int = r.DEFAULT_ARCHIVE_INFREQUENT_ACCESS_DAYS,
+        archive_expiry_days: int = r.DEFAULT_ARCHIVE_EXPIRY_DAYS,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -136,6 +139,18 @@ class ChronoqStack(Stack):
             email_sender=email_sender,
         )
         environment = {**environment, **self.notifications.environment}
+        # Every ended run, kept in S3: the runs stream's second (bulk) reader.
+        self.archive = Archive(
+            self,
+            "Archive",
+            layer=self.layer,
+            environment=environment,
+            storage=self.storage,
+            topic_statuses=audience,
+            infrequent_access_days=archive_infrequent_access_days,
+            expiry_days=archive_expiry_days,
+        )
+        environment = {**environment, **self.archive.environment}
         self.execution = Execution(
             self,
             "Execution",
@@ -193,6 +208,7 @@ class ChronoqStack(Stack):
             mfa_required=mfa_required,
         )
         self.console = Console(self, "Console", layer=self.layer, api=self.api)
+        self.archive.grant_links(self.api.function)  # (GET /archive)
         self._grant_secrets()
         self.monitoring = Monitoring(
             self,
@@ -206,10 +222,12 @@ class ChronoqStack(Stack):
                 dead_letters={
                     "Runs": self.queues.dead_letter,
                     "Notifier": self.notifications.dead_letter,
+                    "Archiver": self.archive.dead_letter,
                 },
                 state_machine_logs=self.execution.log_group,
                 express_state_machine=self.execution.express_state_machine,
                 http_api=self.api.http_api,
+                archiver=self.archive.function,
             ),
             alarm_email=alarm_email,
         )
@@ -225,6 +243,7 @@ class ChronoqStack(Stack):
                 *self.queues.by_priority.values(),
                 self.queues.dead_letter,
                 self.notifications.dead_letter,
+                self.archive.dead_letter,
             ],
             topics=[self.notifications.topic],
         )
@@ -241,6 +260,9 @@ class ChronoqStack(Stack):
         )
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
+        CfnOutput(self, "ArchiveBucketName", value=self.archive.bucket.bucket_name)
+        CfnOutput(self, "ArchiveDatabase", value=self.archive.database_name)
+        CfnOutput(self, "ArchiveWorkGroup", value=self.archive.workgroup.ref)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         CfnOutput(
             self,
@@ -272,4 +294,5 @@ class ChronoqStack(Stack):
             r.WORKER_FUNCTION.name: self.workers.function,
             r.RUNNER_FUNCTION.name: self.execution.runner,
             r.NOTIFIER_FUNCTION.name: self.notifications.function,
+            r.ARCHIVER_FUNCTION.name: self.archive.function,
         }

@@ -10,6 +10,7 @@ from functools import cache
 
 from chronoq import tasks
 from chronoq.aws import clients
+from chronoq.aws.archive import S3Archive
 from chronoq.aws.artifacts import S3Artifacts
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.aws.queues import SqsQueues
@@ -19,11 +20,13 @@ from chronoq.domain.time import utc_now
 from chronoq.execution.egress import Egress
 from chronoq.settings import (
     ApiSettings,
+    ArchiverSettings,
     DispatcherSettings,
     NotifierSettings,
     RunnerSettings,
     WorkerSettings,
 )
+from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.attempts import ContainerSettings, Runner
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
@@ -67,6 +70,13 @@ class Api:
     backfills: BackfillOperations
     reruns: RerunOperations
     secrets: SecretOperations
+    #: The owner's archived runs, as links.
+    archive: ArchiveLinks
+
+
+def archive(bucket: str) -> S3Archive:
+    """The archive's bucket (the client made on first use)."""
+    return S3Archive(clients.s3v4, bucket)
 
 
 def secret_values(path: str) -> SsmSecretValues:
@@ -134,6 +144,7 @@ def api(settings: ApiSettings) -> Api:
             clock=TIME.clock,
             max_secrets_per_owner=settings.max_secrets_per_owner,
         ),
+        archive=ArchiveLinks(archive(settings.archive_bucket), TIME.clock),
     )
 
 
@@ -221,3 +232,7 @@ def notifier(settings: NotifierSettings) -> Notifier:
             secret_values(settings.secrets_path),
         ),
     )
+
+
+def archiver(settings: ArchiverSettings) -> Archiver:
+    return Archiver(archive(settings.archive_bucket))

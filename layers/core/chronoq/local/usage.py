@@ -30,6 +30,14 @@ _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", 
 #: What callers outside any function are, by the name of their thread's role.
 STATE_MACHINE = "statemachine"
 EVENT_SOURCES = "event-source-mappings"
+
+
+def stream_caller(reader: str) -> str:
+    """Who reads the runs stream for ``reader`` (chronoq.aws.fanout): its event source
+    mapping, acting with the reader's role (the notifier's mapping is EVENT_SOURCES)."""
+    return EVENT_SOURCES if reader == r.NOTIFIER_FUNCTION.name else f"{EVENT_SOURCES}:{reader}"
+
+
 #: ECS starting a container target's task, with the containers' execution role (reading the
 #: secrets its task definition names).
 CONTAINER_EXECUTION = "container-execution"
@@ -356,6 +364,8 @@ class Usage:
                 "s3": {
                     "puts": _count(requests, "s3:PutObject"),
                     "gets": _count(requests, "s3:GetObject"),
+                    # (LIST is priced as PUT)
+                    "lists": _count(requests, "s3:ListObjectsV2"),
                 },
                 "eventbridge": {"put_events": _count(requests, "events:PutEvents")},
                 # secrets' values (SSM Parameter Store): reads by the runner, the notifier and
@@ -425,7 +435,8 @@ def price(usage: Mapping[str, Any]) -> dict[str, Decimal]:
         + express_gb_seconds * p["express_gb_second"],
         "sqs": usage["sqs"]["requests"] * p["sqs_request"],
         "sns": usage["sns"]["publishes"] * p["sns_publish"],
-        "s3": usage["s3"]["puts"] * p["s3_put"] + usage["s3"]["gets"] * p["s3_get"],
+        "s3": (usage["s3"]["puts"] + usage["s3"].get("lists", 0)) * p["s3_put"]
+        + usage["s3"]["gets"] * p["s3_get"],
         "eventbridge": usage["eventbridge"]["put_events"] * p["eventbridge_event"],
         # (a document from before secrets counts none)
         "ssm": usage.get("ssm", {}).get("requests", 0) * p["ssm_request"]
@@ -495,6 +506,8 @@ def operation_of(method: str, url: str, headers: Mapping[str, Any], body: bytes)
         has_key = "/" in path if host.startswith("s3.") else bool(path)
         if method in ("PUT", "GET") and has_key:
             return f"s3:{'PutObject' if method == 'PUT' else 'GetObject'}"
+        if method == "GET" and "list-type=2" in parts.query:
+            return "s3:ListObjectsV2"
         return f"s3:{method}"
     return f"{service}:{method}"
 
