@@ -172,24 +172,22 @@ def main() -> None:
             lines, objects, size = clock.poll(all_archived, "every run archived", interval=2.0)
             usage = api.call("GET", "/_local/usage")[1]
     use = usage["lambda"].get(ARCHIVER, {"invocations": 0, "billed_ms": 0.0, "memory_mb": 0})
-    puts = usage["aws_requests_by_caller"].get(ARCHIVER, 0)
+    batches = usage["archive_batches"]
+    # (as made here, at the local window; chronoq cost prices them as the stack's window)
+    invocations, puts = batches["local"], batches["objects_local"]
     ended = usage["runs_finished"]
     versions = [line for line in lines if line["id"] in wanted]
-    per_invocation_ms = use["billed_ms"] / max(1, use["invocations"])
+    per_invocation_ms = use["billed_ms"] / max(1, invocations)
     record_ms = per_record_ms()
-    measured = (
-        (
-            puts * PRICES["s3_put"]
-            + use["invocations"] * PRICES["lambda_request"]
-            + Decimal(use["memory_mb"])
-            / 1024
-            * Decimal(str(use["billed_ms"]))
-            / 1000
-            * PRICES["lambda_gb_second"]
-        )
-        * 1_000_000
-        / max(1, ended)
-    )
+    gb_seconds = Decimal(r.ARCHIVER_FUNCTION.memory_mb) / 1024 * Decimal(str(use["billed_ms"]))
+
+    def per_million(put_count: int, invocation_count: int) -> Decimal:
+        cost = put_count * PRICES["s3_put"] + invocation_count * PRICES["lambda_request"]
+        cost += gb_seconds / 1000 * PRICES["lambda_gb_second"]
+        return cost * 1_000_000 / max(1, int(ended))
+
+    measured = per_million(puts, invocations)
+    as_priced = per_million(batches["objects_priced"], batches["priced"])
     aws_runs_per_object = args.rate * r.ARCHIVER_BATCHING_WINDOW_SECONDS
     at_aws = curve(aws_runs_per_object, per_invocation_ms, record_ms)
     result = {
@@ -203,11 +201,12 @@ def main() -> None:
         "archive_objects": objects,
         "archive_bytes_per_run": round(size / max(1, len(runs))),
         "archive_runs_per_object": round(len(runs) / max(1, objects), 1),
-        "archiver_invocations": use["invocations"],
+        "archiver_invocations": invocations,
         "archiver_billed_ms_per_invocation": round(per_invocation_ms, 1),
         "archiver_puts": puts,
         "archiver_handler_ms_per_record": round(record_ms, 3),
         "archive_cost_per_million_local_window": float(round(measured, 4)),
+        "archive_cost_per_million_as_chronoq_cost_prices": float(round(as_priced, 4)),
         "archive_cost_per_million_aws_window": float(round(at_aws, 4)),
         "archive_curve_per_million": {
             str(rate): float(
@@ -226,8 +225,10 @@ def main() -> None:
         f" {result['archive_runs_missing']} runs missing"
     )
     print(
-        f"archiver: {use['invocations']} invocations ({per_invocation_ms:.0f} ms billed each),"
-        f" {puts} PUTs: ${measured:.4f} per million runs at this window"
+        f"archiver: {invocations} invocations ({per_invocation_ms:.0f} ms billed each),"
+        f" {puts} PUTs: ${measured:.4f} per million runs at this window; chronoq cost prices"
+        f" them as the stack's {r.ARCHIVER_BATCHING_WINDOW_SECONDS} s windows:"
+        f" {batches['priced']} invocations, {batches['objects_priced']} PUTs, ${as_priced:.4f}"
     )
     print(
         f"the handler's own time: {record_ms:.3f} ms a record here"

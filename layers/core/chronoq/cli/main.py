@@ -408,6 +408,13 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
             f" {usage['dispatcher_ticks']['local']} local ticks)"
             if usage.get("dispatcher_ticks", {}).get("local")
             else ""
+        )
+        + (
+            f" (the archiver as the stack runs it: once per"
+            f" {r.ARCHIVER_BATCHING_WINDOW_SECONDS} s window, not"
+            f" {usage['archive_batches']['local']} local batches)"
+            if usage.get("archive_batches", {}).get("local")
+            else ""
         ),
         "sqs": f"{usage['sqs']['requests']} requests",
         "s3": "{puts} PUTs (outputs, logs, archive objects), {gets} GETs, {lists} LISTs".format(
