@@ -16,7 +16,7 @@ from chronoq import resources as r
 from chronoq.aws import fanout
 from chronoq.domain import archive
 from chronoq.domain.archive import Archived
-from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
 from chronoq.resources import Priority
 
 from tests.infra.synthesis import Synthesis, allowed, grants, rendered
@@ -59,7 +59,7 @@ def test_given_the_archiver_when_synthesized_then_it_reads_ended_runs_in_long_ba
     (pattern,) = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
 
     assert pattern == {
-        "dynamodb": {"NewImage": {"status": {"S": sorted(s.value for s in _final())}}}
+        "dynamodb": {"NewImage": {"status": {"S": sorted(s.value for s in TERMINAL_STATUSES)}}}
     }
     assert mapping["StartingPosition"] == "LATEST"
     assert mapping["BatchSize"] == 10_000
@@ -70,12 +70,6 @@ def test_given_the_archiver_when_synthesized_then_it_reads_ended_runs_in_long_ba
     assert mapping["DestinationConfig"] == {
         "OnFailure": {"Destination": synth.arn(synth.stack.archive.dead_letter)}
     }
-
-
-def _final() -> list[RunStatus]:
-    from chronoq.domain.runs import TERMINAL_STATUSES
-
-    return list(TERMINAL_STATUSES)
 
 
 def test_given_the_archivers_role_when_synthesized_then_it_may_only_write_the_archive_and_read_the_stream(
