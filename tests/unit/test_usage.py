@@ -227,19 +227,24 @@ def test_given_the_archivers_local_batches_when_priced_then_as_the_stacks_one_ba
 
 
 def test_given_the_archivers_puts_metered_when_counted_then_one_per_owner_day_and_window() -> None:
+    from chronoq.local.aws import archive_bucket_name, output_bucket_name
     from chronoq.local.usage import Meter, calling_as
 
     now = [1_000_000.0 * r.ARCHIVER_BATCHING_WINDOW_SECONDS]
     usage = Usage(clock=lambda: now[0])
     meter = Meter(usage, {}, "us-east-1", "123456789012")
-    key = "archive/owner=alice/day=2026-11-26/{}.jsonl.gz"
+    key = f"{r.ARCHIVE_PREFIX}/owner=alice/day=2026-11-26/{{}}.jsonl.gz"
+    # (chronoq local's own buckets: the calls are recorded for the least-privilege check)
+    archive, outputs = archive_bucket_name(), output_bucket_name()
 
     with calling_as("archiver"):
         for n in range(3):
-            meter.observe("s3:PutObject", {"Bucket": "archive", "Key": key.format(n)}, {})
+            meter.observe("s3:PutObject", {"Bucket": archive, "Key": key.format(n)}, {})
     with calling_as("runner"):  # (anyone else's objects: each priced)
         for n in range(2):
-            meter.observe("s3:PutObject", {"Bucket": "outputs", "Key": f"runs/{n}"}, {})
+            meter.observe(
+                "s3:PutObject", {"Bucket": outputs, "Key": f"runs/j/r/output-{n}.json"}, {}
+            )
 
     document = usage.document(runs_finished=1)
     assert document["s3"]["puts"] == 3

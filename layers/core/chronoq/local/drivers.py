@@ -315,8 +315,6 @@ def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
 
 #: Most stream records one GetRecords answers.
 STREAM_READ_LIMIT = 1000
-#: How often a poller gathering a batch looks again whether it is full (seconds).
-GATHER_LOOK_SECONDS = 1.0
 
 
 class StreamPoller(threading.Thread):
@@ -382,14 +380,11 @@ class StreamPoller(threading.Thread):
         seen = 0
         for shard, iterator in list(self._iterators.items()):
             answer = self._streams.get_records(ShardIterator=iterator, Limit=STREAM_READ_LIMIT)
-            records = [
-                lambda_record(record, self._arn)
-                for record in answer.get("Records", [])
-                if self._keep(record)
-            ]
-            if records and self._gather(shard, len(records), len(answer.get("Records", []))):
+            kept = [record for record in answer.get("Records", []) if self._keep(record)]
+            if kept and self._gather(shard, len(kept), len(answer.get("Records", []))):
                 continue  # (read again, with what came meanwhile, when the window closes)
             self._iterators[shard] = answer.get("NextShardIterator") or iterator
+            records = [lambda_record(record, self._arn) for record in kept]
             for start in range(0, len(records), self._batch_size):
                 self._deliver(records[start : start + self._batch_size])
             seen += len(answer.get("Records", []))
@@ -397,7 +392,8 @@ class StreamPoller(threading.Thread):
 
     def _gather(self, shard: str, kept: int, read: int) -> bool:
         """Is the shard's batch still being gathered (its window open, not full)? If so,
-        wait until the window closes or a while (the poller reads again then)."""
+        wait until the window closes (the poller reads again then, with what came
+        meanwhile: two reads a window, however many records it gathers)."""
         if self._window <= 0:
             return False
         now = time.monotonic()
@@ -406,7 +402,7 @@ class StreamPoller(threading.Thread):
         if left <= 0 or kept >= self._batch_size or read >= STREAM_READ_LIMIT:
             self._gathering.pop(shard, None)
             return False
-        self._halt.wait(min(left, GATHER_LOOK_SECONDS))
+        self._halt.wait(left)
         return True
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
