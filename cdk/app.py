@@ -43,6 +43,10 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   off (default false);
 - ``alarm_email``: an address the alarm topic sends every alarm to (an e-mail subscription,
   confirmed from the first message; default: none, subscribe as you like).
+- ``archive_infrequent_access_days``: days after which archived objects move to S3
+  Standard-IA (default chronoq.resources.DEFAULT_ARCHIVE_INFREQUENT_ACCESS_DAYS; 0: never;
+  else at least 30); ``archive_expiry_days``: days after which they are deleted (default
+  chronoq.resources.DEFAULT_ARCHIVE_EXPIRY_DAYS; 0: kept for ever).
 """
 
 from __future__ import annotations
@@ -106,6 +110,10 @@ def stack_from_context(app: App) -> ChronoqStack:
         ),
         termination_protection=_flag(app.node.try_get_context("termination_protection"), False),
         alarm_email=app.node.try_get_context("alarm_email") or "",
+        archive_infrequent_access_days=_number(
+            app, "archive_infrequent_access_days", r.DEFAULT_ARCHIVE_INFREQUENT_ACCESS_DAYS
+        ),
+        archive_expiry_days=_number(app, "archive_expiry_days", r.DEFAULT_ARCHIVE_EXPIRY_DAYS),
     )
 
 

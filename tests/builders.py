@@ -12,9 +12,17 @@ from typing import Any
 from chronoq.domain.jobs import JobSpec
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunMessage
-from chronoq.fakes import FakeArtifacts, FakeClock, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes import (
+    FakeArchive,
+    FakeArtifacts,
+    FakeClock,
+    FakeExecutor,
+    FakeQueues,
+    FakeStore,
+)
 from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
+from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
@@ -23,6 +31,7 @@ from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.pages import PageTokens
 from chronoq.usecases.ports import (
+    Archive,
     Artifacts,
     AuditTrail,
     Clock,
@@ -123,6 +132,16 @@ class Wiring:
     secret_values: SecretValues = field(default_factory=FakeSecretValues)
     #: Jobs' audit trails.
     audit: AuditTrail = field(default_factory=FakeAuditTrail)
+    #: The archive's bucket.
+    archive: Archive = field(default_factory=FakeArchive)
+
+    @property
+    def archiver(self) -> Archiver:
+        return Archiver(self.archive)
+
+    @property
+    def archive_links(self) -> ArchiveLinks:
+        return ArchiveLinks(self.archive, self.clock)
 
     @property
     def secrets(self) -> SecretOperations:
@@ -224,6 +243,7 @@ class Fakes(Wiring):
     def __post_init__(self) -> None:
         self.artifacts = FakeArtifacts(self.store)
         self.sleep = self.clock.sleep
+        self.archive = FakeArchive(self.clock)  # (its links expire on the fake clock)
 
     def count_run_ends(self) -> int:
         """What the notifier does with the runs stream: count the ends of backfills' runs

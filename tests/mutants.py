@@ -875,6 +875,116 @@ MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+ARCHIVE_USECASE = "tests/unit/usecases/test_archive.py"
+ARCHIVER = "tests/unit/test_archiver.py"
+MUTANTS += (
+    Mutant(
+        "archive-idempotent-keys",
+        "an archive object is named by the first and last version it holds: a batch handed"
+        " over again writes the same objects, not the runs twice",
+        f"{CORE}/domain/archive.py",
+        (
+            ("import gzip\n", "import gzip\nimport time\n"),
+            (
+                "        first, last = members[0].version, members[-1].version\n",
+                "        first, last = members[0].version, str(time.time_ns())\n",
+            ),
+        ),
+        (ARCHIVE_USECASE,),
+    ),
+    Mutant(
+        "archive-owner-partition",
+        "an archive object holds one owner's runs of one day, under that owner's prefix",
+        f"{CORE}/domain/archive.py",
+        (
+            (
+                "groups.setdefault((archived.run.owner, day_of(archived.run)), [])",
+                "groups.setdefault((batch_owner, day_of(archived.run)), [])",
+            ),
+            (
+                "    groups: dict[tuple[str, date], list[Archived]] = {}\n",
+                "    groups: dict[tuple[str, date], list[Archived]] = {}\n"
+                "    batch = list(batch)\n"
+                "    batch_owner = batch[0].run.owner if batch else ''\n",
+            ),
+        ),
+        (ARCHIVE_USECASE,),
+    ),
+    Mutant(
+        "archive-day-partition",
+        "a run's versions are archived under its fire time's day",
+        f"{CORE}/domain/archive.py",
+        (
+            (
+                "    return run.scheduled_at.astimezone(UTC).date()\n",
+                "    return date(2026, 11, 26)\n",
+            ),
+        ),
+        (ARCHIVE_USECASE,),
+    ),
+    Mutant(
+        "archive-latest-version",
+        "readers keep each run's highest version (a run written again after it ended)",
+        f"{CORE}/domain/archive.py",
+        (
+            (
+                'if held is None or str(line["version"]) > str(held["version"]):',
+                "if True:",
+            ),
+        ),
+        (ARCHIVE_USECASE,),
+    ),
+    Mutant(
+        "archive-final-only",
+        "the archiver's stream filter lets through the writes of ended runs only",
+        f"{CORE}/aws/fanout.py",
+        (
+            (
+                'return [{"dynamodb": {"NewImage": {"status": {"S": FINAL}}}}]',
+                'return [{"dynamodb": {"Keys": {"run_id": {"S": [{"anything-but": []}]}}}}]',
+            ),
+        ),
+        (ARCHIVER,),
+    ),
+    Mutant(
+        "archive-link-tenancy",
+        "GET /archive lists and signs the caller's own prefix only",
+        f"{CORE}/usecases/archive.py",
+        (
+            (
+                "        where = archive.day_prefix(self.prefix, owner, day)\n",
+                '        where = f"{self.prefix}/"\n',
+            ),
+        ),
+        (ARCHIVE_USECASE, "tests/unit/test_api_archive.py"),
+    ),
+    Mutant(
+        "archive-failed-records",
+        "records whose object was not written are reported failed (the batch handed over again)",
+        "functions/archiver/handler.py",
+        (
+            (
+                "    failed = sorted({sequence[v] for v in done.failed} | set(unreadable),",
+                "    failed = sorted(set(unreadable),",
+            ),
+        ),
+        (ARCHIVER,),
+    ),
+    Mutant(
+        "stream-readers-own-position",
+        "chronoq local's runs stream keeps a record until every reader has had it",
+        f"{CORE}/local/engine/tables.py",
+        (
+            (
+                '"DELETE FROM stream WHERE seq <= (SELECT min(position) FROM stream_readers)"',
+                '"DELETE FROM stream WHERE seq <= (SELECT max(position) FROM stream_readers)"',
+            ),
+        ),
+        ("tests/unit/engine/test_restart.py",),
+    ),
+)
+
+
 def copy_tree(into: Path) -> Path:
     tree = into / "tree"
     shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*LEFT_OUT), symlinks=True)

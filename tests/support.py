@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 
@@ -55,8 +56,11 @@ def api_event(
         raw, _, query = path.partition("?")
         event["rawPath"] = event["requestContext"]["http"]["path"] = raw
         event["rawQueryString"] = query
+        # (decoded, as API Gateway hands them over)
         event["queryStringParameters"] = (
-            dict(p.split("=", 1) for p in query.split("&")) if query else None
+            {k: unquote(v) for k, v in (p.split("=", 1) for p in query.split("&"))}
+            if query
+            else None
         )
         event["pathParameters"] = {"proxy": raw.lstrip("/")}
     return event

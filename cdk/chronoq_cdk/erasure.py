@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
 from constructs import Construct
@@ -34,6 +35,7 @@ class Erasure(Construct):
         environment: Mapping[str, str],
         storage: Storage,
         state_machines: tuple[sfn.StateMachine, ...],
+        archive: s3.IBucket,
     ) -> None:
         super().__init__(scope, id)
         self.function = python_function(
@@ -84,6 +86,20 @@ class Erasure(Construct):
             function,
             ["s3:DeleteObject"],
             [storage.outputs.arn_for_objects("runs/*")],
+            OBJECTS_REASON,
+        )
+        # The owner's archive (its ``owner=`` prefix of the archive's bucket).
+        grant_wildcards(
+            function,
+            ["s3:ListBucket"],
+            [archive.bucket_arn],
+            OBJECTS_REASON,
+            conditions={"StringLike": {"s3:prefix": [f"{r.ARCHIVE_PREFIX}/*"]}},
+        )
+        grant_wildcards(
+            function,
+            ["s3:DeleteObject"],
+            [archive.arn_for_objects(f"{r.ARCHIVE_PREFIX}/*")],
             OBJECTS_REASON,
         )
         grant_secrets(self, function, ["ssm:DeleteParameter"])

@@ -40,6 +40,9 @@ QUEUE_AGE_SECONDS = 300
 SHARD_MINUTES_BEHIND = 2
 #: How long the notifier's stream records may wait (milliseconds).
 ITERATOR_AGE_MS = 60_000
+#: How long the archiver's may: an ended run reaches the archive within this (README,
+#: Archive), its batching window included.
+ARCHIVE_ITERATOR_AGE_MS = r.ARCHIVE_LATENCY_SECONDS * 1000
 #: The custom metric of chronoq's own failed executions (a filter on the state machines' log).
 OWN_EXECUTION_FAILURES = "OwnExecutionFailures"
 #: A STANDARD execution ends failed with these errors when the job's target failed or timed
@@ -69,6 +72,8 @@ class Watched:
     state_machine_logs: logs.ILogGroup
     express_state_machine: sfn.StateMachine
     http_api: apigwv2.HttpApi
+    #: The runs stream's bulk reader (chronoq.aws.fanout), if the stack has it.
+    archiver: lambda_.Function | None = None
 
 
 def _chronoq(name: str, function: r.Function, statistic: str, period: Duration) -> cw.Metric:
@@ -238,6 +243,18 @@ class Monitoring(Construct):
             evaluation=5,
             comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
+        if watched.archiver is not None:
+            self._alarm(
+                "ArchiverStreamBehind",
+                f"The archiver's runs-stream records waited more than"
+                f" {ARCHIVE_ITERATOR_AGE_MS // 1000} s in 3 of the last 5 minutes: ended runs"
+                " reach the archive late (the records are kept 24 hours)",
+                watched.archiver.metric("IteratorAge", period=MINUTE, statistic="Maximum"),
+                ARCHIVE_ITERATOR_AGE_MS,
+                evaluation=5,
+                datapoints=3,
+                comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            )
         self._alarm(
             "Api5xx",
             "The API answered 5xx: a request failed inside chronoq",

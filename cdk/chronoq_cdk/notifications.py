@@ -5,40 +5,30 @@ Secrets Manager secret, and (when the deployment names a sender) SES e-mail."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from chronoq import resources as r
-from chronoq.aws.streams import notifier_filters
+from chronoq.aws import fanout
 from chronoq.domain.runs import RunStatus
 from constructs import Construct
 
 from .functions import python_function
-from .queues import END_OF_THE_LINE, Queues
+from .queues import Queues
 from .rules import acknowledge
 from .storage import Storage, grant_index_query, grant_items
+from .streams import runs_stream_source, stream_dead_letter
 
 SIGNING_SECRET_LENGTH = 64
 #: The AWS managed key of SNS.
 SNS_MANAGED_KEY = "alias/aws/sns"
 #: Construct id of the queue keeping the stream records the notifier failed on.
 DEAD_LETTER_QUEUE_ID = "NotifierDeadLetter"
-
-
-def finished_runs(topic_statuses: Iterable[RunStatus]) -> list[Mapping[str, Any]]:
-    """The stream filters: a run written with a status it ends in, or changed into one (later
-    changes of an ended run, such as the notes of its notifications, stay out), when its
-    status is one the topic hears of or its job asked to be notified; and a run that held
-    flow slots, once ended (see aws.streams)."""
-    return [lambda_.FilterCriteria.filter(p) for p in notifier_filters(topic_statuses)]
 
 
 class Notifications(Construct):
@@ -142,33 +132,11 @@ class Notifications(Construct):
                 resource_arns=["*"],  # identities are checked by the sender condition instead
                 conditions={"StringEquals": {"ses:FromAddress": email_sender}},
             )
-        # Records still failing once their retries are spent are kept here (as pointers to
-        # their stream position), not lost.
-        self.dead_letter = sqs.Queue(
-            self,
-            DEAD_LETTER_QUEUE_ID,
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
-        acknowledge(
-            self.dead_letter,
-            "AwsSolutions-SQS3",
-            "It is itself a dead-letter queue: the on-failure destination of the runs stream's"
-            " event source mapping (not a redrive target, which is what the rule looks for).",
-        )
-        acknowledge(self.dead_letter, "Serverless-SQSRedrivePolicy", END_OF_THE_LINE)
+        # The runs stream's prompt reader (chronoq.aws.fanout); records still failing once
+        # their retries are spent are kept in its dead-letter queue, not lost.
+        self.dead_letter = stream_dead_letter(self, DEAD_LETTER_QUEUE_ID)
         self.function.add_event_source(
-            sources.DynamoEventSource(
-                storage.runs,
-                starting_position=lambda_.StartingPosition.LATEST,
-                batch_size=r.NOTIFIER_BATCH_SIZE,
-                retry_attempts=r.NOTIFIER_MAX_RETRIES,
-                bisect_batch_on_error=True,
-                report_batch_item_failures=True,
-                filters=finished_runs(topic_statuses),
-                on_failure=sources.SqsDlq(self.dead_letter),
-            )
+            runs_stream_source(fanout.NOTIFIER, storage.runs, self.dead_letter, topic_statuses)
         )
 
     def grant_read_signing_secret(self, grantee: iam.IGrantable) -> None:

@@ -1,4 +1,4 @@
-"""The Chronoq stack: storage, queues, layer, containers, notifications, execution, workers,
+"""The Chronoq stack: storage, queues, layer, containers, notifications, the archive, execution,
 dispatch and the API."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from constructs import Construct
 
 from .access import TargetAccess
 from .api import Api
+from .archive import Archive
 from .console import Console
 from .containers import Containers
 from .dispatch import Dispatch
@@ -58,6 +59,8 @@ class ChronoqStack(Stack):
         worker_max_concurrency: int = r.DEFAULT_WORKER_MAX_CONCURRENCY,
         runner_reserved_concurrency: int = r.DEFAULT_RUNNER_RESERVED_CONCURRENCY,
         alarm_email: str = "",
+        archive_infrequent_access_days: int = r.DEFAULT_ARCHIVE_INFREQUENT_ACCESS_DAYS,
+        archive_expiry_days: int = r.DEFAULT_ARCHIVE_EXPIRY_DAYS,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, description="chronoq: serverless job scheduler", **kwargs)
@@ -137,6 +140,18 @@ class ChronoqStack(Stack):
             email_sender=email_sender,
         )
         environment = {**environment, **self.notifications.environment}
+        # Every ended run, kept in S3: the runs stream's second (bulk) reader.
+        self.archive = Archive(
+            self,
+            "Archive",
+            layer=self.layer,
+            environment=environment,
+            storage=self.storage,
+            topic_statuses=audience,
+            infrequent_access_days=archive_infrequent_access_days,
+            expiry_days=archive_expiry_days,
+        )
+        environment = {**environment, **self.archive.environment}
         self.execution = Execution(
             self,
             "Execution",
@@ -204,7 +219,9 @@ class ChronoqStack(Stack):
                 self.execution.state_machine,
                 self.execution.express_state_machine,
             ),
+            archive=self.archive.bucket,
         )
+        self.archive.grant_links(self.api.function)  # (GET /archive)
         self._grant_secrets()
         self.monitoring = Monitoring(
             self,
@@ -223,10 +240,12 @@ class ChronoqStack(Stack):
                 dead_letters={
                     "Runs": self.queues.dead_letter,
                     "Notifier": self.notifications.dead_letter,
+                    "Archiver": self.archive.dead_letter,
                 },
                 state_machine_logs=self.execution.log_group,
                 express_state_machine=self.execution.express_state_machine,
                 http_api=self.api.http_api,
+                archiver=self.archive.function,
             ),
             alarm_email=alarm_email,
         )
@@ -242,6 +261,7 @@ class ChronoqStack(Stack):
                 *self.queues.by_priority.values(),
                 self.queues.dead_letter,
                 self.notifications.dead_letter,
+                self.archive.dead_letter,
             ],
             topics=[self.notifications.topic],
         )
@@ -259,6 +279,9 @@ class ChronoqStack(Stack):
         CfnOutput(self, "NotificationTopicArn", value=self.notifications.topic.topic_arn)
         CfnOutput(self, "OutputBucketName", value=self.storage.outputs.bucket_name)
         CfnOutput(self, "EraserFunctionName", value=self.erasure.function.function_name)
+        CfnOutput(self, "ArchiveBucketName", value=self.archive.bucket.bucket_name)
+        CfnOutput(self, "ArchiveDatabase", value=self.archive.database_name)
+        CfnOutput(self, "ArchiveWorkGroup", value=self.archive.workgroup.ref)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         CfnOutput(
             self,
@@ -291,4 +314,5 @@ class ChronoqStack(Stack):
             r.RUNNER_FUNCTION.name: self.execution.runner,
             r.NOTIFIER_FUNCTION.name: self.notifications.function,
             r.ERASER_FUNCTION.name: self.erasure.function,
+            r.ARCHIVER_FUNCTION.name: self.archive.function,
         }

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
-from chronoq.domain import labels, pages, secrets, windows
+from chronoq.domain import archive, labels, pages, secrets, windows
 from chronoq.domain.audit import Caller
 from chronoq.domain.backfills import BackfillRequest
 from chronoq.domain.errors import (
@@ -31,7 +31,7 @@ from chronoq.domain.notifications import signing_secret
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
-from chronoq.domain.time import IsoInstant, utc_now
+from chronoq.domain.time import IsoInstant, format_instant, utc_now
 from chronoq.http_api import (
     CONFLICT,
     INVALID_FIELD,
@@ -484,6 +484,51 @@ def list_secrets() -> dict[str, Any]:
 def delete_secret(name: str) -> Response[str]:
     service.secrets.delete(_owner(), name)
     return Response(204, None, "")
+
+
+ArchiveDay = Annotated[
+    str,
+    Query(
+        min_length=10,
+        max_length=10,
+        description="a day (UTC), YYYY-MM-DD: the runs whose fire time falls in it",
+    ),
+]
+ArchiveLimit = Annotated[int, Query(ge=1, le=r.MAX_ARCHIVE_PAGE_LIMIT)]
+ArchiveToken = Annotated[str | None, Query(max_length=100)]
+
+
+@app.get(
+    "/archive",
+    summary="The caller's archived runs of a day: its objects, as links that expire",
+    responses=doc.responses(200, doc.ArchivePage, "A page of the day's objects", 422),
+)
+def list_archive(
+    day: ArchiveDay,
+    limit: ArchiveLimit = r.DEFAULT_ARCHIVE_PAGE_LIMIT,
+    next_token: ArchiveToken = None,
+) -> dict[str, Any]:
+    owner = _owner()
+    try:
+        parsed = archive.parse_day(day)
+    except ValueError as error:
+        raise InvalidRequest("day", str(error)) from None
+    listing = service.archive.day(owner, parsed, limit, next_token)
+    page: dict[str, Any] = {
+        "day": parsed.isoformat(),
+        "objects": [
+            {
+                "name": link.name,
+                "size": link.size,
+                "url": link.url,
+                "expires_at": format_instant(link.expires_at),
+            }
+            for link in listing.items
+        ],
+    }
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
 
 
 @app.get(

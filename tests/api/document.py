@@ -30,6 +30,7 @@ _PLACEHOLDERS = {
     r.ENV_SHARDS: "1",
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:run",
     r.ENV_OUTPUT_BUCKET: "outputs",
+    r.ENV_ARCHIVE_BUCKET: "archive",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:signing",
     r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
     **{

@@ -32,6 +32,7 @@ ROUTES = {
     ("get", "/notifications/secret"): "200",
     ("get", "/status"): "200",
     ("get", "/limits"): "200",
+    ("get", "/archive"): "200",
     ("put", "/secrets/{name}"): "201",
     ("get", "/secrets"): "200",
     ("delete", "/secrets/{name}"): "204",

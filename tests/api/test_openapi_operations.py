@@ -46,6 +46,7 @@ def test_given_the_document_when_a_client_is_generated_then_its_methods_are_the_
         ("post", "/runs/{run_id}/rerun"): "rerun_run",
         ("post", "/jobs/{job_id}/rerun"): "rerun_job",
         ("get", "/jobs/{job_id}/audit"): "list_audit",
+        ("get", "/archive"): "list_archive",
     }.items() <= {route: o["operationId"] for route, o in operations.items()}.items()
 
 
@@ -67,6 +68,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         "schedules",
         "notifications",
         "secrets",
+        "archive",
         "status",
         "limits",
         "document",
@@ -75,6 +77,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
     assert groups["post", "/jobs/{job_id}/trigger"] == ["jobs"]
     assert groups["get", "/jobs/{job_id}/runs"] == ["runs"]
     assert groups["get", "/runs"] == ["runs"]
+    assert groups["get", "/archive"] == ["archive"]
     assert groups["post", "/runs/{run_id}/rerun"] == ["runs"]
     assert groups["post", "/jobs/{job_id}/rerun"] == ["runs"]
     assert groups["post", "/jobs/{job_id}/backfill"] == ["backfills"]

@@ -25,11 +25,12 @@ from chronoq.domain.jobs import Job, JobSpec, JobState
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution import batches
-from chronoq.fakes import FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
+from chronoq.fakes import FakeArchive, FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
 from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
 from chronoq.resources import Priority
 from chronoq.usecases.ports import (
+    Archive,
     Artifacts,
     AuditTrail,
     Executor,
@@ -134,6 +135,13 @@ class Backend(ABC):
     output_bucket: str
     #: Jobs' audit trails (on AWS: the audit table).
     audit: AuditTrail
+    #: The archive's bucket (on AWS: S3, as the archiver and the api function compose it).
+    archive: Archive
+
+    @abstractmethod
+    def fetch(self, link: str) -> bytes:
+        """What following a link of the archive downloads (an error if it downloads
+        nothing)."""
 
     @abstractmethod
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
@@ -179,6 +187,11 @@ class FakeBackend(Backend):
         self.secret_values = FakeSecretValues()
         self.output_bucket = self.fake_artifacts.bucket
         self.audit = FakeAuditTrail()
+        self.fake_archive = FakeArchive()
+        self.archive = self.fake_archive
+
+    def fetch(self, link: str) -> bytes:
+        return self.fake_archive.download(link)
 
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
         self.fake_store.update_run(job_id, run_id, **attributes)
@@ -228,9 +241,24 @@ class MotoBackend(Backend):
         self.secret_values = compose.secret_values(env[r.ENV_SECRETS_PATH])
         self._audit_table = env[r.ENV_AUDIT_TABLE]
         self.audit = DynamoAuditTrail(clients.dynamodb(), self._audit_table)
+        self.archive = compose.archive(env[r.ENV_ARCHIVE_BUCKET])
         self._db: DynamoDBClient = aws.client("dynamodb")
         self._sqs: SQSClient = aws.client("sqs")
         self._sfn: SFNClient = aws.client("stepfunctions")
+
+    def fetch(self, link: str) -> bytes:
+        """A presigned GET, as S3 answers it: moto's S3 (its address is AWS's), or the engine's
+        own bucket (its links are chronoq local's gateway's: the engine answers them)."""
+        if self.aws.services is not None:
+            return self.aws.services.objects.download(link)[0]
+        from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
+        from moto.core.models import botocore_stubber
+
+        request = AWSPreparedRequest("GET", link, HTTPHeaders(), b"", stream_output=False)
+        answer: Any = botocore_stubber.process_request(request)
+        status, _, body = answer
+        assert status == 200, (status, body)
+        return body.encode() if isinstance(body, str) else bytes(body)
 
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
         """UpdateItem SET, as the ASL's DynamoDB tasks write (instants as ISO text)."""

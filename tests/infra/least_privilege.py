@@ -15,11 +15,12 @@ from typing import Any
 
 from chronoq import heartbeat
 from chronoq import resources as r
+from chronoq.aws import fanout
 from chronoq.domain import flow
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.aws import LocalAWS
 from chronoq.local.calls import CALLS_FILE_ENV, Call
-from chronoq.local.usage import CONTAINER_EXECUTION, EVENT_SOURCES, STATE_MACHINE
+from chronoq.local.usage import CONTAINER_EXECUTION, EVENT_SOURCES, STATE_MACHINE, stream_caller
 
 from tests.builders import worker_event
 from tests.infra.policies import Role, Statement, local_names, statements
@@ -158,6 +159,9 @@ def roles_of(call: Call) -> list[str]:
     if call.caller == EVENT_SOURCES:
         # the queues' mappings feed the worker, the runs stream's the notifier
         return ["worker"] if call.action.startswith("sqs:") else ["notifier"]
+    for reader in fanout.RUNS_STREAM_READERS:  # the runs stream's other readers' mappings
+        if call.caller == stream_caller(reader.name):
+            return [reader.name]
     return []
 
 
@@ -247,6 +251,17 @@ def drive(harness: Harness, sink_url: str) -> None:
     _drive_secrets(harness, sink_url)
     _drive_run_features(harness, sink_url)
     _drive_silence(harness, sink_url)
+    _drive_archive(harness)
+
+
+def _drive_archive(harness: Harness) -> None:
+    """The ended runs archived (the archiver's stream mapping and its writes), and one day of
+    the archive listed and linked (the api function)."""
+    harness.archive()
+    day = datetime.now(UTC).date().isoformat()
+    status, page = harness.api(api_event("list_jobs", path=f"/archive?day={day}", method="GET"))
+    assert status == 200, page
+    assert page["objects"], page
 
 
 def _drive_secrets(harness: Harness, sink_url: str) -> None:

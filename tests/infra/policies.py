@@ -65,6 +65,7 @@ def local_names(synth: Synthesis) -> dict[str, Named]:
     for construct, queue_id in (
         (stack.queues.dead_letter, r.DEAD_LETTER_QUEUE_ID),
         (stack.notifications.dead_letter, "notifierdeadletter"),
+        (stack.archive.dead_letter, "archiverdeadletter"),
     ):
         name = f"{PREFIX}-{queue_id.lower()}"
         named[synth.logical_id(construct)] = Named(
@@ -76,10 +77,12 @@ def local_names(synth: Synthesis) -> dict[str, Named]:
     # moto's secret ARNs end in a dash and six random characters, as AWS's do
     secret = f"arn:aws:secretsmanager:{OWN}:secret:{PREFIX}-{r.SIGNING_SECRET_ID.lower()}-??????"
     named[synth.logical_id(stack.notifications.signing_secret)] = Named(secret, {})
-    bucket = f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
-    named[synth.logical_id(stack.storage.outputs)] = Named(
-        bucket, {"Arn": f"arn:aws:s3:::{bucket}"}
-    )
+    for bucket_construct, bucket_id in (
+        (stack.storage.outputs, r.OUTPUT_BUCKET_ID),
+        (stack.archive.bucket, r.ARCHIVE_BUCKET_ID),
+    ):
+        bucket = f"{PREFIX}-{bucket_id.lower()}"
+        named[synth.logical_id(bucket_construct)] = Named(bucket, {"Arn": f"arn:aws:s3:::{bucket}"})
     for machine, name in (
         (stack.execution.state_machine, f"{PREFIX}-run"),
         (stack.execution.express_state_machine, f"{PREFIX}-run-express"),

@@ -126,9 +126,18 @@ def test_given_output_buckets_when_synthesized_then_the_runner_writes_and_the_ap
         ("s3:PutObject", outputs, "null"),
         *(("s3:PutObject", arn, "null") for arn in extra),
     }
+    archived = f"${{{configured.logical_id(stack.archive.bucket)}.Arn}}/{r.ARCHIVE_PREFIX}/*"
+    listed = f"${{{configured.logical_id(stack.archive.bucket)}.Arn}}"
     assert {g for g in api if g[0].startswith("s3:")} == {
         ("s3:GetObject", outputs, "null"),
         *(("s3:GetObject", arn, "null") for arn in extra),
+        # the archive: its owner's day listed and linked (GET /archive)
+        ("s3:GetObject", archived, "null"),
+        (
+            "s3:ListBucket",
+            listed,
+            json.dumps({"StringLike": {"s3:prefix": [f"{r.ARCHIVE_PREFIX}/*"]}}),
+        ),
     }
 
 

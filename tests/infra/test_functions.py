@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_TASK_MODULES: "",  # no task modules of its own by default
         r.ENV_OUTPUT_BUCKET: synth.ref(stack.storage.outputs),
         r.ENV_OUTPUT_BUCKETS: "",  # no other bucket than its own by default
+        r.ENV_ARCHIVE_BUCKET: synth.ref(stack.archive.bucket),
         r.ENV_TOPIC_ARN: synth.ref(stack.notifications.topic),
         r.ENV_TOPIC_STATUSES: "FAILED,MISSED,TIMED_OUT",  # the topic's audience by default
         r.ENV_SIGNING_SECRET_ARN: synth.ref(stack.notifications.signing_secret),
@@ -188,6 +190,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             stack.execution.state_machine,
             outputs,
             secret,
+            stack.archive.bucket,  # an owner's day listed, and links to it signed
         ],
         r.DISPATCHER_FUNCTION.name: [
             tables[r.JOBS_TABLE.id],
@@ -224,8 +227,14 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
             tables[r.RUNS_TABLE.id],
             tables[r.AUDIT_TABLE.id],
             outputs,  # the owner's jobs' outputs and logs
+            stack.archive.bucket,  # the owner's archive
             stack.execution.state_machine,  # runs under way, stopped
             stack.execution.express_state_machine,
+        ],
+        r.ARCHIVER_FUNCTION.name: [
+            tables[r.RUNS_TABLE.id],  # its stream
+            stack.archive.bucket,  # PutObject under the archive's prefix
+            stack.archive.dead_letter,  # records failing after their retries
         ],
     }
 
@@ -247,15 +256,26 @@ def test_given_the_api_role_when_synthesized_then_it_cannot_start_executions(
     assert "dynamodb:PutItem" in actions
 
 
-def test_given_the_api_role_when_synthesized_then_it_only_reads_outputs_and_the_signing_secret(
+def test_given_the_api_role_when_synthesized_then_it_only_reads_outputs_the_archive_and_the_signing_secret(
     synth: Synthesis,
 ) -> None:
     stack = synth.stack
     statements = _role_statements(synth, r.API_FUNCTION.name)
     outputs = synth.logical_id(stack.storage.outputs)
+    archive = synth.logical_id(stack.archive.bucket)
     secret = synth.logical_id(stack.notifications.signing_secret)
 
-    assert grants(_on(statements, "s3")) == {("s3:GetObject", f"${{{outputs}.Arn}}/*", "null")}
+    assert grants(_on(statements, "s3")) == {
+        ("s3:GetObject", f"${{{outputs}.Arn}}/*", "null"),
+        # GET /archive: an owner's day listed (prefixes under the archive's only), and the
+        # links to its objects signed
+        ("s3:GetObject", f"${{{archive}.Arn}}/{r.ARCHIVE_PREFIX}/*", "null"),
+        (
+            "s3:ListBucket",
+            f"${{{archive}.Arn}}",
+            json.dumps({"StringLike": {"s3:prefix": [f"{r.ARCHIVE_PREFIX}/*"]}}),
+        ),
+    }
     assert grants(_on(statements, "secretsmanager")) == {
         ("secretsmanager:GetSecretValue", f"${{{secret}}}", "null")
     }

@@ -50,6 +50,13 @@ ALARMS: dict[str, tuple[str, str, str, float, str]] = {
         1,
         "notBreaching",
     ),
+    "ArchiverDeadLetters": (
+        "AWS/SQS",
+        "ApproximateNumberOfMessagesVisible",
+        "GreaterThanOrEqualToThreshold",
+        1,
+        "notBreaching",
+    ),
     **{
         f"{p.capitalize()}QueueAge": (
             "AWS/SQS",
@@ -69,13 +76,20 @@ ALARMS: dict[str, tuple[str, str, str, float, str]] = {
             1,
             "notBreaching",
         )
-        for f in ("Api", "Dispatcher", "Worker", "Runner", "Notifier", "Console")
+        for f in ("Api", "Dispatcher", "Worker", "Runner", "Notifier", "Archiver", "Console")
     },
     "NotifierStreamBehind": (
         "AWS/Lambda",
         "IteratorAge",
         "GreaterThanThreshold",
         60_000,
+        "notBreaching",
+    ),
+    "ArchiverStreamBehind": (
+        "AWS/Lambda",
+        "IteratorAge",
+        "GreaterThanThreshold",
+        r.ARCHIVE_LATENCY_SECONDS * 1000,
         "notBreaching",
     ),
     "Api5xx": ("AWS/ApiGateway", "5xx", "GreaterThanOrEqualToThreshold", 1, "notBreaching"),

@@ -92,6 +92,7 @@ def test_given_the_default_target_scopes_when_synthesized_then_the_state_machine
         *stack.queues.by_priority.values(),
         stack.queues.dead_letter,
         stack.notifications.dead_letter,
+        stack.archive.dead_letter,
     ]
 
     assert denials(synth.role_statements(stack.execution.state_machine)) == {

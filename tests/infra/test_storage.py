@@ -97,7 +97,11 @@ def test_given_the_output_bucket_when_synthesized_then_it_is_private_encrypted_a
     bucket = synth.resource(synth.stack.storage.outputs)
     props = bucket["Properties"]
 
-    assert len(synth.of_type("AWS::S3::Bucket")) == 1
+    # (and the archive's: tests/infra/test_archive.py)
+    assert set(synth.of_type("AWS::S3::Bucket")) == {
+        synth.logical_id(synth.stack.storage.outputs),
+        synth.logical_id(synth.stack.archive.bucket),
+    }
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True,
         "BlockPublicPolicy": True,
@@ -159,6 +163,7 @@ def test_given_the_queues_when_synthesized_then_each_is_encrypted_and_refuses_pl
         *synth.stack.queues.by_priority.values(),
         synth.stack.queues.dead_letter,
         synth.stack.notifications.dead_letter,
+        synth.stack.archive.dead_letter,
     ]
     policies = synth.of_type("AWS::SQS::QueuePolicy").values()
 

@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 from chronoq import compose
 from chronoq import resources as r
-from chronoq.aws import clients
+from chronoq.aws import clients, fanout
 from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution import batches
 from chronoq.local.aws import PREFIX, LocalAWS, function_name
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
+from chronoq.local.usage import stream_caller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
 
@@ -41,6 +42,17 @@ class Harness:
             aws.notifier_filter,  # as chronoq local and the CDK stack filter the stream
             r.NOTIFIER_BATCH_SIZE,
             r.NOTIFIER_MAX_RETRIES,
+        )
+        # and as the archiver's reads it (its second reader: chronoq.aws.fanout)
+        self.archive_stream = StreamPoller(
+            aws.streams_of(fanout.ARCHIVER),
+            aws.runs_stream_arn,
+            lambda event: self.invoke(r.ARCHIVER_FUNCTION, event),
+            threading.Event(),
+            aws.stream_filter(fanout.ARCHIVER),
+            fanout.ARCHIVER.batch_size,
+            fanout.ARCHIVER.max_retries,
+            caller=stream_caller(fanout.ARCHIVER.name),
         )
 
         self._recording: list[tuple[str, str, Any]] = []
@@ -261,6 +273,11 @@ class Harness:
     def notify(self) -> None:
         """Feed the notifier every stream record written so far (that passes the filter)."""
         while self.stream.poll_once():
+            pass
+
+    def archive(self) -> None:
+        """Feed the archiver every stream record written so far (that passes its filter)."""
+        while self.archive_stream.poll_once():
             pass
 
     def _to_notifier(self, event: dict[str, Any]) -> Any:

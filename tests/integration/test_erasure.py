@@ -33,6 +33,8 @@ def test_given_an_owner_with_a_job_a_run_a_secret_and_a_trail_when_erased_then_n
         _create(harness, user, sink)
     erin_job = next(j for j in _jobs(harness, "erin"))
     run = harness.run(erin_job)
+    harness.notify()
+    harness.archive()  # its end archived
     bobs_before = _mentions(_items(harness, r.ENV_JOBS_TABLE), "bob")
 
     answer = harness.invoke(r.ERASER_FUNCTION, {"owner": "erin", "by": "ops"})
@@ -42,6 +44,11 @@ def test_given_an_owner_with_a_job_a_run_a_secret_and_a_trail_when_erased_then_n
     assert answer["counts"]["run_items"] >= 1
     assert answer["counts"]["secrets"] == 1
     assert answer["counts"]["audit_entries"] >= 2  # the job's creation and its trigger
+    assert answer["counts"]["archive_objects"] >= 1  # its run's day
+    s3 = harness.aws.client("s3")
+    bucket = harness.aws.env[r.ENV_ARCHIVE_BUCKET]
+    left = s3.list_objects_v2(Bucket=bucket, Prefix=f"{r.ARCHIVE_PREFIX}/owner=erin/")
+    assert left.get("KeyCount", 0) == 0
     assert _mentions(_items(harness, r.ENV_JOBS_TABLE), "erin") == []
     assert _mentions(_items(harness, r.ENV_RUNS_TABLE), "erin") == []
     erased_trail = _mentions(_items(harness, r.ENV_AUDIT_TABLE), "erin")

@@ -27,6 +27,7 @@ ENVIRONMENT = {
     r.ENV_STATE_MACHINE_ARN: "arn:aws:states:us-east-1:123456789012:stateMachine:chronoq-local-run",
     r.ENV_OUTPUT_BUCKET: "chronoq-local-outputs",
     r.ENV_OUTPUT_BUCKETS: "*",
+    r.ENV_ARCHIVE_BUCKET: "chronoq-local-archive",
     r.ENV_SIGNING_SECRET_ARN: "arn:aws:secretsmanager:us-east-1:123456789012:secret:s-AbCdEf",
     r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
     r.ENV_BLOCK_PRIVATE_TARGETS: "false",
@@ -102,5 +103,6 @@ def api_on_fakes(fakes: Fakes | None = None) -> Iterator[Api]:
         reruns=fakes.reruns,
         secrets=fakes.secrets,
         audit=fakes.audit_trails,
+        archive=fakes.archive_links,
     )
     yield Api(module, fakes)

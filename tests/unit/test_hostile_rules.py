@@ -247,6 +247,7 @@ def test_given_the_api_settings_of_a_deployment_when_read_then_they_know_its_own
         r.ENV_SHARDS: "4",
         r.ENV_STATE_MACHINE_ARN: "arn:sm",
         r.ENV_OUTPUT_BUCKET: "out",
+        r.ENV_ARCHIVE_BUCKET: "archive",
         r.ENV_SIGNING_SECRET_ARN: "arn:secret",
         r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
         r.ENV_LAMBDA_TARGETS: "*",

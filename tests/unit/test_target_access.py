@@ -18,6 +18,7 @@ REQUIRED = {
     r.ENV_SHARDS: "4",
     r.ENV_STATE_MACHINE_ARN: "arn:sm",
     r.ENV_OUTPUT_BUCKET: "out",
+    r.ENV_ARCHIVE_BUCKET: "archive",
     r.ENV_SIGNING_SECRET_ARN: "arn:secret",
     r.ENV_SECRETS_PATH: "/chronoq/test/secrets",
     **{name: f"https://q/{p}" for p, name in r.ENV_QUEUE_URLS.items()},

@@ -192,3 +192,60 @@ def test_given_a_reset_when_read_then_counts_start_again() -> None:
     assert document["aws_requests"] == {}
     assert document["lambda"]["dispatcher"]["invocations"] == 0
     assert per_million_runs(document) == {}
+
+
+def test_given_the_archivers_local_batches_when_priced_then_as_the_stacks_one_batch_a_window() -> (
+    None
+):
+    """chronoq local gathers the archiver's batches for seconds, the stack for 240 s: its
+    invocations are priced once a window (their milliseconds all), its objects once per owner
+    and day in a window, and LISTs as PUTs."""
+    now = [1_000_000.0 * r.ARCHIVER_BATCHING_WINDOW_SECONDS]
+    usage = Usage(clock=lambda: now[0])
+    alice, bob = "archive/owner=alice/day=2026-11-26/", "archive/owner=bob/day=2026-11-26/"
+
+    kept = []
+    for n in range(3):  # three local batches of one window
+        usage.invocation("archiver", 512, 40)
+        kept += [usage.archive_object(f"{alice}{n}.jsonl.gz"), usage.archive_object(f"{bob}{n}")]
+        now[0] += 5
+    now[0] += r.ARCHIVER_BATCHING_WINDOW_SECONDS  # the next window
+    usage.invocation("archiver", 512, 40)
+    kept.append(usage.archive_object(f"{alice}3.jsonl.gz"))
+    usage.request("s3:ListObjectsV2", "api")
+    document = usage.document(runs_finished=1)
+
+    assert kept == [True, True, False, False, False, False, True]
+    assert document["lambda"]["archiver"] == {"invocations": 2, "memory_mb": 512, "billed_ms": 160}
+    assert document["archive_batches"] == {
+        "local": 4,
+        "priced": 2,
+        "objects_local": 7,
+        "objects_priced": 3,
+    }
+    assert price(document)["s3"] == Decimal("0.000005")  # one LIST, at the PUT price
+
+
+def test_given_the_archivers_puts_metered_when_counted_then_one_per_owner_day_and_window() -> None:
+    from chronoq.local.aws import archive_bucket_name, output_bucket_name
+    from chronoq.local.usage import Meter, calling_as
+
+    now = [1_000_000.0 * r.ARCHIVER_BATCHING_WINDOW_SECONDS]
+    usage = Usage(clock=lambda: now[0])
+    meter = Meter(usage, {}, "us-east-1", "123456789012")
+    key = f"{r.ARCHIVE_PREFIX}/owner=alice/day=2026-11-26/{{}}.jsonl.gz"
+    # (chronoq local's own buckets: the calls are recorded for the least-privilege check)
+    archive, outputs = archive_bucket_name(), output_bucket_name()
+
+    with calling_as("archiver"):
+        for n in range(3):
+            meter.observe("s3:PutObject", {"Bucket": archive, "Key": key.format(n)}, {})
+    with calling_as("runner"):  # (anyone else's objects: each priced)
+        for n in range(2):
+            meter.observe(
+                "s3:PutObject", {"Bucket": outputs, "Key": f"runs/j/r/output-{n}.json"}, {}
+            )
+
+    document = usage.document(runs_finished=1)
+    assert document["s3"]["puts"] == 3
+    assert document["aws_requests_by_caller"] == {"archiver": 1, "runner": 2}

@@ -6,10 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 from chronoq import tasks
 from chronoq.aws import clients
+from chronoq.aws.archive import S3Archive
 from chronoq.aws.artifacts import S3Artifacts
 from chronoq.aws.audit import DynamoAuditEraser, DynamoAuditTrail
 from chronoq.aws.executor import StepFunctionsExecutor
@@ -20,18 +21,20 @@ from chronoq.domain.time import utc_now
 from chronoq.execution.egress import Egress
 from chronoq.settings import (
     ApiSettings,
+    ArchiverSettings,
     DispatcherSettings,
     EraserSettings,
     NotifierSettings,
     RunnerSettings,
     WorkerSettings,
 )
+from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.attempts import ContainerSettings, Runner
 from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
-from chronoq.usecases.erasure import Eraser
+from chronoq.usecases.erasure import Eraser, erase_archive
 from chronoq.usecases.idempotency import Idempotency
 from chronoq.usecases.jobs import JobOperations
 from chronoq.usecases.notify import Notifier
@@ -74,6 +77,8 @@ class Api:
     secrets: SecretOperations
     #: Jobs' audit trails, read.
     audit: AuditOperations
+    #: The owner's archived runs, as links.
+    archive: ArchiveLinks
 
 
 def eraser(settings: EraserSettings) -> Eraser:
@@ -91,10 +96,18 @@ def eraser(settings: EraserSettings) -> Eraser:
         ),
         canceller=Canceller(store, executor, TIME.clock),
         clock=TIME.clock,
-        extra={"audit_entries": audit.erase},
+        extra={
+            "audit_entries": audit.erase,
+            "archive_objects": partial(erase_archive, archive(settings.archive_bucket)),
+        },
         known_jobs=audit.job_ids,
         trail=DynamoAuditTrail(clients.dynamodb(), settings.audit_table),
     )
+
+
+def archive(bucket: str) -> S3Archive:
+    """The archive's bucket (the client made on first use)."""
+    return S3Archive(clients.s3v4, bucket)
 
 
 def secret_values(path: str) -> SsmSecretValues:
@@ -168,6 +181,7 @@ def api(settings: ApiSettings) -> Api:
             max_secrets_per_owner=settings.max_secrets_per_owner,
         ),
         audit=AuditOperations(trail=trail, jobs=store, pages=PageTokens(master_secret)),
+        archive=ArchiveLinks(archive(settings.archive_bucket), TIME.clock),
     )
 
 
@@ -263,3 +277,7 @@ def notifier(settings: NotifierSettings) -> Notifier:
             secret_values(settings.secrets_path),
         ),
     )
+
+
+def archiver(settings: ArchiverSettings) -> Archiver:
+    return Archiver(archive(settings.archive_bucket))

@@ -256,6 +256,23 @@ class Status(BaseModel):
     )
 
 
+class ArchivedObject(BaseModel):
+    """One object of the archive: gzip JSON Lines, a line per version of an ended run."""
+
+    name: str = Field(description="its name within the day: its first and last version")
+    size: int = Field(description="bytes (compressed)")
+    url: str = Field(description="downloads it, with no other credentials, until expires_at")
+    expires_at: datetime
+
+
+class ArchivePage(BaseModel):
+    day: str = Field(description="the day (UTC) of the runs' fire times, YYYY-MM-DD")
+    objects: list[ArchivedObject]
+    next_token: str | None = Field(
+        default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
 # --- the responses of a route -----------------------------------------------------------------
 
 _REASONS = {
@@ -486,6 +503,11 @@ TAGS = [
     {
         "name": "secrets",
         "description": "Named values that jobs refer to and never hold: put, list and delete",
+    },
+    {
+        "name": "archive",
+        "description": "Every ended run, kept after the runs table lets it expire: a day's"
+        " objects, as links",
     },
     {"name": "status", "description": "The deployment's health: its heartbeat"},
     {"name": "limits", "description": "What the caller may hold at once, and what it holds"},

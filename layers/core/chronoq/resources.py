@@ -301,6 +301,9 @@ ENV_TASK_MODULES = "CHRONOQ_TASK_MODULES"
 ENV_OUTPUT_BUCKET = "CHRONOQ_OUTPUT_BUCKET"
 #: Other buckets a job's output_location may name (comma-separated; "*": any).
 ENV_OUTPUT_BUCKETS = "CHRONOQ_OUTPUT_BUCKETS"
+#: The bucket of the archive: every ended run's record, under ARCHIVE_PREFIX (see
+#: chronoq.domain.archive).
+ENV_ARCHIVE_BUCKET = "CHRONOQ_ARCHIVE_BUCKET"
 #: The SNS topic finished runs are published to.
 ENV_TOPIC_ARN = "CHRONOQ_TOPIC_ARN"
 #: The final statuses of the runs published to it (comma-separated; default
@@ -467,7 +470,7 @@ RUNS_TABLE = Table(
             projection=Projection.ALL,
         ),
     ),
-    stream=True,  # the notifier hears of the runs that end, filtered (see aws.streams)
+    stream=True,  # read by the notifier and the archiver, filtered (see aws.fanout)
 )
 #: A job's audit trail (README, "Audit trail"): one item per change a caller made, by job and
 #: ``<instant, to the millisecond>#<request id>`` (time order); kept as long as runs are,
@@ -552,6 +555,7 @@ API_FUNCTION = Function(
         ENV_TASK_MODULES,  # to refuse python targets naming unregistered tasks
         ENV_OUTPUT_BUCKET,  # to read outputs and logs kept in S3
         ENV_OUTPUT_BUCKETS,  # to refuse an output_location the runner may not write to
+        ENV_ARCHIVE_BUCKET,  # to list and sign links to the owner's archived runs
         ENV_SIGNING_SECRET_ARN,  # to tell an owner their webhook signing secret
         ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
         ENV_ALLOWED_TARGET_NETWORKS,
@@ -626,6 +630,13 @@ NOTIFIER_FUNCTION = Function(
     description="Tells owners about finished runs and silent jobs (SNS, signed webhooks, "
     "e-mail); wakes the runs a flow parked when runs holding its slots end",
 )
+ARCHIVER_FUNCTION = Function(
+    name="archiver",
+    memory_mb=512,  # a batch of up to 6 MB of stream records, decoded and compressed
+    timeout_seconds=300,  # one object per owner and day of the batch, written side by side
+    env=(ENV_ARCHIVE_BUCKET,),
+    description="Keeps every ended run's record in the archive (S3, by owner and day)",
+)
 #: Stream records the notifier reads at a time, and how often a failing batch is retried.
 #: Messages per worker invocation (the SQS event source mappings' batch size): as many runs
 #: as one EXPRESS execution runs side by side (an inline Map runs 40 iterations at once).
@@ -645,12 +656,22 @@ ERASER_FUNCTION = Function(
         ENV_RUNS_TABLE,
         ENV_AUDIT_TABLE,  # the owner's entries, and the erasure's own
         ENV_OUTPUT_BUCKET,  # the owner's jobs' outputs and logs
+        ENV_ARCHIVE_BUCKET,  # the owner's archive
         ENV_SECRETS_PATH,  # the owner's secrets' values
         ENV_STATE_MACHINE_ARN,  # to stop the executions of runs under way
         ENV_EXPRESS_STATE_MACHINE_ARN,
     ),
     description="Erases one owner's data everywhere, when an operator invokes it",
 )
+#: The archiver's reading of the runs stream (see chronoq.aws.fanout): batches as long as
+#: the archive's latency allows (an ended run reaches it within ARCHIVE_LATENCY_SECONDS),
+#: so that each object holds many runs; Lambda's largest batch of stream records (a batch
+#: is also handed over when its records reach 6 MB). Locally the window is a few seconds.
+ARCHIVER_BATCH_SIZE = 10_000
+ARCHIVER_BATCHING_WINDOW_SECONDS = 240
+LOCAL_ARCHIVER_BATCHING_WINDOW_SECONDS = 5.0
+ARCHIVER_MAX_RETRIES = 10
+ARCHIVE_LATENCY_SECONDS = 300
 FUNCTIONS = (
     API_FUNCTION,
     DISPATCHER_FUNCTION,
@@ -658,6 +679,7 @@ FUNCTIONS = (
     RUNNER_FUNCTION,
     NOTIFIER_FUNCTION,
     ERASER_FUNCTION,
+    ARCHIVER_FUNCTION,
 )
 LAMBDA_RUNTIME = "python3.12"
 
@@ -729,6 +751,28 @@ TOPIC_ID = "RunNotifications"
 SIGNING_SECRET_ID = "WebhookSigningSecret"  # noqa: S105 - a construct id, not a secret
 CONTAINER_CLUSTER_ID = "Containers"
 CONTAINER_LOG_GROUP_ID = "ContainerLogs"
+
+# --- The archive (README, "Archive") -------------------------------------------------------
+
+ARCHIVE_BUCKET_ID = "Archive"
+#: Where in the archive bucket the runs' records are (``<prefix>/owner=<owner segment>/
+#: day=YYYY-MM-DD/<first>-<last>.jsonl.gz``), and Athena's query results.
+ARCHIVE_PREFIX = "archive"
+ATHENA_RESULTS_PREFIX = "athena-results"
+#: The Glue table over the archive (its database is the stack's own).
+ARCHIVE_TABLE = "runs"
+#: Deployment settings ``archive_infrequent_access_days`` (0: never moved) and
+#: ``archive_expiry_days`` (0: kept for ever): when archived objects move to S3 Standard-IA,
+#: and when they are deleted; Athena's results are deleted after ATHENA_RESULTS_DAYS.
+DEFAULT_ARCHIVE_INFREQUENT_ACCESS_DAYS = 30
+DEFAULT_ARCHIVE_EXPIRY_DAYS = 730
+ATHENA_RESULTS_DAYS = 7
+#: How long a link ``GET /archive`` answers with may be used, and how many one page holds.
+ARCHIVE_LINK_SECONDS = 900
+DEFAULT_ARCHIVE_PAGE_LIMIT = 1000
+MAX_ARCHIVE_PAGE_LIMIT = 1000
+#: The archiver's PUTs of one batch made side by side.
+ARCHIVE_PUT_THREADS = 8
 
 # --- Operations: metrics, alarms, the heartbeat, concurrency --------------------------------
 

@@ -212,6 +212,8 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     output_bucket: str = Field(alias=r.ENV_OUTPUT_BUCKET, min_length=1)
     #: Other buckets an output_location may name; None: any.
     output_buckets: frozenset[str] | None = Field(default=frozenset(), alias=r.ENV_OUTPUT_BUCKETS)
+    #: The archive's bucket (the owner's objects listed, and links to them signed).
+    archive_bucket: str = Field(alias=r.ENV_ARCHIVE_BUCKET, min_length=1)
     signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
     max_jobs_per_owner: int = Field(
         default=r.DEFAULT_MAX_JOBS_PER_OWNER, alias=r.ENV_MAX_JOBS_PER_OWNER, ge=1
@@ -344,6 +346,13 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
     _topic_statuses = field_validator("topic_statuses", mode="before")(_statuses)
 
 
+class ArchiverSettings(FunctionSettings):
+    FUNCTION = r.ARCHIVER_FUNCTION
+
+    #: Where ended runs are archived (under resources.ARCHIVE_PREFIX).
+    archive_bucket: str = Field(alias=r.ENV_ARCHIVE_BUCKET, min_length=1)
+
+
 #: Every function's settings class.
 class EraserSettings(FunctionSettings):
     FUNCTION = r.ERASER_FUNCTION
@@ -352,6 +361,7 @@ class EraserSettings(FunctionSettings):
     runs_table: str = Field(alias=r.ENV_RUNS_TABLE, min_length=1)
     audit_table: str = Field(alias=r.ENV_AUDIT_TABLE, min_length=1)
     output_bucket: str = Field(alias=r.ENV_OUTPUT_BUCKET, min_length=1)
+    archive_bucket: str = Field(alias=r.ENV_ARCHIVE_BUCKET, min_length=1)
     secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
     state_machine_arn: str = Field(alias=r.ENV_STATE_MACHINE_ARN, min_length=1)
     express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
@@ -364,4 +374,5 @@ SETTINGS: tuple[type[FunctionSettings], ...] = (
     RunnerSettings,
     NotifierSettings,
     EraserSettings,
+    ArchiverSettings,
 )

@@ -227,3 +227,50 @@ def test_given_stream_records_not_handed_over_when_the_stream_is_read_anew_then_
     assert [rec["dynamodb"]["Keys"]["run_id"]["S"] for rec in records] == [
         ids.run_id(job.id, NOW + timedelta(seconds=3))
     ]
+
+
+def test_given_two_readers_when_one_has_had_records_then_the_other_still_gets_them_after_a_restart(
+    tables: SqliteTables, store: DynamoStore
+) -> None:
+    job = a_job()
+    for second in (1, 2, 3):
+        store.create_run(a_run(job, NOW + timedelta(seconds=second)), NOW)
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/Runs/stream/local"
+    stream = LocalStreams(tables, r.RUNS_TABLE.id, arn)
+    prompt, bulk = stream.reader("notifier"), stream.reader("archiver")
+    bulk.get_shard_iterator(StreamArn=arn, ShardId="s", ShardIteratorType="LATEST")  # (known)
+    iterator = prompt.get_shard_iterator(StreamArn=arn, ShardId="s", ShardIteratorType="LATEST")
+    page = prompt.get_records(ShardIterator=iterator["ShardIterator"])
+    prompt.get_records(ShardIterator=page["NextShardIterator"])  # all three handed over to it
+
+    again = LocalStreams(tables, r.RUNS_TABLE.id, arn)  # a restart
+    bulk_again, prompt_again = again.reader("archiver"), again.reader("notifier")
+
+    def records(reader: LocalStreams) -> list[str]:
+        start = reader.get_shard_iterator(StreamArn=arn, ShardId="s", ShardIteratorType="LATEST")
+        found = reader.get_records(ShardIterator=start["ShardIterator"])["Records"]
+        return [rec["dynamodb"]["Keys"]["run_id"]["S"] for rec in found]
+
+    assert records(prompt_again) == []
+    assert records(bulk_again) == [
+        ids.run_id(job.id, NOW + timedelta(seconds=second)) for second in (1, 2, 3)
+    ]
+
+
+def test_given_every_reader_has_had_a_record_then_the_stream_keeps_it_no_longer(
+    tables: SqliteTables, store: DynamoStore
+) -> None:
+    job = a_job()
+    store.create_run(a_run(job, NOW + timedelta(seconds=1)), NOW)
+    arn = "arn:aws:dynamodb:us-east-1:123456789012:table/Runs/stream/local"
+    stream = LocalStreams(tables, r.RUNS_TABLE.id, arn)
+    readers = [stream.reader("notifier"), stream.reader("archiver")]
+    pages = []
+    for reader in readers:
+        start = reader.get_shard_iterator(StreamArn=arn, ShardId="s", ShardIteratorType="LATEST")
+        pages.append(reader.get_records(ShardIterator=start["ShardIterator"]))
+
+    readers[0].get_records(ShardIterator=pages[0]["NextShardIterator"])
+    assert len(tables.read_stream(r.RUNS_TABLE.id, 0, 10)) == 1  # (the archiver's still)
+    readers[1].get_records(ShardIterator=pages[1]["NextShardIterator"])
+    assert tables.read_stream(r.RUNS_TABLE.id, 0, 10) == []

@@ -853,7 +853,8 @@ def test_given_a_database_of_a_newer_schema_when_opened_then_it_is_refused(tmp_p
     newer.execute(f"PRAGMA user_version={engine_tables.SCHEMA_VERSION + 1}")
     newer.close()
 
-    with pytest.raises(UnsupportedDatabase, match="schema version 2"):
+    newer_version = engine_tables.SCHEMA_VERSION + 1
+    with pytest.raises(UnsupportedDatabase, match=f"schema version {newer_version}"):
         SqliteTables(path, r.TABLES)
 
 

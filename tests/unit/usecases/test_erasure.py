@@ -134,3 +134,29 @@ def test_given_an_owner_erased_when_erased_again_then_nothing_more_is_taken_out_
         "owner_items": 0,
         "audit_entries": 3,
     }
+
+
+def test_given_an_owners_archive_when_erased_then_every_object_of_theirs_goes_and_bobs_stay() -> (
+    None
+):
+    from datetime import date
+
+    from chronoq import resources as r
+    from chronoq.domain import archive as domain_archive
+    from chronoq.fakes.archive import FakeArchive
+    from chronoq.usecases.erasure import erase_archive
+
+    archive = FakeArchive()
+    for owner in ("alice", "bob"):
+        for day in range(1, 4):
+            key = domain_archive.object_key(
+                r.ARCHIVE_PREFIX, owner, date(2026, 11, day), "0" * 40, "1" * 40
+            )
+            archive.put(key, b"{}")
+    bobs = sorted(k for k in archive.objects if "owner=bob/" in k)
+
+    erased = erase_archive(archive, "alice")
+
+    assert erased == 3
+    assert sorted(archive.objects) == bobs
+    assert erase_archive(archive, "alice") == 0

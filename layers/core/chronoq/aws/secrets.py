@@ -12,28 +12,18 @@ chronoq local's engine answers the same calls from its own storage."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from chronoq.domain.owners import owner_segment
 from chronoq.domain.secrets import SecretUnavailable
 
-#: An owner that can be a path segment as it is; any other (or one that could be taken for
-#: a digest) is written as ``h.<digest>``.
-_PLAIN_OWNER = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$")
 _GONE = {"ParameterNotFound", "ParameterVersionNotFound"}
 _DENIED = {"AccessDeniedException", "AccessDenied", "KMSAccessDeniedException"}
 
-
-def owner_segment(owner: str) -> str:
-    """The path segment of ``owner``'s secrets: the owner itself when SSM takes it, else a
-    digest of it (no two owners share one)."""
-    if _PLAIN_OWNER.fullmatch(owner) and not owner.startswith("h."):
-        return owner
-    return "h." + hashlib.sha256(owner.encode()).hexdigest()[:40]
+__all__ = ["SsmSecretValues", "owner_segment"]
 
 
 class SsmSecretValues:

@@ -129,6 +129,14 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
     help="how often the dispatcher is invoked (AWS: every 60 s)",
 )
 @click.option(
+    "--archive-window",
+    type=click.FloatRange(min=0.0, max=300.0),
+    default=r.LOCAL_ARCHIVER_BATCHING_WINDOW_SECONDS,
+    show_default=True,
+    help="seconds the archiver's batches of ended runs are gathered (AWS:"
+    f" {r.ARCHIVER_BATCHING_WINDOW_SECONDS} s)",
+)
+@click.option(
     "--user", default="local-user", show_default=True, help="user of the token printed at start-up"
 )
 @click.option(
@@ -219,6 +227,7 @@ def local(
     shards: int,
     dispatch_groups: int,
     tick_seconds: float,
+    archive_window: float,
     user: str,
     log_level: str,
     task_modules: str,
@@ -255,6 +264,7 @@ def local(
         dispatch_groups=dispatch_groups,
         topic_statuses=topic_statuses,
         tick_seconds=tick_seconds,
+        archive_window_seconds=archive_window,
         block_private_targets=block_private_targets,
         allowed_target_networks=allowed_target_networks,
         max_jobs_per_owner=max_jobs_per_owner,
@@ -398,8 +408,18 @@ def cost(api: Api, reset: bool, as_json: bool) -> None:
             f" {usage['dispatcher_ticks']['local']} local ticks)"
             if usage.get("dispatcher_ticks", {}).get("local")
             else ""
+        )
+        + (
+            f" (the archiver as the stack runs it: once per"
+            f" {r.ARCHIVER_BATCHING_WINDOW_SECONDS} s window, not"
+            f" {usage['archive_batches']['local']} local batches)"
+            if usage.get("archive_batches", {}).get("local")
+            else ""
         ),
         "sqs": f"{usage['sqs']['requests']} requests",
+        "s3": "{puts} PUTs (outputs, logs, archive objects), {gets} GETs, {lists} LISTs".format(
+            **{"lists": 0, **usage.get("s3", {})}
+        ),
         "ssm": "{reads} secret reads, {kms_requests} KMS requests".format(
             reads=usage.get("ssm", {}).get("reads", 0),
             kms_requests=usage.get("ssm", {}).get("kms_requests", 0),

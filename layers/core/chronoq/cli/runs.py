@@ -16,6 +16,7 @@ from chronoq.cli import render
 from chronoq.cli.client import Api, quote
 from chronoq.cli.common import api_options, emit, emit_pages, output_option
 from chronoq.cli.errors import RUN_NOT_SUCCEEDED
+from chronoq.cli.export import export
 
 #: The statuses a run ends in (as chronoq.domain.runs has them).
 FINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CANCELLED"})
@@ -23,7 +24,10 @@ FINAL = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "SKIPPED", "MISSED", "CAN
 
 @click.group()
 def runs() -> None:
-    """A job's runs, their output and logs."""
+    """A job's runs, their output and logs; the runs of a range, exported."""
+
+
+runs.add_command(export)
 
 
 @runs.command("list")

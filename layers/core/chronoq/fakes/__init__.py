@@ -2,10 +2,12 @@
 (tests/contract): use cases run on them in tests, with a clock that only moves when told."""
 
 from chronoq.fakes.adapters import FakeArtifacts, FakeExecutor, FakeQueues, SentMessage
+from chronoq.fakes.archive import FakeArchive
 from chronoq.fakes.clock import FakeClock
 from chronoq.fakes.store import FakeStore
 
 __all__ = [
+    "FakeArchive",
     "FakeArtifacts",
     "FakeClock",
     "FakeExecutor",

@@ -20,7 +20,7 @@ import boto3
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
-from chronoq.aws.streams import notifier_filters
+from chronoq.aws import fanout
 from chronoq.domain import notifications
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
@@ -70,6 +70,10 @@ def output_bucket_name() -> str:
     return f"{PREFIX}-{r.OUTPUT_BUCKET_ID.lower()}"
 
 
+def archive_bucket_name() -> str:
+    return f"{PREFIX}-{r.ARCHIVE_BUCKET_ID.lower()}"
+
+
 @functools.cache
 def _client(service: str) -> Any:
     """A client of the embedded AWS (one per service and process: a client costs tens of
@@ -104,8 +108,9 @@ LOCAL_SECRETS_PATH = r.secrets_path("local")
 
 
 @functools.cache
-def _notifier_filter(topic_statuses: str) -> Callable[[dict[str, Any]], bool]:
-    return stream_filter(notifier_filters(notifications.topic_statuses(topic_statuses)))
+def _reader_filter(reader: str, topic_statuses: str) -> Callable[[dict[str, Any]], bool]:
+    audience = notifications.topic_statuses(topic_statuses)
+    return stream_filter(fanout.reader(reader).filters(audience))
 
 
 @dataclass
@@ -250,7 +255,8 @@ class LocalAWS:
                 REGION,
                 ACCOUNT,
                 histories=self.execution_histories,
-                buckets=[output_bucket_name()],
+                buckets=[output_bucket_name(), archive_bucket_name()],
+                retention={archive_bucket_name(): r.DEFAULT_ARCHIVE_EXPIRY_DAYS * 24 * 3600},
             )
             chronoq_aws.serve(self.services.clients())
         self._create(audience)
@@ -404,7 +410,24 @@ class LocalAWS:
         """The notifier's event source mapping filter, as CDK deploys it with this
         deployment's topic statuses (as configured now: a ``configure`` changes it, as a
         redeployment would)."""
-        return _notifier_filter(self.env[r.ENV_TOPIC_STATUSES])(record)
+        return self.stream_filter(fanout.NOTIFIER)(record)
+
+    def stream_filter(self, reader: fanout.StreamReader) -> Callable[[dict[str, Any]], bool]:
+        """A reader's event source mapping filter (chronoq.aws.fanout), as CDK deploys it
+        with this deployment's topic statuses (as configured when a record is read)."""
+
+        def keep(record: dict[str, Any]) -> bool:
+            return _reader_filter(reader.name, self.env[r.ENV_TOPIC_STATUSES])(record)
+
+        return keep
+
+    def streams_of(self, reader: fanout.StreamReader) -> Any:
+        """The runs stream's client as ``reader``'s event source mapping reads it: on the
+        engine, a reader of its own (each keeps its own position; records are dropped once
+        every reader has had them); on moto, the stream's (each poller its own iterators)."""
+        if self.services is not None:
+            return self.services.streams.reader(reader.name)
+        return self.client("dynamodbstreams")
 
     def _create(self, audience: frozenset[RunStatus]) -> None:
         env: dict[str, str] = {
@@ -558,6 +581,8 @@ class LocalAWS:
         self.client("s3").create_bucket(Bucket=bucket)
         env[r.ENV_OUTPUT_BUCKET] = bucket
         env[r.ENV_OUTPUT_BUCKETS] = "*"  # locally any bucket created in the embedded S3
+        self.client("s3").create_bucket(Bucket=archive_bucket_name())
+        env[r.ENV_ARCHIVE_BUCKET] = archive_bucket_name()
         env[r.ENV_TOPIC_ARN] = self.client("sns").create_topic(
             Name=f"{PREFIX}-{r.TOPIC_ID.lower()}"
         )["TopicArn"]

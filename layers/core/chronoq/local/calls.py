@@ -78,6 +78,7 @@ _ACTIONS = {
     "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
     "stepfunctions:StartExecution": "states:StartExecution",
     "ses:SendRawEmail": "ses:SendRawEmail",
+    "s3:ListObjectsV2": "s3:ListBucket",
 }
 
 
@@ -170,6 +171,9 @@ def calls_in(
             function = f"arn:aws:lambda:{own}:function:{function}"
         yield call(function)
     elif service == "s3":
+        if name == "ListObjectsV2":  # (IAM: ListBucket on the bucket, for the prefix listed)
+            yield from _list_bucket(call, document, url)
+            return
         if not url:  # (a client's arguments: chronoq local's engine)
             bucket = document.get("Bucket", "")
             if operation == "s3:ListObjectsV2":
@@ -219,6 +223,20 @@ def calls_in(
         )
     elif service == "ecs":
         yield from _ecs(call, name, document, own)
+
+
+def _list_bucket(call: Any, document: Mapping[str, Any], url: str) -> Iterator[Call]:
+    """ListObjectsV2 as IAM authorizes it: s3:ListBucket on the bucket, ``s3:prefix`` the
+    prefix listed (from a client's arguments, or the request's address)."""
+    if url:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        path = unquote(parts.path).strip("/")
+        bucket = path.split("/", 1)[0] if host.startswith("s3.") else host.split(".s3.", 1)[0]
+        prefix = parse_qs(parts.query).get("prefix", [""])[0]
+    else:
+        bucket, prefix = str(document.get("Bucket", "")), str(document.get("Prefix", ""))
+    yield call(f"arn:aws:s3:::{bucket}", **{"s3:prefix": prefix})
 
 
 def _ecs(call: Any, name: str, document: Mapping[str, Any], own: str) -> Iterator[Call]:

@@ -1,6 +1,6 @@
 """The parts AWS plays around the functions: the EventBridge rule that ticks the dispatcher,
 the SQS event source mappings that feed the worker, and the DynamoDB stream event source
-mapping that feeds the notifier."""
+mappings that feed the runs stream's readers (the notifier, the archiver: chronoq.aws.fanout)."""
 
 from __future__ import annotations
 
@@ -313,10 +313,17 @@ def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
     return result
 
 
+#: Most stream records one GetRecords answers.
+STREAM_READ_LIMIT = 1000
+
+
 class StreamPoller(threading.Thread):
     """Feeds a function from a DynamoDB stream, like a stream event source mapping: new
     records only (LATEST), filtered, in batches; records the function reports as failed are
-    retried up to ``max_retries`` times, then dropped."""
+    retried up to ``max_retries`` times, then dropped. With a ``window`` (seconds), a batch is
+    gathered until it is full or the window has passed since its first record, as a mapping's
+    batching window does (the records are read again when it is handed over: a record is had
+    only once delivered, so a stop meanwhile loses none)."""
 
     def __init__(
         self,
@@ -327,8 +334,11 @@ class StreamPoller(threading.Thread):
         keep: Callable[[dict[str, Any]], bool],
         batch_size: int,
         max_retries: int,
+        window: float = 0.0,
+        name: str = "stream-poller",
+        caller: str = EVENT_SOURCES,
     ) -> None:
-        super().__init__(name="stream-poller", daemon=True)
+        super().__init__(name=name, daemon=True)
         self._streams = streams
         self._arn = stream_arn
         self._invoke = invoke
@@ -336,8 +346,13 @@ class StreamPoller(threading.Thread):
         self._keep = keep
         self._batch_size = batch_size
         self._max_retries = max_retries
+        self._window = window
+        self._caller = caller
+        #: When the batch being gathered got its first record, per shard (monotonic).
+        self._gathering: dict[str, float] = {}
         self._iterators: dict[str, str] = {}
-        self._discover("LATEST")
+        with calling_as(caller):
+            self._discover("LATEST")
 
     def _discover(self, start: str) -> None:
         shards = self._streams.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"]
@@ -357,24 +372,38 @@ class StreamPoller(threading.Thread):
                 self._halt.wait(1)
 
     def poll_once(self) -> int:
-        with calling_as(EVENT_SOURCES):  # AWS's event source mapping makes these calls
+        with calling_as(self._caller):  # AWS's event source mapping makes these calls
             return self._poll_once()
 
     def _poll_once(self) -> int:
         self._discover("TRIM_HORIZON")  # shards opened since the start: read them whole
         seen = 0
         for shard, iterator in list(self._iterators.items()):
-            answer = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+            answer = self._streams.get_records(ShardIterator=iterator, Limit=STREAM_READ_LIMIT)
+            kept = [record for record in answer.get("Records", []) if self._keep(record)]
+            if kept and self._gather(shard, len(kept), len(answer.get("Records", []))):
+                continue  # (read again, with what came meanwhile, when the window closes)
             self._iterators[shard] = answer.get("NextShardIterator") or iterator
-            records = [
-                lambda_record(record, self._arn)
-                for record in answer.get("Records", [])
-                if self._keep(record)
-            ]
+            records = [lambda_record(record, self._arn) for record in kept]
             for start in range(0, len(records), self._batch_size):
                 self._deliver(records[start : start + self._batch_size])
             seen += len(answer.get("Records", []))
         return seen
+
+    def _gather(self, shard: str, kept: int, read: int) -> bool:
+        """Is the shard's batch still being gathered (its window open, not full)? If so,
+        wait until the window closes (the poller reads again then, with what came
+        meanwhile: two reads a window, however many records it gathers)."""
+        if self._window <= 0:
+            return False
+        now = time.monotonic()
+        started = self._gathering.setdefault(shard, now)
+        left = started + self._window - now
+        if left <= 0 or kept >= self._batch_size or read >= STREAM_READ_LIMIT:
+            self._gathering.pop(shard, None)
+            return False
+        self._halt.wait(left)
+        return True
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         for _ in range(self._max_retries + 1):

@@ -55,6 +55,8 @@ MODEL = DurationModel(
         "worker": 8.0,  # (128 MB: a slow share of a CPU)
         "runner": 5.0,
         "notifier": 5.0,
+        # a batch of ended runs decoded, grouped by owner and day, compressed (bench/archive)
+        "archiver": 25.0,
         "console": 3.0,
     },
     request_ms={

@@ -88,6 +88,10 @@ def http_event(
 #: the request's query parameters (``POST /_local/erase?owner=alice``).
 Controls = dict[str, Callable[[dict[str, str]], dict[str, Any]]]
 CONTROL_PREFIX = "/_local/"
+#: Presigned links of chronoq's own buckets (the archive's: see
+#: chronoq.local.engine.objects): the path they begin with, and what answers one (its
+#: status, headers and body). A link carries its own authorization: no token is asked for.
+Download = Callable[[str], tuple[int, dict[str, str], bytes]]
 
 
 #: The listen backlog: a burst of this many concurrent connections is answered, not reset.
@@ -122,7 +126,12 @@ def body_length(headers: Message) -> tuple[int, tuple[int, bytes] | None]:
 
 
 def serve(
-    host: str, port: int, secret: str, invoke: Invoke, controls: Controls | None = None
+    host: str,
+    port: int,
+    secret: str,
+    invoke: Invoke,
+    controls: Controls | None = None,
+    downloads: tuple[str, Download] | None = None,
 ) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -155,6 +164,9 @@ def serve(
                     {"content-type": "application/json", "Allow": "GET"},
                     _error("method_not_allowed", message),
                 )
+                return
+            if downloads is not None and urlsplit(self.path).path.startswith(downloads[0]):
+                self._download(downloads[1])
                 return
             if self.command == "GET" and console.serves(self.path):  # the web console
                 if self.headers.get("Content-Length") not in (None, "0"):
@@ -204,6 +216,20 @@ def serve(
             data = base64.b64decode(payload) if answer.get("isBase64Encoded") else payload.encode()
             headers: dict[str, str] = answer.get("headers") or {}
             self._reply(int(answer.get("statusCode", 200)), headers, data)
+
+        def _download(self, download: Download) -> None:
+            """A presigned link: the object it names, if its signature and time hold."""
+            if self.command not in ("GET", "HEAD"):
+                message = f"{self.command} is not allowed on a link"
+                self._refuse(
+                    405,
+                    {"content-type": "application/json", "Allow": "GET"},
+                    _error("method_not_allowed", message),
+                )
+                return
+            if self.headers.get("Content-Length") not in (None, "0"):
+                self.close_connection = True  # (a GET's body is never read)
+            self._reply(*download(self.path))
 
         def _control(self, claims: dict[str, Any]) -> None:
             """chronoq local's own controls: for admin tokens only."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import logging
 import socket
 import threading
@@ -15,7 +16,7 @@ from typing import Any
 
 from chronoq import heartbeat
 from chronoq import resources as r
-from chronoq.aws import clients
+from chronoq.aws import clients, fanout
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
@@ -26,8 +27,9 @@ from chronoq.local.backup import ENGINE_DIR, running
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import StreamPoller, Ticker, queue_pollers
 from chronoq.local.engine import recovery
+from chronoq.local.engine.objects import LINK_PATH, LinkRefused
 from chronoq.local.gateway import serve
-from chronoq.local.usage import uncounted
+from chronoq.local.usage import stream_caller, uncounted
 from chronoq.usecases.names import claim_existing_names
 from chronoq.usecases.timeindex import TimeIndex
 
@@ -99,6 +101,8 @@ class LocalSystem:
     heartbeat: bool = True
     #: Seconds ``stop`` waits for the system's threads, all together.
     stop_seconds: float = 1.0
+    #: How long the archiver's batches are gathered (AWS: ARCHIVER_BATCHING_WINDOW_SECONDS).
+    archive_window_seconds: float = r.LOCAL_ARCHIVER_BATCHING_WINDOW_SECONDS
     #: What time it is for the whole system (the wall clock unless a test gives its own:
     #: see chronoq.local.clock).
     clock: LocalClock = field(default_factory=LocalClock)
@@ -290,6 +294,7 @@ class LocalSystem:
                 "POST /_local/usage/reset": lambda _: self._reset_usage(),
                 "POST /_local/erase": self._erase,
             },
+            downloads=(LINK_PATH, self._download),
         )
         self.port = self._server.server_address[1]
         ports = [self.port]
@@ -323,6 +328,8 @@ class LocalSystem:
             own_ports=own_ports,
             own_addresses=machine_addresses(self.host),
         ).start()
+        if self.aws.services is not None:  # (links to its buckets' objects: served here)
+            self.aws.services.objects.link_base = self.url
         sqs = self.aws.client("sqs")
         self.ticker = Ticker(
             lambda e: self.invoke(r.DISPATCHER_FUNCTION, e),
@@ -361,17 +368,9 @@ class LocalSystem:
             self.pollers,
             self.clock.listen,
         )
-        self._threads.append(
-            StreamPoller(
-                self.aws.client("dynamodbstreams"),
-                self.aws.runs_stream_arn,
-                lambda e: self.invoke(r.NOTIFIER_FUNCTION, e),
-                self._halt,
-                self.aws.notifier_filter,
-                r.NOTIFIER_BATCH_SIZE,
-                r.NOTIFIER_MAX_RETRIES,
-            )
-        )
+        # the runs stream's readers, one poller each, as the stack's event source mappings
+        for reader in fanout.RUNS_STREAM_READERS:
+            self._threads.append(self._stream_poller(reader))
         if self._aws_server is not None:
             endpoint.start(self._aws_server)
         self._threads.append(
@@ -380,10 +379,44 @@ class LocalSystem:
         for thread in self._threads:
             thread.start()
 
+    def _stream_poller(self, reader: fanout.StreamReader) -> StreamPoller:
+        """The event source mapping of one of the runs stream's readers (the archiver's
+        batching window is ``archive_window_seconds`` here)."""
+        window = reader.local_batching_window_seconds
+        if reader is fanout.ARCHIVER:
+            window = self.archive_window_seconds
+        return StreamPoller(
+            self.aws.streams_of(reader),
+            self.aws.runs_stream_arn,
+            lambda e: self.invoke(reader.function, e),
+            self._halt,
+            self.aws.stream_filter(reader),
+            reader.batch_size,
+            reader.max_retries,
+            window=window,
+            name=f"stream-poller-{reader.name}",
+            caller=stream_caller(reader.name),
+        )
+
     def _close_servers(self) -> None:
         for server in (self._aws_server, self._server):
             if server is not None:
                 server.server_close()
+
+    def _download(self, target: str) -> tuple[int, dict[str, str], bytes]:
+        """A presigned link to an object of chronoq's own buckets (the archive's), as S3
+        answers one: the object, or why not."""
+        services = self.aws.services if hasattr(self, "aws") else None
+        if services is None:
+            gone = b'{"error":{"code":"not_found","message":"no such link","field":null}}'
+            return 404, {"content-type": "application/json"}, gone
+        try:
+            data, content_type = services.objects.download(target)
+        except LinkRefused as refused:
+            code = "forbidden" if refused.status == 403 else "not_found"
+            body = json.dumps({"error": {"code": code, "message": str(refused), "field": None}})
+            return refused.status, {"content-type": "application/json"}, body.encode()
+        return 200, {"content-type": content_type}, data
 
     def _stop_ticker(self) -> dict[str, Any]:
         """Simulate a dispatcher outage: no ticks until started again."""

@@ -30,6 +30,18 @@ _caller: contextvars.ContextVar[str] = contextvars.ContextVar("chronoq_caller", 
 #: What callers outside any function are, by the name of their thread's role.
 STATE_MACHINE = "statemachine"
 EVENT_SOURCES = "event-source-mappings"
+
+
+#: The archiver (priced as the stack runs it: see Usage.archive_object).
+ARCHIVER = r.ARCHIVER_FUNCTION.name
+
+
+def stream_caller(reader: str) -> str:
+    """Who reads the runs stream for ``reader`` (chronoq.aws.fanout): its event source
+    mapping, acting with the reader's role (the notifier's mapping is EVENT_SOURCES)."""
+    return EVENT_SOURCES if reader == r.NOTIFIER_FUNCTION.name else f"{EVENT_SOURCES}:{reader}"
+
+
 #: ECS starting a container target's task, with the containers' execution role (reading the
 #: secrets its task definition names).
 CONTAINER_EXECUTION = "container-execution"
@@ -201,6 +213,15 @@ class Usage:
     local_ticks: int = 0
     #: (group, minute) of every priced tick.
     priced_ticks: set[tuple[str, int]] = field(default_factory=set)
+    #: The archiver's invocations and objects made locally, and the windows and objects
+    #: priced: chronoq local gathers its batches for a few seconds, the stack for
+    #: ARCHIVER_BATCHING_WINDOW_SECONDS, so an invocation is priced once per such window
+    #: and an object once per owner and day in it (see archive_object).
+    archive_invocations: int = 0
+    archive_objects: int = 0
+    priced_archive_windows: set[int] = field(default_factory=set)
+    priced_archive_objects: set[tuple[str, int]] = field(default_factory=set)
+    archive_window_seconds: float = r.ARCHIVER_BATCHING_WINDOW_SECONDS
     #: The wall clock (seconds), for the minute of a tick.
     clock: Callable[[], float] = time.time
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -220,6 +241,9 @@ class Usage:
             self.runs_finished = 0
             self.local_ticks = 0
             self.priced_ticks.clear()
+            self.archive_invocations = self.archive_objects = 0
+            self.priced_archive_windows.clear()
+            self.priced_archive_objects.clear()
 
     def request(self, operation: str, caller: str) -> None:
         durations.request(operation)  # (the invocation or task making it waits for it)
@@ -280,11 +304,35 @@ class Usage:
                     use.billed_ms += elapsed
 
     def invocation(self, function: str, memory_mb: int, milliseconds: float) -> None:
-        """One invocation of a function, billed by the millisecond (rounded up)."""
+        """One invocation of a function, billed by the millisecond (rounded up). The
+        archiver's is priced once per window of the stack's (its milliseconds all the same:
+        the stack's one invocation does the work of a window's local ones)."""
         with self._lock:
             use = self.functions.setdefault(function, FunctionUse(memory_mb))
-            use.invocations += 1
+            if function == ARCHIVER:
+                self.archive_invocations += 1
+                window = self._archive_window()
+                use.invocations += window not in self.priced_archive_windows
+                self.priced_archive_windows.add(window)
+            else:
+                use.invocations += 1
             use.billed_ms += math.ceil(milliseconds)
+
+    def _archive_window(self) -> int:
+        return int(self.clock() // self.archive_window_seconds)
+
+    def archive_object(self, key: str) -> bool:
+        """An object the archiver writes (its key): is it priced? Once per owner and day
+        (the key's prefix) and window of the stack's: the stack's batch of that window
+        writes one object of that owner's day, where chronoq local's shorter windows wrote
+        several."""
+        prefix = key.rpartition("/")[0]
+        with self._lock:
+            self.archive_objects += 1
+            priced = (prefix, self._archive_window())
+            first = priced not in self.priced_archive_objects
+            self.priced_archive_objects.add(priced)
+            return first
 
     def execution(self, arn: str, kind: str) -> None:
         with self._lock:
@@ -326,6 +374,14 @@ class Usage:
                 "runs_finished": runs_finished,
                 # the dispatcher as the stack runs it: one invocation per group and minute
                 "dispatcher_ticks": {"local": self.local_ticks, "priced": len(self.priced_ticks)},
+                # the archiver as the stack runs it: one invocation per window, one object
+                # per owner and day in it
+                "archive_batches": {
+                    "local": self.archive_invocations,
+                    "priced": len(self.priced_archive_windows),
+                    "objects_local": self.archive_objects,
+                    "objects_priced": len(self.priced_archive_objects),
+                },
                 "aws_requests": requests,
                 "aws_requests_by_caller": dict(sorted(self.by_caller.items())),
                 "dynamodb": {
@@ -356,6 +412,8 @@ class Usage:
                 "s3": {
                     "puts": _count(requests, "s3:PutObject"),
                     "gets": _count(requests, "s3:GetObject"),
+                    # (LIST is priced as PUT)
+                    "lists": _count(requests, "s3:ListObjectsV2"),
                 },
                 "eventbridge": {"put_events": _count(requests, "events:PutEvents")},
                 # secrets' values (SSM Parameter Store): reads by the runner, the notifier and
@@ -425,7 +483,8 @@ def price(usage: Mapping[str, Any]) -> dict[str, Decimal]:
         + express_gb_seconds * p["express_gb_second"],
         "sqs": usage["sqs"]["requests"] * p["sqs_request"],
         "sns": usage["sns"]["publishes"] * p["sns_publish"],
-        "s3": usage["s3"]["puts"] * p["s3_put"] + usage["s3"]["gets"] * p["s3_get"],
+        "s3": (usage["s3"]["puts"] + usage["s3"].get("lists", 0)) * p["s3_put"]
+        + usage["s3"]["gets"] * p["s3_get"],
         "eventbridge": usage["eventbridge"]["put_events"] * p["eventbridge_event"],
         # (a document from before secrets counts none)
         "ssm": usage.get("ssm", {}).get("requests", 0) * p["ssm_request"]
@@ -555,6 +614,11 @@ class Meter:
         RECORDER.add(calls_of(caller, operation, request.url, body, self.region, self.account))
         if operation == "sqs:ReceiveMessage" and b"ReceiptHandle" not in _content(response):
             return response  # an empty poll: AWS's long polling makes these rare
+        if (caller, operation) == (ARCHIVER, "s3:PutObject") and not self.usage.archive_object(
+            _object_key(request.url)
+        ):
+            durations.request(operation)  # (the invocation made it all the same)
+            return response  # (the stack's batch of this window writes it once)
         self.usage.request(operation, caller)
         if service == "dynamodb":
             self._dynamodb_units(name, document, before, response)
@@ -585,6 +649,11 @@ class Meter:
         RECORDER.add(calls_in(caller, operation, request, self.region, self.account))
         if operation == "sqs:ReceiveMessage" and not response.get("Messages"):
             return  # an empty poll: AWS's long polling makes these rare
+        if (caller, operation) == (ARCHIVER, "s3:PutObject") and not self.usage.archive_object(
+            str(request.get("Key", ""))
+        ):
+            durations.request(operation)  # (the invocation made it all the same)
+            return  # (the stack's batch of this window writes this object once)
         self.usage.request(operation, caller)
         service, _, name = operation.partition(":")
         if service == "dynamodb":
@@ -768,6 +837,15 @@ def _factor(operation: str) -> int:
 def _final(item: Mapping[str, Any] | None) -> bool:
     status = (item or {}).get("status")
     return isinstance(status, Mapping) and status.get("S") in _FINAL
+
+
+def _object_key(url: str) -> str:
+    """The key an S3 request's address names (path style or virtual host)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    path = unquote(parts.path).lstrip("/")
+    return path.split("/", 1)[-1] if (parts.hostname or "").startswith("s3.") else path
 
 
 def _body(body: Any) -> bytes:

@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from chronoq import resources as r
+from chronoq.domain import archive as domain_archive
 from chronoq.domain.audit import Action, AuditEntry, Source
 from chronoq.domain.runs import RunStatus
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.jobs import remove_job
 from chronoq.usecases.ports import (
+    Archive,
     Artifacts,
     AuditTrail,
     Clock,
@@ -38,6 +41,8 @@ from chronoq.usecases.ports import (
 
 #: Runs read at a time when looking for those still under way.
 PAGE = 100
+#: Archive objects listed and deleted at a time (S3's DeleteObjects takes 1,000).
+ARCHIVE_PAGE = 1000
 UNDER_WAY = frozenset({RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING})
 
 
@@ -67,6 +72,19 @@ def record_of(erased: Erased, by: str, request_id: str) -> AuditEntry:
         source=Source.CLI,
         detail=dict(erased.counts),
     )
+
+
+def erase_archive(archive: Archive, owner: str) -> int:
+    """Delete every object of the owner's archive (its ``owner=`` prefix): how many."""
+    prefix = domain_archive.owner_prefix(r.ARCHIVE_PREFIX, owner)
+    erased = 0
+    while True:  # (each page deleted: the next page starts again from the first left)
+        page = archive.list(prefix, ARCHIVE_PAGE)
+        keys = [o.key for o in page.items]
+        if not keys:
+            return erased
+        archive.delete(keys)
+        erased += len(keys)
 
 
 def owner_digest(owner: str) -> str:

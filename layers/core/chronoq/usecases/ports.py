@@ -4,7 +4,7 @@ tests/contract."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
@@ -710,3 +710,35 @@ class Artifacts(Protocol):
         ...
 
     def read_logs(self, job_id: str, run_id: str) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object of the archive: its key and size."""
+
+    key: str
+    size: int
+
+
+class Archive(Protocol):
+    """The archive's bucket (see chronoq.domain.archive): objects written whole, listed by
+    prefix, read through links that expire."""
+
+    def put(self, key: str, body: bytes) -> None:
+        """Write ``key`` (again: replaced)."""
+        ...
+
+    def list(self, prefix: str, limit: int, after: str | None = None) -> Page[StoredObject]:
+        """Up to ``limit`` objects under ``prefix``, in key order, from the first key after
+        ``after`` (a key under ``prefix``) on; the page's ``after`` holds the last key when
+        more may follow."""
+        ...
+
+    def link(self, key: str, expires_in: int) -> str:
+        """A URL that downloads ``key``, with no other credentials, for ``expires_in``
+        seconds."""
+        ...
+
+    def delete(self, keys: Sequence[str]) -> None:
+        """Delete ``keys`` (at most 1,000; what is not there: nothing). Only the eraser."""
+        ...

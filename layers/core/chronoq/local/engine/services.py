@@ -9,8 +9,8 @@ runs stream that chronoq's own functions call, as clients of the services AWS wo
   embedded AWS for what a user's target reaches (a queue, a topic, a bus, a container).
 - The runs stream, from the tables' own change records (engine.streams).
 - The executions under way (``executions.db``): what a restart must give back.
-- chronoq's own S3 bucket (``objects.db``): outputs and logs too large for a run record
-  (engine.objects).
+- chronoq's own S3 buckets (``objects.db``): outputs and logs too large for a run record,
+  and the archive (engine.objects).
 - SSM Parameter Store (``parameters.db``, its user's only): the values of owners' secrets
   (engine.parameters).
 
@@ -99,10 +99,12 @@ class Engine:
         account: str,
         histories: bool = True,
         buckets: Iterable[str] = (),
+        retention: Mapping[str, int | None] | None = None,
     ) -> None:
         """``histories`` False: executions keep no history of their states (what
         get_execution_history answers), a little less work per state. ``buckets``: the S3
-        buckets kept on disk here (chronoq's own: engine.objects)."""
+        buckets kept on disk here (chronoq's own: engine.objects), each keeping its objects
+        as long as ``retention`` says (see LocalObjects)."""
         self.directory = directory
         #: Did the directory hold an engine's data already (a restart)?
         self.restored = directory is not None and (directory / TABLES_FILE).exists()
@@ -128,7 +130,12 @@ class Engine:
         )
         self.inflight = InFlight(self._path(EXECUTIONS_FILE))
         self.objects = LocalObjects(
-            self._path(OBJECTS_FILE), buckets, lambda: embedded("s3"), clock.now, self._observe
+            self._path(OBJECTS_FILE),
+            buckets,
+            lambda: embedded("s3"),
+            clock.now,
+            self._observe,
+            retention=retention,
         )
         self.parameters = LocalParameters(
             self._path(PARAMETERS_FILE), region, account, clock.now, self._observe

@@ -1,25 +1,33 @@
-"""The runs table's change stream, served to the stream poller (chronoq.local.drivers) with
-the DynamoDB Streams calls it makes: one shard, whose records the tables keep on disk in the
+"""The runs table's change stream, served to the stream pollers (chronoq.local.drivers) with
+the DynamoDB Streams calls they make: one shard, whose records the tables keep on disk in the
 same transaction as each write (chronoq.local.engine.tables).
 
-Records are handed over in order. A record is forgotten once the poller asks for those after
-it (it has delivered it then), so that a restart, even after ``kill -9``, hands over again
-what was not delivered: the notifier hears of every run's end at least once, as the event
-source mapping on AWS promises."""
+Each reader of the stream (chronoq.aws.fanout: the notifier, the archiver) reads it through
+a client of its own (``reader``), at a position of its own, kept on disk. Records are handed
+over in order. A reader has had a record once it asks for those after it (its poller
+delivered it then); a record every reader has had is forgotten. So a restart, even after
+``kill -9``, hands each reader again what was not delivered to it: each hears of every run's
+end at least once, as the event source mappings on AWS promise."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from chronoq import resources as r
+
 #: The one shard of a local stream.
 SHARD_ID = "shardId-00000000000000000000-00000001"
+#: The reader of a client that names none: the stream's first (the notifier).
+FIRST_READER = r.NOTIFIER_FUNCTION.name
 
 
 class StreamSource(Protocol):
     def read_stream(self, table_id: str, after: int, limit: int) -> list[dict[str, Any]]: ...
 
-    def trim_stream(self, through: int) -> None: ...
+    def stream_position(self, reader: str) -> int: ...
+
+    def handed_over(self, reader: str, through: int) -> None: ...
 
 
 Observer = Callable[[str, dict[str, Any], dict[str, Any]], None]
@@ -35,11 +43,17 @@ class LocalStreams:
         table_id: str,
         stream_arn: str,
         observer: Observer | None = None,
+        reader: str = FIRST_READER,
     ) -> None:
         self._source = source
         self._table = table_id
         self.stream_arn = stream_arn
         self._observer = observer
+        self.reader_name = reader
+
+    def reader(self, name: str) -> LocalStreams:
+        """The stream as reader ``name`` reads it (its own position)."""
+        return LocalStreams(self._source, self._table, self.stream_arn, self._observer, name)
 
     def _answer(
         self, operation: str, request: dict[str, Any], answer: dict[str, Any]
@@ -69,12 +83,13 @@ class LocalStreams:
         ShardIteratorType: str,
         **_: Any,
     ) -> dict[str, Any]:
-        """Every type reads from the oldest record not yet handed over: what was written
-        while nothing read the stream (a restart) is delivered, not skipped."""
+        """Every type reads from the oldest record not yet handed over to this reader: what
+        was written while nothing read the stream (a restart) is delivered, not skipped."""
+        position = self._source.stream_position(self.reader_name)
         return self._answer(
             "GetShardIterator",
             {"StreamArn": StreamArn, "ShardId": ShardId},
-            {"ShardIterator": f"{self.stream_arn}|0"},
+            {"ShardIterator": f"{self.stream_arn}|{self.reader_name}|{position}"},
         )
 
     def get_records(
@@ -83,14 +98,15 @@ class LocalStreams:
         Limit: int = 1000,
         **_: Any,
     ) -> dict[str, Any]:
-        arn, _bar, position = ShardIterator.rpartition("|")  # (arn|sequence)
+        arn, reader, position = ShardIterator.rsplit("|", 2)  # (arn|reader|sequence)
         after = int(position)
         if after:
-            self._source.trim_stream(after)  # (handed over: the poller asks for what follows)
+            # handed over to it: its poller asks for what follows
+            self._source.handed_over(reader, after)
         records = self._source.read_stream(self._table, after, Limit)
         last = int(records[-1]["dynamodb"]["SequenceNumber"]) if records else after
         return self._answer(
             "GetRecords",
             {"ShardIterator": ShardIterator},
-            {"Records": records, "NextShardIterator": f"{arn}|{last}"},
+            {"Records": records, "NextShardIterator": f"{arn}|{reader}|{last}"},
         )

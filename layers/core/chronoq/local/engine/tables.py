@@ -51,7 +51,7 @@ from chronoq.local.partiql import StatementError, parse_insert
 
 #: The version of the database layout this code writes (``PRAGMA user_version``): one per
 #: step of STEPS (see chronoq.local.engine.schema).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: What a Query or Scan reads at most before it answers a page (DynamoDB's 1 MB).
 PAGE_BYTES = 1024 * 1024
 #: DynamoDB's largest item.
@@ -523,9 +523,15 @@ _READ_STREAM = (
 )
 
 
+#: Where each reader of the streams is: the last sequence number handed over to it (records
+#: every reader has had are dropped). Version 2: the runs stream got its second reader.
+_READERS_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS stream_readers (reader TEXT PRIMARY KEY, position INTEGER NOT NULL)"
+)
+
 #: The steps of the database's layout (see chronoq.local.engine.schema); each table's own
 #: storage is made from its definition when the database is opened.
-STEPS: tuple[Step, ...] = (statements(_STREAM_SCHEMA),)
+STEPS: tuple[Step, ...] = (statements(_STREAM_SCHEMA), statements(_READERS_SCHEMA))
 assert len(STEPS) == SCHEMA_VERSION
 
 
@@ -1319,6 +1325,38 @@ class SqliteTables:
         increase across every table's stream: they share one log)."""
         with self._lock:
             self._db.execute("DELETE FROM stream WHERE seq <= ?", (through,))
+
+    def stream_position(self, reader: str) -> int:
+        """The last sequence number handed over to ``reader`` (0: none yet; a reader asking
+        for the first time is known from then on: records are kept until it has had them)."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR IGNORE INTO stream_readers (reader, position) VALUES (?, 0)", (reader,)
+            )
+            (position,) = self._db.execute(
+                "SELECT position FROM stream_readers WHERE reader = ?", (reader,)
+            ).fetchone()
+        return int(position)
+
+    def handed_over(self, reader: str, through: int) -> None:
+        """``reader`` has had the records up to sequence number ``through``: those every
+        reader has had are dropped."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "INSERT INTO stream_readers (reader, position) VALUES (?, ?) "
+                    "ON CONFLICT (reader) DO UPDATE "
+                    "SET position = max(position, excluded.position)",
+                    (reader, through),
+                )
+                self._db.execute(
+                    "DELETE FROM stream WHERE seq <= (SELECT min(position) FROM stream_readers)"
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
 
 # --- Requests ----------------------------------------------------------------------------------
