@@ -877,6 +877,7 @@ MUTANTS: tuple[Mutant, ...] = (
 
 ARCHIVE_USECASE = "tests/unit/usecases/test_archive.py"
 ARCHIVER = "tests/unit/test_archiver.py"
+ARCHIVE_AUDIT = "tests/unit/test_archive_audit.py"
 MUTANTS += (
     Mutant(
         "archive-idempotent-keys",
@@ -898,17 +899,39 @@ MUTANTS += (
         f"{CORE}/domain/archive.py",
         (
             (
-                "groups.setdefault((archived.run.owner, day_of(archived.run)), [])",
-                "groups.setdefault((batch_owner, day_of(archived.run)), [])",
+                "        return day_prefix(prefix, self.run.owner, self.day)\n",
+                "        return day_prefix(prefix, 'shared', self.day)\n",
             ),
             (
-                "    groups: dict[tuple[str, date], list[Archived]] = {}\n",
-                "    groups: dict[tuple[str, date], list[Archived]] = {}\n"
-                "    batch = list(batch)\n"
-                "    batch_owner = batch[0].run.owner if batch else ''\n",
+                "group = (archived.where(prefix), archived.owner, archived.day)",
+                "group = (archived.where(prefix), '', archived.day)",
             ),
         ),
         (ARCHIVE_USECASE,),
+    ),
+    Mutant(
+        "archive-audit-owner-partition",
+        "an archive object holds one owner's audit entries of one day, under that owner's"
+        " prefix: two owners' entries never share an object",
+        f"{CORE}/domain/archive.py",
+        (
+            (
+                "        return audit_day_prefix(prefix, self.entry.owner, self.day)\n",
+                "        return audit_day_prefix(prefix, 'shared', self.day)\n",
+            ),
+            (
+                "group = (archived.where(prefix), archived.owner, archived.day)",
+                "group = (archived.where(prefix), '', archived.day)",
+            ),
+        ),
+        (ARCHIVE_AUDIT,),
+    ),
+    Mutant(
+        "archive-audit-inserts-only",
+        "the archiver's filter of the audit stream lets through the entries added only",
+        f"{CORE}/aws/fanout.py",
+        (('return [{"eventName": ["INSERT"]}]', 'return [{"eventName": ["INSERT", "REMOVE"]}]'),),
+        (ARCHIVE_AUDIT,),
     ),
     Mutant(
         "archive-day-partition",
@@ -952,11 +975,11 @@ MUTANTS += (
         f"{CORE}/usecases/archive.py",
         (
             (
-                "        where = archive.day_prefix(self.prefix, owner, day)\n",
+                "        where = at(self.prefix, owner, day)\n",
                 '        where = f"{self.prefix}/"\n',
             ),
         ),
-        (ARCHIVE_USECASE, "tests/unit/test_api_archive.py"),
+        (ARCHIVE_USECASE, "tests/unit/test_api_archive.py", ARCHIVE_AUDIT),
     ),
     Mutant(
         "archive-failed-records",
@@ -981,6 +1004,14 @@ MUTANTS += (
             ),
         ),
         ("tests/unit/engine/test_restart.py",),
+    ),
+    Mutant(
+        "stream-readers-move-past-other-tables",
+        "chronoq local's streams share one log: a reader moves past the other tables' records,"
+        " so a stream seldom written does not hold back the dropping of the others'",
+        f"{CORE}/local/engine/streams.py",
+        (("            last = max(last, head)\n", "            pass\n"),),
+        ("tests/unit/engine/test_audit_stream.py",),
     ),
 )
 

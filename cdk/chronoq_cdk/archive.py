@@ -1,8 +1,10 @@
 """The archive (README, "Archive"): every ended run's record kept in S3 after the runs table
-lets it expire. The archiver function, the runs stream's bulk reader (chronoq.aws.fanout),
-writes a batch as one gzip JSON Lines object per owner and day; a Glue table with partition
-projection (no crawler) lets Athena query it, in a workgroup of its own whose results stay in
-the bucket; the api function lists an owner's day and signs links to it."""
+lets it expire, and every audit entry after the audit table does. The archiver function, the
+runs stream's bulk reader and the audit stream's only one (chronoq.aws.fanout), writes a
+batch as one gzip JSON Lines object per owner and day; two Glue tables (runs, audit
+entries) with partition projection (no crawler) let Athena query it, in a workgroup of its
+own whose results stay in the bucket; the api function lists an owner's day and signs links
+to it."""
 
 from __future__ import annotations
 
@@ -109,7 +111,7 @@ class Archive(Construct):
                 " queue (below)."
             ),
             unscoped=(
-                "Its event source mapping lists the runs table's streams"
+                "Its event source mappings list the runs and audit tables' streams"
                 " (dynamodb:ListStreams, which supports no resource-level permission)."
             ),
         )
@@ -125,6 +127,12 @@ class Archive(Construct):
         self.function.add_event_source(
             runs_stream_source(fanout.ARCHIVER, storage.runs, self.dead_letter, topic_statuses)
         )
+        # The audit stream's only reader (its records failing to the same dead-letter queue).
+        self.function.add_event_source(
+            runs_stream_source(
+                fanout.AUDIT_ARCHIVER, storage.audit, self.dead_letter, topic_statuses
+            )
+        )
         self.database_name = glue_name(stack.stack_name)
         self.database = glue.CfnDatabase(
             self,
@@ -132,11 +140,28 @@ class Archive(Construct):
             catalog_id=stack.account,
             database_input=glue.CfnDatabase.DatabaseInputProperty(
                 name=self.database_name,
-                description="chronoq: the archive of ended runs (README, Archive)",
+                description="chronoq: the archive of ended runs and audit entries (README,"
+                " Archive)",
             ),
         )
-        self.table = self._table(stack)
+        self.table = self._table(
+            stack,
+            "Table",
+            r.ARCHIVE_TABLE,
+            "Every version of every ended run (readers keep the highest version of each id)",
+            "day=${day}/",
+            archive.COLUMNS,
+        )
         self.table.node.add_dependency(self.database)
+        self.audit_table = self._table(
+            stack,
+            "AuditTable",
+            r.ARCHIVE_AUDIT_TABLE,
+            "Every audit entry of every job (one line each), by the day of its at",
+            f"{archive.AUDIT}/day=${{day}}/",
+            archive.AUDIT_COLUMNS,
+        )
+        self.audit_table.node.add_dependency(self.database)
         self.workgroup = athena.CfnWorkGroup(
             self,
             "WorkGroup",
@@ -180,25 +205,34 @@ class Archive(Construct):
         )
         return [archived, results] if infrequent_access_days or expiry_days else [results]
 
-    def _table(self, stack: Stack) -> glue.CfnTable:
-        """The runs of the archive, one row per version, partitioned by owner and day with
-        partition projection: a query names the owner's segment (``owner_key``, injected) and
-        should name days (``day``): it reads those objects only, and no crawler is needed."""
+    def _table(
+        self,
+        stack: Stack,
+        id: str,
+        name: str,
+        description: str,
+        days: str,
+        pairs: Iterable[tuple[str, str]],
+    ) -> glue.CfnTable:
+        """A table of the archive (the runs', one row per version; the audit entries', one
+        row per entry), partitioned by owner and day with partition projection: a query
+        names the owner's segment (``owner_key``, injected) and should name days (``day``):
+        it reads those objects only (``days``: where an owner's days are, in its prefix),
+        and no crawler is needed."""
         location = self.bucket.s3_url_for_object(f"{r.ARCHIVE_PREFIX}/")
-        template = location + "owner=${owner_key}/day=${day}/"
+        template = location + "owner=${owner_key}/" + days
 
         def columns(pairs: Iterable[tuple[str, str]]) -> list[glue.CfnTable.ColumnProperty]:
             return [glue.CfnTable.ColumnProperty(name=n, type=t) for n, t in pairs]
 
         return glue.CfnTable(
             self,
-            "Table",
+            id,
             catalog_id=stack.account,
             database_name=self.database_name,
             table_input=glue.CfnTable.TableInputProperty(
-                name=r.ARCHIVE_TABLE,
-                description="Every version of every ended run (readers keep the highest"
-                " version of each id)",
+                name=name,
+                description=description,
                 table_type="EXTERNAL_TABLE",
                 partition_keys=columns(archive.PARTITIONS),
                 parameters={
@@ -218,7 +252,7 @@ class Archive(Construct):
                     input_format=TEXT_INPUT,
                     output_format=TEXT_OUTPUT,
                     compressed=True,
-                    columns=columns(archive.COLUMNS),
+                    columns=columns(pairs),
                     serde_info=glue.CfnTable.SerdeInfoProperty(
                         serialization_library=JSON_SERDE,
                         parameters={"ignore.malformed.json": "false", "dots.in.keys": "false"},

@@ -1,5 +1,6 @@
-"""The runs table's stream and its readers (chronoq.aws.fanout: exactly two, one per cadence):
-each reader's event source mapping and the dead-letter queue of the records it failed on."""
+"""The tables' streams and their readers (chronoq.aws.fanout: the runs stream's exactly two,
+one per cadence; the audit stream's one): each reader's event source mapping and the
+dead-letter queue of the records it failed on."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def runs_stream_source(
     dead_letter: sqs.IQueue,
     topic_statuses: Iterable[RunStatus],
 ) -> sources.DynamoEventSource:
-    """``reader``'s event source mapping of the runs stream: new records only, filtered,
+    """``reader``'s event source mapping of the runs stream (of ``reader.table``'s: pass that
+    table as ``runs``): new records only, filtered,
     in its batches (and its batching window), a failed record reported (the batch bisected
     on an error) and retried, then sent to ``dead_letter``."""
     window = reader.batching_window_seconds

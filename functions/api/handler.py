@@ -496,26 +496,37 @@ ArchiveDay = Annotated[
 ]
 ArchiveLimit = Annotated[int, Query(ge=1, le=r.MAX_ARCHIVE_PAGE_LIMIT)]
 ArchiveToken = Annotated[str | None, Query(max_length=100)]
+ArchiveKind = Annotated[
+    str,
+    Query(
+        max_length=10,
+        description="runs (the default): the day's runs; audit: its audit entries (of the"
+        " day of their ``at``)",
+    ),
+]
 
 
 @app.get(
     "/archive",
-    summary="The caller's archived runs of a day: its objects, as links that expire",
+    summary="The caller's archived runs (or audit entries) of a day: its objects, as links"
+    " that expire",
     responses=doc.responses(200, doc.ArchivePage, "A page of the day's objects", 422),
 )
 def list_archive(
     day: ArchiveDay,
     limit: ArchiveLimit = r.DEFAULT_ARCHIVE_PAGE_LIMIT,
     next_token: ArchiveToken = None,
+    kind: ArchiveKind = "runs",
 ) -> dict[str, Any]:
     owner = _owner()
     try:
         parsed = archive.parse_day(day)
     except ValueError as error:
         raise InvalidRequest("day", str(error)) from None
-    listing = service.archive.day(owner, parsed, limit, next_token)
+    listing = service.archive.day(owner, parsed, limit, next_token, kind)
     page: dict[str, Any] = {
         "day": parsed.isoformat(),
+        "kind": kind,
         "objects": [
             {
                 "name": link.name,

@@ -15,16 +15,19 @@ from aws_cdk.assertions import Template
 from chronoq import resources as r
 from chronoq.aws import fanout
 from chronoq.domain import archive
-from chronoq.domain.archive import Archived
+from chronoq.domain.archive import Archived, ArchivedEntry
+from chronoq.domain.audit import Action, AuditEntry, Source
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
 from chronoq.resources import Priority
 
 from tests.infra.synthesis import Synthesis, allowed, grants, rendered
 
 
-def _stream_mappings(synth: Synthesis) -> dict[str, dict[str, Any]]:
-    """The event source mappings of the runs table's stream, by the function they feed."""
-    stream = {"Fn::GetAtt": [synth.logical_id(synth.stack.storage.runs), "StreamArn"]}
+def _stream_mappings(synth: Synthesis, table: Any = None) -> dict[str, dict[str, Any]]:
+    """The event source mappings of the runs table's stream (of ``table``'s), by the
+    function they feed."""
+    table = table if table is not None else synth.stack.storage.runs
+    stream = {"Fn::GetAtt": [synth.logical_id(table), "StreamArn"]}
     functions = {synth.logical_id(f): name for name, f in synth.stack.functions.items()}
     return {
         functions[m["Properties"]["FunctionName"]["Ref"]]: m["Properties"]
@@ -50,6 +53,52 @@ def test_given_the_runs_stream_when_synthesized_then_it_has_at_most_two_readers_
         assert mapping["BatchSize"] == reader.batch_size, reader.name
         assert mapping.get("MaximumBatchingWindowInSeconds", 0) == reader.batching_window_seconds
         assert mapping["MaximumRetryAttempts"] == reader.max_retries, reader.name
+
+
+def test_given_every_table_stream_when_synthesized_then_at_most_two_readers_each_those_of_the_fanout(
+    synth: Synthesis,
+) -> None:
+    read = {
+        m["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]
+        for m in synth.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["EventSourceArn"].get("Fn::GetAtt", [None, None])[1] == "StreamArn"
+    }
+    tables = synth.stack.storage.tables
+
+    # (every stream read is one the fanout names, and the fanout's every one is read)
+    assert read == {synth.logical_id(tables[table_id]) for table_id in fanout.STREAM_READERS}
+    for table_id, table in synth.stack.storage.tables.items():
+        mappings = _stream_mappings(synth, table)
+        readers = fanout.STREAM_READERS.get(table_id, ())
+        assert len(mappings) <= fanout.MAX_READERS, table_id
+        assert set(mappings) == {reader.function.name for reader in readers}, table_id
+
+
+def test_given_the_audit_stream_when_synthesized_then_the_archiver_reads_every_entry_added_in_long_batches(
+    synth: Synthesis,
+) -> None:
+    (spec,) = [
+        t
+        for t in synth.of_type("AWS::DynamoDB::Table").values()
+        if t["Properties"].get("KeySchema", [{}])[-1].get("AttributeName") == "entry"
+    ]
+    mapping = _stream_mappings(synth, synth.stack.storage.audit)["archiver"]
+    (pattern,) = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+
+    assert spec["Properties"]["StreamSpecification"]["StreamViewType"] in (
+        "NEW_IMAGE",
+        "NEW_AND_OLD_IMAGES",
+    )
+    assert pattern == {"eventName": ["INSERT"]}
+    assert mapping["StartingPosition"] == "LATEST"
+    assert mapping["BatchSize"] == fanout.AUDIT_ARCHIVER.batch_size == 10_000
+    assert mapping["MaximumBatchingWindowInSeconds"] == 240
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["MaximumRetryAttempts"] == fanout.AUDIT_ARCHIVER.max_retries
+    assert mapping["DestinationConfig"] == {
+        "OnFailure": {"Destination": synth.arn(synth.stack.archive.dead_letter)}
+    }
 
 
 def test_given_the_archiver_when_synthesized_then_it_reads_ended_runs_in_long_batches(
@@ -80,14 +129,19 @@ def test_given_the_archivers_role_when_synthesized_then_it_may_only_write_the_ar
     statements = synth.role_statements(stack.archive.function)
     own_log = rendered(synth.arn(stack.archive.function.log_group))
     stream = f"${{{synth.logical_id(stack.storage.runs)}.StreamArn}}"
+    audit = f"${{{synth.logical_id(stack.storage.audit)}.StreamArn}}"
     dead_letter = rendered(synth.arn(stack.archive.dead_letter))
 
     assert grants(statements) == {
         ("s3:PutObject", f"${{{bucket}.Arn}}/{r.ARCHIVE_PREFIX}/*", "null"),
-        # the event source mapping's, acting with the archiver's role
+        # the event source mappings', acting with the archiver's role (the runs stream's,
+        # the audit stream's)
         ("dynamodb:DescribeStream", stream, "null"),
         ("dynamodb:GetRecords", stream, "null"),
         ("dynamodb:GetShardIterator", stream, "null"),
+        ("dynamodb:DescribeStream", audit, "null"),
+        ("dynamodb:GetRecords", audit, "null"),
+        ("dynamodb:GetShardIterator", audit, "null"),
         ("dynamodb:ListStreams", "*", "null"),
         ("sqs:SendMessage", dead_letter, "null"),
         ("sqs:GetQueueAttributes", dead_letter, "null"),
@@ -192,10 +246,19 @@ def test_given_a_lifecycle_s3_would_refuse_when_synthesized_then_it_is_refused(
         _from_context(tmp_path, **context)
 
 
+def _glue_table(synth: Synthesis, name: str) -> dict[str, Any]:
+    (table,) = [
+        t
+        for t in synth.of_type("AWS::Glue::Table").values()
+        if t["Properties"]["TableInput"]["Name"] == name
+    ]
+    return table
+
+
 def test_given_the_archive_table_when_synthesized_then_it_projects_owner_and_day_partitions(
     synth: Synthesis,
 ) -> None:
-    (table,) = synth.of_type("AWS::Glue::Table").values()
+    table = _glue_table(synth, r.ARCHIVE_TABLE)
     props = table["Properties"]
     table_input = props["TableInput"]
     parameters = table_input["Parameters"]
@@ -235,7 +298,7 @@ def test_given_the_archive_table_when_synthesized_then_it_projects_owner_and_day
 def test_given_the_archive_table_when_synthesized_then_its_columns_are_every_field_of_a_line(
     synth: Synthesis,
 ) -> None:
-    (table,) = synth.of_type("AWS::Glue::Table").values()
+    table = _glue_table(synth, r.ARCHIVE_TABLE)
     columns = table["Properties"]["TableInput"]["StorageDescriptor"]["Columns"]
     at = datetime(2026, 11, 26, tzinfo=UTC)
     run = Run(
@@ -250,6 +313,40 @@ def test_given_the_archive_table_when_synthesized_then_its_columns_are_every_fie
     assert [(c["Name"], c["Type"]) for c in columns] == list(archive.COLUMNS)
     assert {c["Name"] for c in columns} == set(Archived("1", run).line())
     assert not {c["Name"] for c in columns} & {n for n, _ in archive.PARTITIONS}
+
+
+def test_given_the_audit_table_when_synthesized_then_it_projects_each_owners_audit_days_and_every_field_of_a_line(
+    synth: Synthesis,
+) -> None:
+    runs = _glue_table(synth, r.ARCHIVE_TABLE)["Properties"]["TableInput"]
+    table = _glue_table(synth, r.ARCHIVE_AUDIT_TABLE)["Properties"]
+    audit = table["TableInput"]
+    parameters = audit["Parameters"]
+    bucket = synth.logical_id(synth.stack.archive.bucket)
+    entry = AuditEntry(
+        job_id="job_a",
+        owner="alice",
+        at=datetime(2026, 11, 26, 9, tzinfo=UTC),
+        request_id="req-1",
+        action=Action.PAUSE,
+        by="alice",
+        source=Source.CLI,
+    )
+
+    assert table["DatabaseName"] == "chronoq_archive"
+    assert audit["PartitionKeys"] == runs["PartitionKeys"]
+    assert {k: v for k, v in parameters.items() if k != "storage.location.template"} == {
+        k: v for k, v in runs["Parameters"].items() if k != "storage.location.template"
+    }
+    assert rendered(parameters["storage.location.template"]) == (
+        f"s3://${{{bucket}}}/{r.ARCHIVE_PREFIX}/owner=${{owner_key}}/audit/day=${{day}}/"
+    )
+    # (the keys the archiver writes: the template names them)
+    (written,) = archive.objects(r.ARCHIVE_PREFIX, [ArchivedEntry(archive.version("7"), entry)])
+    assert written.key.startswith(f"{r.ARCHIVE_PREFIX}/owner=alice/audit/day=2026-11-26/")
+    columns = audit["StorageDescriptor"]["Columns"]
+    assert [(c["Name"], c["Type"]) for c in columns] == list(archive.AUDIT_COLUMNS)
+    assert {c["Name"] for c in columns} == set(written.lines[0])
 
 
 def test_given_the_workgroup_when_synthesized_then_results_stay_encrypted_in_the_archive_bucket(

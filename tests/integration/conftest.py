@@ -54,6 +54,17 @@ class Harness:
             fanout.ARCHIVER.max_retries,
             caller=stream_caller(fanout.ARCHIVER.name),
         )
+        # and the audit table's stream, as the archiver's mapping of it reads it (its only one)
+        self.audit_stream = StreamPoller(
+            aws.streams_of(fanout.AUDIT_ARCHIVER),
+            aws.stream_arn(fanout.AUDIT_ARCHIVER),
+            lambda event: self.invoke(r.ARCHIVER_FUNCTION, event),
+            threading.Event(),
+            aws.stream_filter(fanout.AUDIT_ARCHIVER),
+            fanout.AUDIT_ARCHIVER.batch_size,
+            fanout.AUDIT_ARCHIVER.max_retries,
+            caller=stream_caller(fanout.AUDIT_ARCHIVER.function.name),
+        )
 
         self._recording: list[tuple[str, str, Any]] = []
         self._sqs_calls = self.record("sqs", "SendMessageBatch")
@@ -278,6 +289,12 @@ class Harness:
     def archive(self) -> None:
         """Feed the archiver every stream record written so far (that passes its filter)."""
         while self.archive_stream.poll_once():
+            pass
+
+    def archive_audit(self) -> None:
+        """Feed the archiver every audit stream record written so far (that passes its
+        filter)."""
+        while self.audit_stream.poll_once():
             pass
 
     def _to_notifier(self, event: dict[str, Any]) -> Any:

@@ -92,3 +92,34 @@ def test_given_an_ended_run_written_again_when_archived_then_its_later_version_w
     latest = archive.latest(lines)[run.id]
     assert latest["version"] == max(line["version"] for line in lines)
     assert latest["notifications"]["sns"].startswith("published")
+
+
+def test_given_jobs_changed_when_the_archiver_reads_the_audit_stream_then_their_owner_lists_its_entries(
+    harness: Harness,
+) -> None:
+    job = harness.create_job({"type": "python", "task": "chronoq.tasks:echo", "args": {}})
+    status, _ = harness.api(
+        api_event("list_jobs", user="alice", path=f"/jobs/{job['id']}/pause", method="POST")
+    )
+    assert status == 200
+
+    harness.archive_audit()
+
+    day = datetime.now(UTC).date().isoformat()
+    status, page = harness.api(
+        api_event("list_jobs", user="alice", path=f"/archive?day={day}&kind=audit", method="GET")
+    )
+    assert status == 200, page
+    lines = [line for found in page["objects"] for line in archive.decode(download(found["url"]))]
+    status, shown = harness.api(
+        api_event("list_jobs", user="alice", path=f"/jobs/{job['id']}/audit", method="GET")
+    )
+    assert status == 200, shown
+    mine = [line for line in lines if line["job_id"] == job["id"]]
+    assert [{k: v for k, v in line.items() if k != "version"} for line in mine] == list(
+        reversed(shown["entries"])
+    )
+    assert [line["action"] for line in mine] == ["create", "pause"]
+    assert all(
+        found["name"] and archive.OBJECT_NAME.fullmatch(found["name"]) for found in page["objects"]
+    )

@@ -64,7 +64,7 @@ def test_given_two_owners_archived_when_one_lists_a_day_then_only_its_own_runs_a
 def test_given_a_day_with_nothing_archived_when_listed_then_no_object(api: Api) -> None:
     assert api.call("GET", "/archive?day=2001-01-01")[:2] == (
         200,
-        {"day": "2001-01-01", "objects": []},
+        {"day": "2001-01-01", "kind": "runs", "objects": []},
     )
 
 

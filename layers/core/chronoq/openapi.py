@@ -257,7 +257,8 @@ class Status(BaseModel):
 
 
 class ArchivedObject(BaseModel):
-    """One object of the archive: gzip JSON Lines, a line per version of an ended run."""
+    """One object of the archive: gzip JSON Lines, a line per version of an ended run (of
+    ``kind=audit``: a line per audit entry)."""
 
     name: str = Field(description="its name within the day: its first and last version")
     size: int = Field(description="bytes (compressed)")
@@ -266,7 +267,11 @@ class ArchivedObject(BaseModel):
 
 
 class ArchivePage(BaseModel):
-    day: str = Field(description="the day (UTC) of the runs' fire times, YYYY-MM-DD")
+    day: str = Field(
+        description="the day (UTC) of the runs' fire times (of the audit entries' ``at``),"
+        " YYYY-MM-DD"
+    )
+    kind: str = Field(description="runs or audit: what the objects hold")
     objects: list[ArchivedObject]
     next_token: str | None = Field(
         default=None, description="present when more may follow: pass it to get the next page"

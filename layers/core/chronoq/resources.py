@@ -485,6 +485,7 @@ AUDIT_TABLE = Table(
     partition_key="job_id",
     sort_key="entry",
     ttl_attribute="expires_at",
+    stream=True,  # read by the archiver: every entry added (see aws.fanout)
     indexes=(
         Index(
             AUDIT_BY_OWNER_INDEX,
@@ -759,8 +760,10 @@ ARCHIVE_BUCKET_ID = "Archive"
 #: day=YYYY-MM-DD/<first>-<last>.jsonl.gz``), and Athena's query results.
 ARCHIVE_PREFIX = "archive"
 ATHENA_RESULTS_PREFIX = "athena-results"
-#: The Glue table over the archive (its database is the stack's own).
+#: The Glue tables over the archive (its database is the stack's own): the runs', and the
+#: audit entries'.
 ARCHIVE_TABLE = "runs"
+ARCHIVE_AUDIT_TABLE = "audit"
 #: Deployment settings ``archive_infrequent_access_days`` (0: never moved) and
 #: ``archive_expiry_days`` (0: kept for ever): when archived objects move to S3 Standard-IA,
 #: and when they are deleted; Athena's results are deleted after ATHENA_RESULTS_DAYS.

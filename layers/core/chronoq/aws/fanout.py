@@ -1,6 +1,6 @@
-"""Who reads the runs table's stream, and for what: the one place that says so, read by the
-CDK stack (one event source mapping per reader) and by chronoq local (one stream poller per
-reader).
+"""Who reads the tables' streams (the runs table's, the audit table's), and for what: the one
+place that says so, read by the CDK stack (one event source mapping per reader) and by
+chronoq local (one stream poller per reader).
 
 DynamoDB Streams serves at most two readers per shard without throttling them, so the stream
 has exactly two, one per cadence:
@@ -14,6 +14,9 @@ has exactly two, one per cadence:
 
 A new consumer joins a reader; it never adds one (tests/infra asserts the stack's mappings
 of the stream are these, and at most two).
+
+The audit table's stream has one reader: the archiver again, in its own bulk batches (the
+entries added to jobs' audit trails: the archive's audit objects).
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ MAX_READERS = 2
 Filters = Callable[[Iterable[RunStatus]], list[dict[str, Any]]]
 
 
+def audit_filters(_: Iterable[RunStatus] = ()) -> list[dict[str, Any]]:
+    """Every entry added (an entry is only ever inserted; its removal, TTL's or an
+    erasure's, is no entry)."""
+    return [{"eventName": ["INSERT"]}]
+
+
 def archiver_filters(_: Iterable[RunStatus] = ()) -> list[dict[str, Any]]:
     """Every write of an ended run: the write that ends it and each later one (its
     notifications' notes, its end counted), never a run that has not ended, nor a removal
@@ -41,7 +50,8 @@ def archiver_filters(_: Iterable[RunStatus] = ()) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class StreamReader:
-    """One reader of the runs stream: its function, what it serves, and how it reads."""
+    """One reader of a table's stream (the runs table's unless ``table`` says otherwise):
+    its function, what it serves, and how it reads."""
 
     function: r.Function
     #: What it serves (what a consumer joining it does there).
@@ -55,10 +65,16 @@ class StreamReader:
     max_retries: int
     #: The event source mapping's filter patterns, given the deployment's topic statuses.
     filters: Filters
+    #: The table whose stream it reads.
+    table: r.Table = r.RUNS_TABLE
 
     @property
     def name(self) -> str:
-        return self.function.name
+        """Its name among the streams' readers: its function's (of a stream other than the
+        runs table's: ``<function>@<table id>``)."""
+        if self.table is r.RUNS_TABLE:
+            return self.function.name
+        return f"{self.function.name}@{self.table.id}"
 
 
 NOTIFIER = StreamReader(
@@ -84,11 +100,30 @@ ARCHIVER = StreamReader(
     max_retries=r.ARCHIVER_MAX_RETRIES,
     filters=archiver_filters,
 )
+AUDIT_ARCHIVER = StreamReader(
+    function=r.ARCHIVER_FUNCTION,
+    serves=("the archive: every audit entry added, in S3 by owner and day",),
+    batch_size=r.ARCHIVER_BATCH_SIZE,
+    batching_window_seconds=r.ARCHIVER_BATCHING_WINDOW_SECONDS,
+    local_batching_window_seconds=r.LOCAL_ARCHIVER_BATCHING_WINDOW_SECONDS,
+    max_retries=r.ARCHIVER_MAX_RETRIES,
+    filters=audit_filters,
+    table=r.AUDIT_TABLE,
+)
 #: Every reader of the runs stream.
 RUNS_STREAM_READERS = (NOTIFIER, ARCHIVER)
-assert len(RUNS_STREAM_READERS) <= MAX_READERS, "a new consumer joins a reader (see above)"
+#: Every reader of the audit stream.
+AUDIT_STREAM_READERS = (AUDIT_ARCHIVER,)
+#: Every reader of every stream, by the id of the table whose stream it reads.
+STREAM_READERS = {r.RUNS_TABLE.id: RUNS_STREAM_READERS, r.AUDIT_TABLE.id: AUDIT_STREAM_READERS}
+assert all(len(readers) <= MAX_READERS for readers in STREAM_READERS.values()), (
+    "a new consumer joins a reader (see above)"
+)
+assert all(each.table.id == table for table, readers in STREAM_READERS.items() for each in readers)
 
 
 def reader(name: str) -> StreamReader:
-    """The reader whose function is ``name``."""
-    return next(each for each in RUNS_STREAM_READERS if each.name == name)
+    """The reader named ``name`` (StreamReader.name)."""
+    return next(
+        each for readers in STREAM_READERS.values() for each in readers if each.name == name
+    )

@@ -18,6 +18,13 @@ attempts, times, lag, trigger, output or the S3 location of it, error, notificat
 lines kept in the record (``logs``) and the S3 locations of those kept apart
 (``log_objects``), and its ``version``.
 
+Audit entries (README, "Audit trail"): each entry a job's audit trail gets is archived too,
+under ``<prefix>/owner=<owner segment>/audit/day=<YYYY-MM-DD>/<first>-<last>.jsonl.gz``: in
+its owner's prefix (what an erasure deletes), beside its runs' days (which the runs' table
+and listings never read), ``day`` the UTC day of the entry's ``at``. A line per entry: the
+entry as the API shows it (``GET /jobs/{id}/audit``) and its ``version`` (an entry is
+written once: one version each).
+
 Versions: a run is written again after it ends (the notes of its notifications, its end
 counted): each write of an ended run is archived, with the stream record's sequence number
 as its version (zero-padded to 40 digits: compared as text, they order as numbers). Readers
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, date
 from typing import Any
 
+from chronoq.domain.audit import AuditEntry
 from chronoq.domain.owners import owner_segment
 from chronoq.domain.runs import TERMINAL_STATUSES, Run
 
@@ -85,6 +93,23 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 #: The table's partitions: the owner's segment (given by every query: ``injected``) and the
 #: day (``YYYY-MM-DD``), as the objects' keys name them.
 PARTITIONS: tuple[tuple[str, str], ...] = (("owner_key", "string"), ("day", "string"))
+#: The folder of an owner's audit entries, within its prefix.
+AUDIT = "audit"
+#: The columns of an audit entry's line (the audit table of Glue): every key of
+#: ``ArchivedEntry.line``.
+AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("job_id", "string"),
+    ("owner", "string"),
+    ("at", "string"),
+    ("request_id", "string"),
+    ("action", "string"),
+    ("by", "string"),
+    ("by_name", "string"),
+    ("source", "string"),
+    ("changes", "array<struct<field:string,before:string,after:string>>"),
+    ("detail", "map<string,string>"),
+    ("version", "string"),
+)
 
 
 def version(sequence_number: str) -> str:
@@ -121,6 +146,11 @@ def day_prefix(prefix: str, owner: str, day: date) -> str:
     return f"{owner_prefix(prefix, owner)}day={day.isoformat()}/"
 
 
+def audit_day_prefix(prefix: str, owner: str, day: date) -> str:
+    """Where one owner's audit entries of one day are."""
+    return f"{owner_prefix(prefix, owner)}{AUDIT}/day={day.isoformat()}/"
+
+
 def object_key(prefix: str, owner: str, day: date, first: str, last: str) -> str:
     """The object holding one owner's versions ``first`` to ``last`` of one day."""
     return f"{day_prefix(prefix, owner, day)}{first}-{last}{OBJECT_SUFFIX}"
@@ -140,6 +170,22 @@ class Archived:
         if self.run.status not in TERMINAL_STATUSES:
             raise ValueError(f"run {self.run.id} has not ended ({self.run.status.value})")
 
+    @property
+    def owner(self) -> str:
+        return self.run.owner
+
+    @property
+    def id(self) -> str:
+        return self.run.id
+
+    @property
+    def day(self) -> date:
+        return day_of(self.run)
+
+    def where(self, prefix: str) -> str:
+        """The folder of its object: its owner's day."""
+        return day_prefix(prefix, self.run.owner, self.day)
+
     def line(self) -> dict[str, Any]:
         """Its line of an archive object."""
         return {
@@ -148,6 +194,35 @@ class Archived:
             "log_objects": list(self.log_objects),
             "version": self.version,
         }
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    """An audit entry, as it is archived (its version: its stream record's)."""
+
+    version: str
+    entry: AuditEntry
+
+    @property
+    def owner(self) -> str:
+        return self.entry.owner
+
+    @property
+    def id(self) -> str:
+        return f"{self.entry.job_id}#{self.entry.key}"
+
+    @property
+    def day(self) -> date:
+        """The UTC day of its ``at``."""
+        return self.entry.at.astimezone(UTC).date()
+
+    def where(self, prefix: str) -> str:
+        """The folder of its object: its owner's audit entries of its day."""
+        return audit_day_prefix(prefix, self.entry.owner, self.day)
+
+    def line(self) -> dict[str, Any]:
+        """Its line: the entry as the API shows it, and its version."""
+        return {**self.entry.model_dump(mode="json"), "version": self.version}
 
 
 @dataclass(frozen=True)
@@ -164,19 +239,21 @@ class ArchiveObject:
         return encode(self.lines)
 
 
-def objects(prefix: str, batch: Iterable[Archived]) -> list[ArchiveObject]:
-    """A batch's objects: one per owner and day, its versions in order, named by its first
-    and last version (the same batch makes the same objects, byte for byte)."""
-    groups: dict[tuple[str, date], list[Archived]] = {}
+def objects(prefix: str, batch: Iterable[Archived | ArchivedEntry]) -> list[ArchiveObject]:
+    """A batch's objects: one per owner and day (of runs, or of audit entries), its versions
+    in order, named by its first and last version (the same batch makes the same objects,
+    byte for byte)."""
+    groups: dict[tuple[str, str, date], list[Archived | ArchivedEntry]] = {}
     for archived in batch:
-        groups.setdefault((archived.run.owner, day_of(archived.run)), []).append(archived)
+        group = (archived.where(prefix), archived.owner, archived.day)
+        groups.setdefault(group, []).append(archived)
     found = []
-    for (owner, day), members in sorted(groups.items()):
-        members.sort(key=lambda a: (a.version, a.run.id))
+    for (where, owner, day), members in sorted(groups.items()):
+        members.sort(key=lambda a: (a.version, a.id))
         first, last = members[0].version, members[-1].version
         found.append(
             ArchiveObject(
-                key=object_key(prefix, owner, day, first, last),
+                key=f"{where}{first}-{last}{OBJECT_SUFFIX}",
                 owner=owner,
                 day=day,
                 versions=tuple(a.version for a in members),

@@ -126,6 +126,8 @@ class LocalAWS:
     state_machine_arn: str = ""
     express_state_machine_arn: str = ""
     runs_stream_arn: str = ""
+    #: Every table's stream (the runs table's, the audit table's), by the table's id.
+    stream_arns: dict[str, str] = field(default_factory=dict)
     #: The address notification e-mails come from (verified in the local SES).
     email_sender: str = "chronoq@example.com"
     #: The final statuses of the runs published to the SNS topic, as ``-c topic_statuses=``
@@ -422,12 +424,17 @@ class LocalAWS:
         return keep
 
     def streams_of(self, reader: fanout.StreamReader) -> Any:
-        """The runs stream's client as ``reader``'s event source mapping reads it: on the
-        engine, a reader of its own (each keeps its own position; records are dropped once
-        every reader has had them); on moto, the stream's (each poller its own iterators)."""
+        """The client of the stream ``reader`` reads (its table's), as its event source
+        mapping reads it: on the engine, a reader of its own (each keeps its own position;
+        records are dropped once every reader has had them); on moto, the streams' (each
+        poller its own iterators)."""
         if self.services is not None:
-            return self.services.streams.reader(reader.name)
+            return self.services.table_streams[reader.table.id].reader(reader.name)
         return self.client("dynamodbstreams")
+
+    def stream_arn(self, reader: fanout.StreamReader) -> str:
+        """The stream ``reader`` reads (its table's)."""
+        return self.stream_arns[reader.table.id]
 
     def _create(self, audience: frozenset[RunStatus]) -> None:
         env: dict[str, str] = {
@@ -463,7 +470,7 @@ class LocalAWS:
             env[table.env] = name
             if self.services is not None:  # (the engine's tables exist from its start)
                 if table.stream:
-                    self.runs_stream_arn = self.services.runs_stream_arn
+                    self.stream_arns[table.id] = self.services.table_streams[table.id].stream_arn
                 continue
             keys = [(table.partition_key, "HASH")]
             if table.sort_key:
@@ -502,7 +509,7 @@ class LocalAWS:
                 ),
             )
             if table.stream:
-                self.runs_stream_arn = ddb.describe_table(TableName=name)["Table"][
+                self.stream_arns[table.id] = ddb.describe_table(TableName=name)["Table"][
                     "LatestStreamArn"
                 ]
             if table.ttl_attribute:
@@ -510,6 +517,7 @@ class LocalAWS:
                     TableName=name,
                     TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
                 )
+        self.runs_stream_arn = self.stream_arns[r.RUNS_TABLE.id]
 
         sqs = self.client("sqs")
         dlq_url = sqs.create_queue(QueueName=f"{PREFIX}-{r.DEAD_LETTER_QUEUE_ID.lower()}")[

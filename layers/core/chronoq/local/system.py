@@ -368,9 +368,10 @@ class LocalSystem:
             self.pollers,
             self.clock.listen,
         )
-        # the runs stream's readers, one poller each, as the stack's event source mappings
-        for reader in fanout.RUNS_STREAM_READERS:
-            self._threads.append(self._stream_poller(reader))
+        # the streams' readers (the runs stream's, the audit stream's), one poller each, as
+        # the stack's event source mappings
+        for readers in fanout.STREAM_READERS.values():
+            self._threads += [self._stream_poller(reader) for reader in readers]
         if self._aws_server is not None:
             endpoint.start(self._aws_server)
         self._threads.append(
@@ -380,14 +381,14 @@ class LocalSystem:
             thread.start()
 
     def _stream_poller(self, reader: fanout.StreamReader) -> StreamPoller:
-        """The event source mapping of one of the runs stream's readers (the archiver's
-        batching window is ``archive_window_seconds`` here)."""
+        """The event source mapping of one of a stream's readers (the archiver's batching
+        window is ``archive_window_seconds`` here, on either stream)."""
         window = reader.local_batching_window_seconds
-        if reader is fanout.ARCHIVER:
+        if reader.function is r.ARCHIVER_FUNCTION:
             window = self.archive_window_seconds
         return StreamPoller(
             self.aws.streams_of(reader),
-            self.aws.runs_stream_arn,
+            self.aws.stream_arn(reader),
             lambda e: self.invoke(reader.function, e),
             self._halt,
             self.aws.stream_filter(reader),
@@ -395,7 +396,7 @@ class LocalSystem:
             reader.max_retries,
             window=window,
             name=f"stream-poller-{reader.name}",
-            caller=stream_caller(reader.name),
+            caller=stream_caller(reader.function.name),
         )
 
     def _close_servers(self) -> None:

@@ -1,6 +1,7 @@
 """The archive's two sides: the archiver writes each batch of ended runs' versions (from the
-runs stream) as one object per owner and day; the API lists one owner's day as links that
-expire (README, "Archive"; the layout is chronoq.domain.archive's)."""
+runs stream), or of audit entries (from the audit stream), as one object per owner and day;
+the API lists one owner's day (its runs, or its audit entries) as links that expire
+(README, "Archive"; the layout is chronoq.domain.archive's)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ from datetime import date, datetime, timedelta
 
 from chronoq import resources as r
 from chronoq.domain import archive
-from chronoq.domain.archive import Archived, ArchiveObject
+from chronoq.domain.archive import Archived, ArchivedEntry, ArchiveObject
 from chronoq.domain.errors import InvalidRequest
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.ports import Archive, Clock
 
 logger = logging.getLogger(__name__)
+
+#: What an owner's day of the archive holds: its runs' objects, or its audit entries'.
+RUNS = "runs"
+AUDIT = "audit"
+KINDS = (RUNS, AUDIT)
 
 
 @dataclass(frozen=True)
@@ -37,9 +43,10 @@ class Archiver:
     #: Objects written side by side.
     threads: int = r.ARCHIVE_PUT_THREADS
 
-    def archive_batch(self, batch: Iterable[Archived]) -> Archiving:
-        """Write a batch's versions: one object per owner and day of the batch, named by its
-        first and last version (chronoq.domain.archive.objects)."""
+    def archive_batch(self, batch: Iterable[Archived | ArchivedEntry]) -> Archiving:
+        """Write a batch's versions: one object per owner and day of the batch (of runs, or
+        of audit entries), named by its first and last version
+        (chronoq.domain.archive.objects)."""
         planned = archive.objects(self.prefix, batch)
         if not planned:
             return Archiving()
@@ -93,11 +100,15 @@ class ArchiveLinks:
         day: date,
         limit: int = r.DEFAULT_ARCHIVE_PAGE_LIMIT,
         next_token: str | None = None,
+        kind: str = RUNS,
     ) -> Listing[ArchiveLink]:
-        """Up to ``limit`` of ``owner``'s objects of ``day``, in name order, from the one
-        after ``next_token`` (an object's name) on. Only the owner's own prefix is listed
-        or signed, whatever the token says."""
-        where = archive.day_prefix(self.prefix, owner, day)
+        """Up to ``limit`` of ``owner``'s objects of ``day`` (``kind``: its runs', or its
+        audit entries'), in name order, from the one after ``next_token`` (an object's name)
+        on. Only the owner's own prefix is listed or signed, whatever the token says."""
+        if kind not in KINDS:
+            raise InvalidRequest("kind", f"must be one of {', '.join(KINDS)}")
+        at = archive.audit_day_prefix if kind == AUDIT else archive.day_prefix
+        where = at(self.prefix, owner, day)
         after = None
         if next_token is not None:
             if not archive.OBJECT_NAME.fullmatch(next_token):

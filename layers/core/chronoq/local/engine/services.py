@@ -7,7 +7,7 @@ runs stream that chronoq's own functions call, as clients of the services AWS wo
 - The run state machine: the ASL file, executed by chronoq's interpreter (engine.interpreter,
   engine.stepfunctions); its tasks call the tables, chronoq's functions in process, and the
   embedded AWS for what a user's target reaches (a queue, a topic, a bus, a container).
-- The runs stream, from the tables' own change records (engine.streams).
+- The runs and audit streams, from the tables' own change records (engine.streams).
 - The executions under way (``executions.db``): what a restart must give back.
 - chronoq's own S3 buckets (``objects.db``): outputs and logs too large for a run record,
   and the archive (engine.objects).
@@ -158,11 +158,20 @@ class Engine:
             task_cost=durations.task_cost,
             state_ms=durations.MODEL.state_ms,
         )
-        runs = self.table_names[r.RUNS_TABLE.id]
-        self.runs_stream_arn = f"arn:aws:dynamodb:{region}:{account}:table/{runs}/stream/local"
-        self.streams = LocalStreams(
-            self.tables, r.RUNS_TABLE.id, self.runs_stream_arn, observer=self._observe
-        )
+        #: Each streamed table's stream (the runs table's, the audit table's), by its id.
+        self.table_streams = {
+            table.id: LocalStreams(
+                self.tables,
+                table.id,
+                f"arn:aws:dynamodb:{region}:{account}:table/"
+                f"{self.table_names[table.id]}/stream/local",
+                observer=self._observe,
+            )
+            for table in r.TABLES
+            if table.stream
+        }
+        self.streams = self.table_streams[r.RUNS_TABLE.id]
+        self.runs_stream_arn = self.streams.stream_arn
         clock.listen(self.queues.wake)
 
     def _path(self, name: str) -> Path | None:

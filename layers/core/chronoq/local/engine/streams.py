@@ -1,8 +1,9 @@
-"""The runs table's change stream, served to the stream pollers (chronoq.local.drivers) with
-the DynamoDB Streams calls they make: one shard, whose records the tables keep on disk in the
-same transaction as each write (chronoq.local.engine.tables).
+"""A table's change stream (the runs table's, the audit table's), served to the stream
+pollers (chronoq.local.drivers) with the DynamoDB Streams calls they make: one shard, whose
+records the tables keep on disk in the same transaction as each write
+(chronoq.local.engine.tables).
 
-Each reader of the stream (chronoq.aws.fanout: the notifier, the archiver) reads it through
+Each reader of a stream (chronoq.aws.fanout: the notifier, the archiver) reads it through
 a client of its own (``reader``), at a position of its own, kept on disk. Records are handed
 over in order. A reader has had a record once it asks for those after it (its poller
 delivered it then); a record every reader has had is forgotten. So a restart, even after
@@ -24,6 +25,8 @@ FIRST_READER = r.NOTIFIER_FUNCTION.name
 
 class StreamSource(Protocol):
     def read_stream(self, table_id: str, after: int, limit: int) -> list[dict[str, Any]]: ...
+
+    def stream_head(self) -> int: ...
 
     def stream_position(self, reader: str) -> int: ...
 
@@ -103,8 +106,15 @@ class LocalStreams:
         if after:
             # handed over to it: its poller asks for what follows
             self._source.handed_over(reader, after)
+        # (the log is every streamed table's: a reader of one table moves past the others'
+        # records too, up to the log's head as it was before this read, when it read all of
+        # its own there were; else a reader of a table seldom written would hold back the
+        # dropping of every other table's records it has nothing to do with)
+        head = self._source.stream_head()
         records = self._source.read_stream(self._table, after, Limit)
         last = int(records[-1]["dynamodb"]["SequenceNumber"]) if records else after
+        if len(records) < Limit:
+            last = max(last, head)
         return self._answer(
             "GetRecords",
             {"ShardIterator": ShardIterator},

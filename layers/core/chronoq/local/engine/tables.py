@@ -1320,6 +1320,12 @@ class SqliteTables:
             rows = self._db.execute(_READ_STREAM, (table_id, after, limit)).fetchall()
         return [_record(table, *row) for row in rows]
 
+    def stream_head(self) -> int:
+        """The highest sequence number in the streams' log (0: none), of any table."""
+        with self._lock:
+            (head,) = self._db.execute("SELECT coalesce(max(seq), 0) FROM stream").fetchone()
+        return int(head)
+
     def trim_stream(self, through: int) -> None:
         """Drop the stream records up to sequence number ``through`` (sequence numbers
         increase across every table's stream: they share one log)."""
