@@ -233,6 +233,7 @@ def test_given_the_functions_when_synthesized_then_each_reaches_only_the_resourc
         ],
         r.ARCHIVER_FUNCTION.name: [
             tables[r.RUNS_TABLE.id],  # its stream
+            tables[r.AUDIT_TABLE.id],  # its stream (read only)
             stack.archive.bucket,  # PutObject under the archive's prefix
             stack.archive.dead_letter,  # records failing after their retries
         ],
