@@ -10,9 +10,6 @@ from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.store._tables import Tables
 from chronoq.domain import flow, inflight, keys
 
-#: Items BatchWriteItem takes at a time.
-BATCH = 25
-
 
 class DynamoErasure(Tables):
     def erase_job_partition(self, job_id: str) -> int:
@@ -31,8 +28,7 @@ class DynamoErasure(Tables):
                 request["ExclusiveStartKey"] = start
             page = self._db.query(**request)
             keys_ = [{"job_id": i["job_id"], "run_id": i["run_id"]} for i in page["Items"]]
-            for n in range(0, len(keys_), BATCH):
-                self._delete(self._runs, keys_[n : n + BATCH])
+            self._write_batches(self._runs, [{"DeleteRequest": {"Key": k}} for k in keys_])
             erased += len(keys_)
             start = page.get("LastEvaluatedKey")
             if not start:
@@ -49,12 +45,6 @@ class DynamoErasure(Tables):
             )
             erased += 1 if gone.get("Attributes") else 0
         return erased
-
-    def _delete(self, table: str, keys_: list[dict[str, Any]]) -> None:
-        pending: Any = [{"DeleteRequest": {"Key": k}} for k in keys_]
-        while pending:  # (what DynamoDB left unprocessed, sent again)
-            answer = self._db.batch_write_item(RequestItems={table: pending})
-            pending = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 def owner_item_keys(owner: str) -> tuple[str, ...]:

@@ -205,13 +205,7 @@ class DynamoExpect(Tables):
             {"PutRequest": {"Item": _dump(codecs.deadline_item(d, shards, now))}}
             for d in unique.values()
         ]
-        for chunk in chunks(items, 25):
-            request: dict[str, Any] = {self._schedule: chunk}
-            while request:
-                answer = self._db.batch_write_item(RequestItems=request)
-                request = dict(answer.get("UnprocessedItems") or {})
-                if request:
-                    time.sleep(0.05)
+        self._write_batches(self._schedule, items)
 
     def get_silence(self, job_id: str, key: str) -> SilenceEvent | None:
         item = self._db.get_item(

@@ -4,7 +4,6 @@ checkpoint, in the schedule table."""
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
@@ -55,13 +54,7 @@ class DynamoSchedule(Tables):
                 {"PutRequest": {"Item": _dump(codecs.pack_item(group, shards, now, key))}}
                 for key, group in _packs(unique.values(), shards, pack)
             ]
-        for chunk in chunks(items, 25):
-            request: dict[str, Any] = {self._schedule: chunk}
-            while request:
-                answer = self._db.batch_write_item(RequestItems=request)
-                request = dict(answer.get("UnprocessedItems") or {})
-                if request:
-                    time.sleep(0.05)
+        self._write_batches(self._schedule, items)
 
     def occurrence_page(
         self, minute: datetime, shard: int, after: str | None, limit: int
