@@ -251,7 +251,7 @@ def local(
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.backup import BackupError
-    from chronoq.local.system import LocalSystem
+    from chronoq.local.system import LocalSystem, freeze_startup_heap
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", log_level)
@@ -279,6 +279,7 @@ def local(
         system.start()
     except BackupError as refused:
         raise click.ClickException(str(refused)) from None
+    freeze_startup_heap()
     if allow_host_commands:
         click.echo(
             "WARNING: --allow-host-commands: container targets run their commands on this"

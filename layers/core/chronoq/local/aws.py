@@ -40,6 +40,7 @@ from chronoq.local.emulation.stepfunctions import (
     waits_follow_the_clock,
 )
 from chronoq.local.engine.services import Engine
+from chronoq.local.foreground import Foreground
 from chronoq.local.lambdas import LambdaRuntime, install_into_moto
 from chronoq.local.persist import TableState
 from chronoq.local.usage import CONTAINER_EXECUTION, Meter, Usage, calling_as, uncounted
@@ -172,6 +173,9 @@ class LocalAWS:
     execution_histories: bool = True
     #: The engine, once started (``engine`` local).
     services: Engine | None = None
+    #: What the engine's background calls make way for: the API requests being answered
+    #: (see chronoq.local.foreground; None: nothing, every call goes its own pace).
+    foreground: Foreground | None = None
     #: What the workload since the last reset would cost on AWS (see chronoq.local.usage).
     usage: Usage = field(default_factory=Usage)
     #: What chronoq local's patches of moto read while this embedded AWS runs (its clock, its
@@ -260,6 +264,7 @@ class LocalAWS:
                 buckets=[output_bucket_name(), archive_bucket_name()],
                 retention={archive_bucket_name(): r.DEFAULT_ARCHIVE_EXPIRY_DAYS * 24 * 3600},
             )
+            self.services.foreground = self.foreground
             chronoq_aws.serve(self.services.clients())
         self._create(audience)
         self._give_functions_their_environment()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import ipaddress
 import json
 import logging
@@ -28,6 +29,7 @@ from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import StreamPoller, Ticker, queue_pollers
 from chronoq.local.engine import recovery
 from chronoq.local.engine.objects import LINK_PATH, LinkRefused
+from chronoq.local.foreground import Foreground
 from chronoq.local.gateway import serve
 from chronoq.local.usage import stream_caller, uncounted
 from chronoq.usecases.names import claim_existing_names
@@ -37,6 +39,15 @@ logger = logging.getLogger(__name__)
 
 #: How often expired items are deleted.
 UPKEEP_SECONDS = 5.0
+
+
+def freeze_startup_heap() -> None:
+    """What ``chronoq local`` built as it started (the modules, the AWS models, the
+    resources) lives as long as the process: kept out of the garbage collector's full
+    collections from now on, each of which would otherwise walk it all, stopping every thread
+    for up to half a second on a busy machine (README, "What chronoq local carries")."""
+    gc.collect()
+    gc.freeze()
 
 
 def machine_addresses(host: str) -> tuple[str, ...]:
@@ -106,6 +117,9 @@ class LocalSystem:
     #: What time it is for the whole system (the wall clock unless a test gives its own:
     #: see chronoq.local.clock).
     clock: LocalClock = field(default_factory=LocalClock)
+    #: API requests first: background work makes way while they are answered (see
+    #: chronoq.local.foreground).
+    foreground: Foreground = field(default_factory=Foreground)
     aws: LocalAWS = field(init=False)
     ticker: Ticker = field(init=False)
     _halt: threading.Event = field(default_factory=threading.Event)
@@ -260,6 +274,11 @@ class LocalSystem:
         assert self.aws.runtime is not None
         return self.aws.runtime.invoke(function_name(function), event)
 
+    def _answer(self, event: Any) -> Any:
+        """An API request, answered by the api function while background work makes way."""
+        with self.foreground.serving():
+            return self.invoke(r.API_FUNCTION, event)
+
     def _erase(self, params: dict[str, str]) -> dict[str, Any]:
         """``POST /_local/erase?owner=…``: the eraser function, as an operator invokes it on
         AWS (``chronoq admin erase``)."""
@@ -286,7 +305,7 @@ class LocalSystem:
             self.host,
             self.port,
             tokens.secret(self.data_dir),
-            lambda e: self.invoke(r.API_FUNCTION, e),
+            self._answer,
             controls={
                 "POST /_local/ticker/stop": lambda _: self._stop_ticker(),
                 "POST /_local/ticker/start": lambda _: self._start_ticker(),
@@ -325,6 +344,7 @@ class LocalSystem:
             execution_histories=False,  # (nothing of chronoq local reads them)
             signing_secret=None if self.in_memory else tokens.signing_secret(self.data_dir),
             clock=self.clock,
+            foreground=self.foreground,
             own_ports=own_ports,
             own_addresses=machine_addresses(self.host),
         ).start()

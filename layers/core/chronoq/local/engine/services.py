@@ -41,6 +41,7 @@ from chronoq.local.engine.stepfunctions import ExecutionSummary, LocalStepFuncti
 from chronoq.local.engine.streams import LocalStreams
 from chronoq.local.engine.tables import SqliteTables
 from chronoq.local.engine.tasks import aws_task_handlers
+from chronoq.local.foreground import Foreground
 from chronoq.local.lambdas import LambdaRuntime
 from chronoq.local.usage import STATE_MACHINE, Meter, calling_as
 
@@ -112,6 +113,8 @@ class Engine:
             directory.mkdir(parents=True, exist_ok=True)
         self.clock = clock
         self.meter: Meter | None = None
+        #: What background calls make way for (chronoq.local.foreground), if anything.
+        self.foreground: Foreground | None = None
         self.table_names = dict(table_names)
         self.tables = SqliteTables(
             self._path(TABLES_FILE),
@@ -193,6 +196,8 @@ class Engine:
     def _observe(self, operation: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         if self.meter is not None:
             self.meter.observe(operation, request, response, stored=self.tables.stored)
+        if self.foreground is not None:
+            self.foreground.make_way()
 
     def _observe_queue(
         self, operation: str, request: dict[str, Any], response: dict[str, Any]
