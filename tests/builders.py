@@ -22,6 +22,7 @@ from chronoq.fakes import (
 )
 from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
+from chronoq.usecases.after import Pipelines
 from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
@@ -152,6 +153,10 @@ class Wiring:
     @property
     def index(self) -> TimeIndex:
         return TimeIndex(self.store, self.queues, self.shards, self.clock)
+
+    @property
+    def pipelines(self) -> Pipelines:
+        return Pipelines(self.store, self.index, self.clock)
 
     @property
     def canceller(self) -> Canceller:

@@ -4,7 +4,9 @@ backfill's run, a re-run) and to runs that held flow slots: see chronoq.aws.stre
 counts the ends of the batch first (a backfill's progress, its owner's usage:
 chronoq.usecases.progress), then tells owners: the SNS topic for the deployment's topic
 statuses, the job's webhook and e-mail as its ``notify`` asks. The runs of the batch that
-held flow slots wake the runs parked on them, together (chronoq.usecases.wake). A success of a
+held flow slots wake the runs parked on them, together (chronoq.usecases.wake). A run of a job
+that ``after`` jobs follow (its ``slots`` name them) is noted in their fan-ins, and the runs
+it completes are sent (chronoq.usecases.after). A success of a
 job with ``expect`` moves its expectation on (chronoq.usecases.silence); a silence's record
 (SILENT, RECOVERED) is told as a run's end is.
 
@@ -28,6 +30,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chronoq import compose
 from chronoq.aws.codecs import run_from_item, silence_event_from_item
 from chronoq.aws.streams import uncounted_end
+from chronoq.domain.after import followers_in
 from chronoq.domain.notifications import has_just_finished
 from chronoq.domain.runs import RunStatus
 from chronoq.domain.silence import expects, is_event_key
@@ -43,6 +46,7 @@ notifier = compose.notifier(settings)
 waker = compose.waker(settings)
 progress = compose.progress(settings)
 silence = compose.silence(settings)
+pipelines = compose.pipelines(settings)
 
 
 def _status(image: dict[str, Any] | None) -> str | None:
@@ -74,9 +78,14 @@ def notify(record: DynamoDBRecord) -> None:
     outcomes = notifier.run_finished(run)
     if outcomes:
         logger.info("notified", extra={"run_id": run.id, "status": run.status, **outcomes})
-    if run.status is RunStatus.SUCCEEDED and expects(new.get("slots", {}).get("S", "")):
+    slots = new.get("slots", {}).get("S", "")
+    if run.status is RunStatus.SUCCEEDED and expects(slots):
         moved = silence.succeeded(run.job_id, run.id, run.finished_at or utc_now())
         logger.debug("success expected", extra={"run_id": run.id, "expectation": moved})
+    # --- completion triggers: the jobs following it (its slots name them: no read else)
+    if followers := followers_in(slots):
+        created = pipelines.upstream_ended(run, followers)
+        logger.debug("followed", extra={"run_id": run.id, "created": created})
 
 
 @logger.inject_lambda_context

@@ -28,6 +28,7 @@ from chronoq.settings import (
     RunnerSettings,
     WorkerSettings,
 )
+from chronoq.usecases.after import Pipelines
 from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.attempts import ContainerSettings, Runner
 from chronoq.usecases.audit import AuditOperations
@@ -258,6 +259,16 @@ def silence(settings: NotifierSettings) -> Silence:
         clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
     )
     return Silence(store, settings.shards, TIME.clock)
+
+
+def pipelines(settings: NotifierSettings) -> Pipelines:
+    """What notes upstream runs' ends in their followers' fan-ins and sends the runs they
+    complete (the notifier, per run of a job that ``after`` jobs follow)."""
+    store = DynamoStore(
+        clients.dynamodb(), settings.jobs_table, settings.runs_table, settings.schedule_table
+    )
+    queues = SqsQueues(clients.sqs(), settings.queue_urls)
+    return Pipelines(store, TimeIndex(store, queues, settings.shards, TIME.clock), TIME.clock)
 
 
 def notifier(settings: NotifierSettings) -> Notifier:

@@ -800,3 +800,17 @@ HEARTBEAT_JOB_ID = "job_chronoq_heartbeat"
 #: this long (its alarms, chronoq status and the console say so).
 HEARTBEAT_MAX_LAG_SECONDS = 10
 HEARTBEAT_MAX_SILENCE_SECONDS = 300
+
+# --- completion triggers (schedule type ``after``: see chronoq.domain.after) ----------------
+#: Most upstream jobs one ``after`` schedule names.
+MAX_UPSTREAMS = 10
+#: Most ``after`` jobs one owner may have (their edges are kept in one item per owner, the
+#: owner's pipeline graph, that every change of an ``after`` job rewrites: see
+#: chronoq.domain.after).
+MAX_AFTER_JOBS_PER_OWNER = 1000
+#: How long an instant waits for the rest of its upstreams by default, and at most (seconds).
+DEFAULT_AFTER_WITHIN_SECONDS = 24 * 3600
+MAX_AFTER_WITHIN_SECONDS = 7 * 24 * 3600
+#: How long a fan-in item (which upstreams of an instant have arrived) is kept after its
+#: first arrival, beyond its ``within_seconds`` (TTL of its item in the jobs table).
+FANIN_RETENTION_SECONDS = 7 * 24 * 3600

@@ -90,6 +90,8 @@ def job_item(job: Job) -> dict[str, Any]:
         # limited runs (written only for jobs with max_runs)
         "runs_before": job.runs_before or None,
         "final_run_at": instant(job.final_run_at),
+        # completion triggers: the after jobs following it (see domain.after)
+        "followed_by": set(job.followed_by) or None,
     }
 
 
@@ -284,6 +286,8 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: a backfill's or re-run's run: false until its end is counted (on its backfill, and in
     #: its owner's usage: usecases.progress), then true; absent for other runs.
     "counted": "BOOL",
+    #: a run of an ``after`` job: the upstream runs that made it (absent for other runs).
+    "triggered_by": "L",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -348,6 +352,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "held_at": instant(run.held_at),
         "start_deadline_seconds": run.start_deadline_seconds,
         COUNTED: False if counts_end(run) else None,
+        "triggered_by": list(run.triggered_by) if run.triggered_by else None,
     }
 
 

@@ -13,7 +13,10 @@ A record also passes when a run that held flow slots ends (its ``slots``, noted 
 name flow items): the notifier wakes the runs parked on them (see chronoq.usecases.wake). Every
 run that starts is counted among its owner's runs in flight, which its ``slots`` names too: so
 every started run's end passes; and a run of a job with ``expect`` names its job's expectation
-there besides (a success of it moves the expectation on: chronoq.usecases.silence).
+there besides (a success of it moves the expectation on: chronoq.usecases.silence); and a run
+of a job that ``after`` jobs follow names them there (``after#...``: the notifier notes its end
+in their fan-ins, chronoq.usecases.after). (The filter matches the text's start: whichever of these
+tokens comes first.)
 
 A silence's record passes as it is written (INSERT, status SILENT or RECOVERED): the notifier
 tells the job's owner (see chronoq.domain.silence). Its later changes (the notes of its
@@ -26,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from chronoq.aws.codecs import COUNTED, run_from_item
+from chronoq.domain.after import SLOT as AFTER
 from chronoq.domain.keys import EXPECT, FLOW
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
 from chronoq.domain.silence import SilenceStatus
@@ -71,7 +75,7 @@ SLOTS_GIVEN_BACK: dict[str, Any] = {
     "dynamodb": {
         "NewImage": {
             "status": {"S": FINAL},
-            "slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}]},
+            "slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}, {"prefix": AFTER}]},
         },
         "OldImage": {"status": {"S": [{"anything-but": FINAL}]}},
     },

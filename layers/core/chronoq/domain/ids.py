@@ -125,3 +125,21 @@ def opened_at(minute: datetime) -> datetime:
 def first_unopened(instant: datetime) -> datetime:
     """The first minute no dispatcher tick up to ``instant`` has opened."""
     return minute_of(instant + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)) + timedelta(minutes=1)
+
+
+# --- completion triggers (see domain.after) ---------------------------------------------------
+
+
+def after_run_id(job_id: str, instant: datetime) -> str:
+    """The id of ``after`` job ``job_id``'s run for the instant ``instant`` (its upstreams'
+    ``scheduled_at``): the same whoever creates it, however often an upstream's end is heard,
+    and never equal to a scheduled, manual or backfill run's id."""
+    return f"{run_id(job_id, instant)}-a"
+
+
+def cascaded_run_id(job_id: str, instant: datetime, cascading_run_id: str) -> str:
+    """The id of ``after`` job ``job_id``'s run for ``instant`` caused by a re-run or a
+    backfill's run that asked to cascade (``cascading_run_id``): derived from that run, so
+    never the original downstream run's, and the same however often its end is heard."""
+    digest = hashlib.blake2b(cascading_run_id.encode(), digest_size=5).hexdigest()
+    return f"{run_id(job_id, instant)}-a{digest}"

@@ -291,6 +291,13 @@ class Job(JobSpec):
     #: job's (see chronoq.domain.silence): shown, never stored with the job.
     last_success_at: Instant | None = None
     silent_since: Instant | None = None
+    #: Completion triggers: the ``after`` jobs that follow this one (their ids; kept on the
+    #: job's item beside its spec, written by changes of those jobs: see domain.after).
+    followed_by: frozenset[str] = frozenset()
+    #: Shown, never stored: an ``after`` job's upstream jobs and the jobs following it, each
+    #: ``{id, name, state}`` (a deleted upstream: name and state None).
+    upstreams: list[dict[str, str | None]] | None = None
+    downstreams: list[dict[str, str | None]] | None = None
 
     def spec(self) -> JobSpec:
         fields = self.model_dump(include=set(JobSpec.model_fields))

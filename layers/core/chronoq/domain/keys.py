@@ -12,7 +12,10 @@ The jobs table (partition key ``job_id``):
 - ``secrets#<owner>``: an owner's secrets, names and versions (see domain.secrets);
 - ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret;
 - ``expect#<job id>``: a job's expectation of success, for a job with ``expect`` (see
-  domain.silence).
+  domain.silence);
+- ``graph#<owner>``: an owner's pipeline graph, the edges of its ``after`` jobs, and
+  ``fanin#<job id>#<instant>``: which upstreams of an ``after`` job have arrived for an
+  instant (see domain.after).
 
 The runs table (``job_id``, ``run_id``), one partition per job:
 
@@ -41,6 +44,8 @@ USAGE = "usage#"
 SECRETS = "secrets#"
 SECRET_USES = "uses#"  # noqa: S105 - a key prefix
 EXPECT = "expect#"
+GRAPH = "graph#"
+FANIN = "fanin#"
 
 BACKFILL = "backfill#"
 
@@ -48,7 +53,19 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES, EXPECT)
+JOBS_TABLE = (
+    JOB,
+    COUNT,
+    NAME,
+    IDEMPOTENCY_KEY,
+    FLOW,
+    USAGE,
+    SECRETS,
+    SECRET_USES,
+    EXPECT,
+    GRAPH,
+    FANIN,
+)
 RUNS_TABLE = (BACKFILL, EXPECT)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
 
@@ -88,3 +105,13 @@ def secret_uses_key(owner: str, name: str) -> str:
 def expect_key(job_id: str) -> str:
     """The key of the item holding ``job_id``'s expectation of success (see domain.silence)."""
     return f"{EXPECT}{job_id}"
+
+
+def graph_key(owner: str) -> str:
+    """The key of the item holding ``owner``'s pipeline graph (see domain.after)."""
+    return f"{GRAPH}{owner}"
+
+
+def fanin_key(job_id: str, stamp: str) -> str:
+    """The key of the fan-in item of ``after`` job ``job_id`` for the instant ``stamp``."""
+    return f"{FANIN}{job_id}#{stamp}"

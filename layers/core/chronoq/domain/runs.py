@@ -46,11 +46,12 @@ class Trigger(StrEnum):
     MANUAL = "manual"  # POST /jobs/{id}/trigger
     BACKFILL = "backfill"  # a past fire time, run by POST /jobs/{id}/backfill
     RERUN = "rerun"  # a run that ended, run again: POST /runs/{id}/rerun, /jobs/{id}/rerun
+    AFTER = "after"  # its upstream jobs' runs of one instant ended (schedule type ``after``)
 
 
 #: Runs asked for now for an earlier fire time: they start when they are asked for (their
 #: ``queued_at``), and no start deadline applies to them.
-REQUESTED = frozenset({Trigger.BACKFILL, Trigger.RERUN})
+REQUESTED = frozenset({Trigger.BACKFILL, Trigger.RERUN, Trigger.AFTER})
 
 
 def planned_start(
@@ -110,6 +111,8 @@ class Run(BaseModel):
     rerun_of: str | None = None
     #: A backfill's run: the backfill.
     backfill_id: str | None = None
+    #: A run of an ``after`` job: the upstream runs that made it (see domain.after).
+    triggered_by: list[str] | None = None
     #: A requested run's own start deadline (seconds after it was asked for: see
     #: Job.is_late); None: the default one.
     start_deadline_seconds: int | None = None

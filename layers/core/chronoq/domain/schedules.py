@@ -175,10 +175,41 @@ class RateSchedule(_Recurring):
         return ZoneInfo("UTC")
 
 
+# --- completion triggers (README: "Pipelines") -------------------------------------------
+
+
+class AfterSchedule(Model):
+    """After other jobs: the job runs once for each instant (an upstream run's
+    ``scheduled_at``) at which every job of ``jobs`` (the caller's own, by name or id; kept
+    as ids) has a run that ended as ``on`` asks: ``SUCCEEDED``, ``FAILED`` (failed or timed
+    out) or ``ENDED`` (any end of a run that was started). An instant waits at most
+    ``within_seconds`` from its first upstream's end for the others; then the job's run of
+    that instant is recorded SKIPPED, naming the upstreams missing. It has no fire times of
+    its own (see chronoq.domain.after)."""
+
+    type: Literal["after"]
+    jobs: list[Annotated[str, Field(min_length=1, max_length=r.MAX_NAME_LENGTH)]] = Field(
+        min_length=1, max_length=r.MAX_UPSTREAMS
+    )
+    on: Literal["SUCCEEDED", "FAILED", "ENDED"] = "SUCCEEDED"
+    within_seconds: int = Field(
+        default=r.DEFAULT_AFTER_WITHIN_SECONDS, ge=60, le=r.MAX_AFTER_WITHIN_SECONDS, strict=True
+    )
+
+    @field_validator("jobs")
+    @classmethod
+    def _each_once(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("names a job more than once")
+        return value
+
+
 #: Any schedule, told apart by ``type``.
-Schedule = Annotated[AtSchedule | CronSchedule | RateSchedule, Field(discriminator="type")]
+Schedule = Annotated[
+    AtSchedule | CronSchedule | RateSchedule | AfterSchedule, Field(discriminator="type")
+]
 #: The same, as a plain union (for isinstance checks and signatures).
-AnySchedule = AtSchedule | CronSchedule | RateSchedule
+AnySchedule = AtSchedule | CronSchedule | RateSchedule | AfterSchedule
 
 
 def anchored(schedule: AnySchedule, now: datetime) -> AnySchedule:
@@ -199,6 +230,8 @@ def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
     after = after.astimezone(UTC)
     if isinstance(schedule, AtSchedule):
         return schedule.at if schedule.at > after else None
+    if isinstance(schedule, AfterSchedule):
+        return None  # (its runs follow its upstreams' ends: the dispatcher never plans one)
     if schedule.start_at is not None and after < schedule.start_at:
         after = schedule.start_at - _SECOND  # instants are whole seconds: start_at is in reach
     found = (
@@ -330,6 +363,8 @@ def _change(zone_key: str, low: int, high: int) -> datetime:
 def preview(schedule: AnySchedule, now: datetime, count: int) -> list[dict[str, str]]:
     """The next ``count`` fire instants after ``now``, in UTC and in the schedule's zone (a
     rate without ``start_at`` is taken as created now)."""
+    if isinstance(schedule, AfterSchedule):
+        return []  # (no fire times: see describe)
     schedule = anchored(schedule, now)
     zone = schedule.zone if isinstance(schedule, CronSchedule) else ZoneInfo("UTC")
     first = first_fire(schedule, now)
@@ -339,3 +374,10 @@ def preview(schedule: AnySchedule, now: datetime, count: int) -> list[dict[str, 
         {"utc": format_instant(t), "local": t.astimezone(zone).isoformat()}
         for t in [first, *fire_times(schedule, first, count - 1)]
     ]
+
+
+def describe_after(names: list[str]) -> str:
+    """What an ``after`` schedule's preview says: "after extract and clean"."""
+    if len(names) == 1:
+        return f"after {names[0]}"
+    return f"after {', '.join(names[:-1])} and {names[-1]}"

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from chronoq import resources as r
-from chronoq.domain import inflight, silence
+from chronoq.domain import after, inflight, silence
 from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
 from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Trigger
@@ -104,6 +104,8 @@ class ExecutionInput(_Contract):
             *(flows or ()),
             *([inflight.slot(*in_flight)] if in_flight else []),
             *([silence.slot(job.id)] if job.expect is not None else []),
+            # completion triggers: the jobs following it hear of its end
+            *([after.slot(job.followed_by)] if job.followed_by else []),
         ]
         return cls(
             job_id=job.id,

@@ -18,10 +18,11 @@ from chronoq.domain.labels import Selector, matches
 from chronoq.domain.limits import Limits, check_trigger
 from chronoq.domain.network import OPEN, NetworkPolicy
 from chronoq.domain.runs import Occurrence, Run, Trigger
-from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
+from chronoq.domain.schedules import AfterSchedule, AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases import secrets
+from chronoq.usecases.after import Pipelines, upstreams_of
 from chronoq.usecases.audit import record, spec_change, state_change
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
@@ -54,6 +55,11 @@ class JobOperations:
     limits: Limits = field(default_factory=Limits)
 
     @property
+    def pipelines(self) -> Pipelines:
+        """Completion triggers (a job with an ``after`` schedule; see usecases.after)."""
+        return Pipelines(self.store, self.index, self.clock)
+
+    @property
     def silence(self) -> Silence:
         """Jobs' expectations of success (a job with ``expect``; see usecases.silence)."""
         return Silence(self.store, self.index.shards, self.clock)
@@ -62,7 +68,11 @@ class JobOperations:
         self._check(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
-        first = _first_fire(spec, now)
+        # --- completion triggers: an after job's upstreams, as ids; it has no fire time
+        if isinstance(spec.schedule, AfterSchedule):
+            resolved = self.pipelines.resolved(owner, spec.schedule, None)
+            spec = spec.model_copy(update={"schedule": resolved})
+        first = None if isinstance(spec.schedule, AfterSchedule) else _first_fire(spec, now)
         if not self.store.count_job(owner, +1, self.max_jobs_per_owner):
             raise QuotaExceeded(
                 f"owner {owner} has {self.max_jobs_per_owner} jobs, the most this deployment"
@@ -95,9 +105,13 @@ class JobOperations:
             self.store.count_job(owner, -1)
             raise
         try:
-            self.index.schedule([(job, first)], now)
+            if first is not None:
+                self.index.schedule([(job, first)], now)
             if job.expect is not None:  # its wait for a success begins
                 self.silence.started(job, now)
+            if upstreams_of(job):  # (a new job closes no cycle: nothing can name it yet)
+                self.pipelines.link(owner, job.id, upstreams_of(job))
+                self.pipelines.settle(job.id, (), upstreams_of(job))
         except Exception:  # (queues unavailable): nothing half-made is left behind
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
@@ -107,7 +121,8 @@ class JobOperations:
     def get_job(self, owner: str, job_id: str) -> Job:
         """The job as of now (its next_run_at brought up to date; a job with ``expect``, its
         last success and silence)."""
-        return self.silence.shown(self._stored(owner, job_id).as_of(self.clock()))
+        job = self.silence.shown(self._stored(owner, job_id).as_of(self.clock()))
+        return self.pipelines.shown(job)
 
     def _stored(self, owner: str, job_id: str) -> Job:
         """The job as stored: what a change starts from."""
@@ -188,6 +203,21 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
+        # --- completion triggers: the new upstreams, as ids, linked in the owner's graph
+        # (refused if that closes a cycle) before the job is written; linked back if it is not
+        following: frozenset[str] = frozenset()
+        if isinstance(spec.schedule, AfterSchedule):
+            resolved = self.pipelines.resolved(owner, spec.schedule, job.id)
+            spec = spec.model_copy(update={"schedule": resolved})
+            changes = (
+                {**changes, "schedule": resolved.model_dump()} if "schedule" in changes else changes
+            )
+            following = frozenset(resolved.jobs)
+        followed = (
+            self.pipelines.link(owner, job.id, following)
+            if following or upstreams_of(job)
+            else frozenset()
+        )
         renamed = spec.name != job.name
         if renamed:
             self._claim_name(job, spec.name, now)
@@ -196,11 +226,15 @@ class JobOperations:
             secrets.use(self.store, owner, job.id, spec, after - before)
             changed = self._change(job, spec, changes, now)
         except Exception:
+            if following != followed:
+                self.pipelines.link(owner, job.id, followed)
             self.store.unuse_secrets(owner, job.id, after - before)
             if renamed:
                 self.store.release_name(owner, spec.name, job.id)
             raise
         self.store.unuse_secrets(owner, job.id, before - after)
+        if following != followed or following != upstreams_of(job):
+            self.pipelines.settle(job.id, followed | upstreams_of(job), following)
         if renamed:
             self.store.release_name(owner, job.name, job.id)
         record(self.audit, now, owner, job.id, Action.CHANGE, by, spec_change(job, changed))
@@ -223,7 +257,11 @@ class JobOperations:
             return self._save(job, updated)
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         state = JobState.PAUSED if job.state is JobState.PAUSED else JobState.ACTIVE
-        first = _first_fire(spec, now) if state is JobState.ACTIVE else None
+        first = (
+            _first_fire(spec, now)
+            if state is JobState.ACTIVE and not isinstance(spec.schedule, AfterSchedule)
+            else None
+        )
         # limited runs: those counted so far stay counted (from when max_runs was first set)
         counted = job.runs_reached(now) if spec.max_runs is not None else 0
         if spec.max_runs is not None and counted >= spec.max_runs:
@@ -260,7 +298,11 @@ class JobOperations:
             return job
         now = self.clock()
         following = next_fire(job.schedule, now)
-        state = JobState.ACTIVE if following else JobState.COMPLETED
+        state = (
+            JobState.ACTIVE
+            if following or isinstance(job.schedule, AfterSchedule)  # (it follows its upstreams)
+            else JobState.COMPLETED
+        )
         resumed = _next_generation(job, now, state=state, next_run_at=following)
         stored = self._replace_occurrences(job, resumed, now)
         record(self.audit, now, owner, job.id, Action.RESUME, by, state_change(job, stored, now))
@@ -273,6 +315,7 @@ class JobOperations:
         now = self.clock()
         if not remove_job(self.store, job, now):
             raise NotFound(f"job {job_id} not found")
+        self.pipelines.unlink(job)  # (an after job leaves its owner's graph)
         record(self.audit, now, owner, job.id, Action.DELETE, by, state_change(job, None, now))
         # (its planned occurrence has no run record: the worker drops it, the job being gone)
 

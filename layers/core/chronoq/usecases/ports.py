@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, Literal, Protocol, TypeVar
 
+from chronoq.domain.after import FanIn, Graph
 from chronoq.domain.audit import AuditEntry
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
@@ -448,6 +449,42 @@ class ScheduleStore(Protocol):
         ...
 
 
+class AfterStore(Protocol):
+    """Completion triggers (see chronoq.domain.after): each owner's pipeline graph (an item of
+    the jobs table), the followers kept on upstream jobs, and the fan-in items of the
+    instants of ``after`` jobs."""
+
+    def get_graph(self, owner: str) -> Graph:
+        """The owner's pipeline graph (version 0, no edges: none yet). A strongly consistent
+        read."""
+        ...
+
+    def save_graph(self, graph: Graph) -> bool:
+        """Write the graph at its version plus one, on condition that the stored one is still
+        at ``graph.version`` (0: none stored): False, and nothing written, otherwise."""
+        ...
+
+    def follow(self, job_id: str, add: Iterable[str] = (), remove: Iterable[str] = ()) -> None:
+        """Add and remove followers of job ``job_id`` (``Job.followed_by``), leaving the rest
+        of its item alone (nothing, if the job is gone)."""
+        ...
+
+    def arrive(
+        self, job_id: str, instant: datetime, upstream_id: str, run_id: str, now: datetime
+    ) -> FanIn:
+        """Note upstream ``upstream_id``'s run ``run_id`` in the fan-in of (``job_id``,
+        ``instant``), made if missing (``first_at``: ``now``); answered with the fan-in as it
+        is then. Noted twice, it is noted once."""
+        ...
+
+    def get_fanin(self, job_id: str, instant: datetime) -> FanIn | None: ...
+
+    def job_named(self, owner: str, name: str) -> str | None:
+        """The id of the job holding ``name`` among ``owner``'s jobs (its name's item), if
+        any (the job itself is read to be sure)."""
+        ...
+
+
 class ExpectStore(Protocol):
     """Jobs' expectations of success (an item of the jobs table per job with ``expect``), their
     deadlines (entries of the time index) and their silences' records (the runs table): see
@@ -631,7 +668,15 @@ class AuditTrail(Protocol):
 
 
 class JobRunStore(
-    JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, ExpectStore, Protocol
+    JobStore,
+    RunStore,
+    FlowStore,
+    BackfillStore,
+    UsageStore,
+    SecretStore,
+    ExpectStore,
+    AfterStore,
+    Protocol,
 ):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use; the
     notifier's moves jobs' success deadlines in the time index too)."""
@@ -648,6 +693,7 @@ class Store(
     SecretStore,
     ErasureStore,
     ExpectStore,
+    AfterStore,
     Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""

@@ -7,6 +7,7 @@ domain.keys. chronoq local's engine serves the same calls from SQLite
 
 from __future__ import annotations
 
+from chronoq.aws.store.after import DynamoAfter
 from chronoq.aws.store.backfills import DynamoBackfills
 from chronoq.aws.store.erasure import DynamoErasure
 from chronoq.aws.store.expect import DynamoExpect
@@ -19,6 +20,7 @@ from chronoq.aws.store.secrets import DynamoSecrets
 from chronoq.aws.store.usage import DynamoUsage
 
 __all__ = [
+    "DynamoAfter",
     "DynamoBackfills",
     "DynamoErasure",
     "DynamoExpect",
@@ -34,6 +36,7 @@ __all__ = [
 
 
 class DynamoStore(
+    DynamoAfter,
     DynamoJobs,
     DynamoRuns,
     DynamoSchedule,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from chronoq.fakes.store.after import FakeAfter
 from chronoq.fakes.store.backfills import FakeBackfills
 from chronoq.fakes.store.erasure import FakeErasure
 from chronoq.fakes.store.expect import FakeExpect
@@ -17,6 +18,7 @@ from chronoq.fakes.store.secrets import FakeSecrets
 from chronoq.fakes.store.usage import FakeUsage
 
 __all__ = [
+    "FakeAfter",
     "FakeBackfills",
     "FakeErasure",
     "FakeExpect",
@@ -33,6 +35,7 @@ __all__ = [
 
 @dataclass
 class FakeStore(
+    FakeAfter,
     FakeJobs,
     FakeRuns,
     FakeSchedule,

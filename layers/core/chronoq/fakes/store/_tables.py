@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from chronoq import resources as r
+from chronoq.domain.after import FanIn, Graph
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
@@ -106,6 +107,9 @@ class FakeTables:
     secret_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: job id -> its expectation of success (a job with ``expect``)
     expectations: dict[str, Expectation] = field(default_factory=dict)
+    #: owner -> its pipeline graph; (job id, instant) -> an after job's fan-in
+    graphs: dict[str, Graph] = field(default_factory=dict)
+    fanins: dict[tuple[str, datetime], FanIn] = field(default_factory=dict)
     #: bucket -> due -> a job's success deadline (the time index's other kind of item)
     deadlines: dict[str, dict[str, Deadline]] = field(default_factory=dict)
     #: (job id, key) -> a silence's record (SILENT, RECOVERED); and, as the runs stream and

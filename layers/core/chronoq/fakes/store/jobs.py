@@ -52,7 +52,9 @@ class FakeJobs(FakeTables):
             stored = self.jobs.get(job.id)
             if stored is None or stored.version != expected_version:
                 return False
-            self.jobs[job.id] = job.model_copy(update={"active_runs": stored.active_runs})
+            self.jobs[job.id] = job.model_copy(
+                update={"active_runs": stored.active_runs, "followed_by": stored.followed_by}
+            )
             return True
 
     def delete_job(self, job_id: str) -> bool:

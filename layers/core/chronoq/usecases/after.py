@@ -1,0 +1,213 @@
+"""Completion triggers (chronoq.domain.after): what the API and the notifier do for jobs whose
+schedule is ``after`` other jobs.
+
+- The API resolves an ``after`` schedule's upstreams (names or ids, the caller's own: else
+  422 naming ``schedule.jobs``), checks the owner's pipeline graph for a cycle and writes it
+  back on condition of the version read (``link``: two racing changes cannot both pass), and
+  keeps each upstream's followers (``Job.followed_by``), which its runs note as they start.
+- The notifier, hearing of the end of a run whose ``slots`` name followers, notes it in each
+  follower's fan-in for the run's instant and, when the fan-in is complete, creates the
+  follower's run (a deterministic id, a conditional write: once) and sends it as a manual run
+  is sent (``upstream_ended``).
+
+A job that nothing follows costs none of this: its runs' ``slots`` name no follower, and the
+notifier does nothing more for them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from chronoq import resources as r
+from chronoq.domain import after, ids, keys
+from chronoq.domain.errors import Conflict, InvalidRequest
+from chronoq.domain.jobs import Job, JobState
+from chronoq.domain.runs import Occurrence, Run, RunStatus, Trigger
+from chronoq.domain.schedules import AfterSchedule
+from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.timeindex import TimeIndex, new_run
+
+logger = logging.getLogger(__name__)
+
+#: Tries of a graph's write that loses to another change of the owner's graph.
+ATTEMPTS = 5
+
+
+def upstreams_of(job: Job) -> frozenset[str]:
+    """The job ids an ``after`` job follows (none for another job)."""
+    if isinstance(job.schedule, AfterSchedule):
+        return frozenset(job.schedule.jobs)
+    return frozenset()
+
+
+@dataclass
+class Pipelines:
+    store: Store
+    index: TimeIndex
+    clock: Clock
+
+    # --- the API's side -------------------------------------------------------------------
+
+    def resolved(self, owner: str, schedule: AfterSchedule, job_id: str | None) -> AfterSchedule:
+        """The schedule with its upstreams as job ids; 422 naming ``schedule.jobs`` for a name
+        or id that is none of the owner's jobs, or the job itself."""
+        found: list[str] = []
+        for given in schedule.jobs:
+            upstream = self._find(owner, given)
+            if upstream is None:
+                raise InvalidRequest(after.FIELD, f"{given!r} is not one of your jobs")
+            if upstream == job_id:
+                raise InvalidRequest(after.FIELD, f"{given!r} is this job: it cannot follow itself")
+            if upstream in found:
+                raise InvalidRequest(after.FIELD, f"{given!r} names a job named before")
+            found.append(upstream)
+        return schedule.model_copy(update={"jobs": found})
+
+    def _find(self, owner: str, given: str) -> str | None:
+        if given.startswith(keys.JOB):
+            job = self.store.get_job(given)
+            if job is not None and job.owner == owner:
+                return job.id
+        held = self.store.job_named(owner, given)
+        if held is None:
+            return None
+        job = self.store.get_job(held)
+        return job.id if job is not None and job.owner == owner and job.name == given else None
+
+    def link(self, owner: str, job_id: str, upstreams: Iterable[str]) -> frozenset[str]:
+        """Make ``upstreams`` the jobs ``job_id`` follows in the owner's graph (none: it
+        follows none): refused (422 naming ``schedule.jobs``) if that closes a cycle. The
+        graph is written on condition of the version read, so of two racing changes the
+        second is checked against the first's graph. Answers the upstreams it followed
+        before (to ``settle``)."""
+        wanted = frozenset(upstreams)
+        for _ in range(ATTEMPTS):
+            graph = self.store.get_graph(owner)
+            before = graph.edges.get(job_id, frozenset())
+            if before == wanted:
+                return before
+            changed = graph.with_job(job_id, wanted)
+            if wanted:
+                cycle = after.cycle_from(changed.edges, job_id)
+                if cycle is not None:
+                    names = " -> ".join(self._name(j) for j in [*cycle, cycle[0]])
+                    raise InvalidRequest(after.FIELD, f"would make a cycle: {names}")
+                if job_id not in graph.edges and len(graph.edges) >= r.MAX_AFTER_JOBS_PER_OWNER:
+                    raise InvalidRequest(
+                        after.FIELD,
+                        f"you have {len(graph.edges)} after jobs, the most allowed"
+                        f" ({r.MAX_AFTER_JOBS_PER_OWNER})",
+                    )
+            if self.store.save_graph(changed):
+                return before
+        raise Conflict("your pipeline graph kept changing: try again")
+
+    def settle(self, job_id: str, before: Iterable[str], now_following: Iterable[str]) -> None:
+        """Keep the followers on the upstream jobs: added to those it follows now, taken off
+        those it no longer follows."""
+        old, new = frozenset(before), frozenset(now_following)
+        for upstream in new - old:
+            self.store.follow(upstream, add=[job_id])
+        for upstream in old - new:
+            self.store.follow(upstream, remove=[job_id])
+
+    def unlink(self, job: Job) -> None:
+        """A job deleted: it leaves its owner's graph (as a follower) and its upstreams'
+        followers. (The jobs that follow it keep naming it: shown as a deleted upstream.)"""
+        ups = upstreams_of(job)
+        if not ups:
+            return
+        before = self.link(job.owner, job.id, ())
+        self.settle(job.id, before | ups, ())
+
+    def _name(self, job_id: str) -> str:
+        job = self.store.get_job(job_id)
+        return job.name if job is not None else job_id
+
+    def shown(self, job: Job) -> Job:
+        """The job with its upstreams (an ``after`` job) and downstreams (jobs following it),
+        each ``{id, name, state}``: a deleted one with name and state None."""
+        ups = list(job.schedule.jobs) if isinstance(job.schedule, AfterSchedule) else []
+        downs = sorted(job.followed_by)
+        if not ups and not downs:
+            return job
+        found = self.store.get_jobs([*ups, *downs])
+        now = self.clock()
+
+        def entry(job_id: str) -> dict[str, str | None]:
+            other = found.get(job_id)
+            if other is None or other.owner != job.owner:
+                return {"id": job_id, "name": None, "state": None}
+            return {"id": job_id, "name": other.name, "state": other.as_of(now).state.value}
+
+        update: dict[str, Any] = {}
+        if ups:
+            update["upstreams"] = [entry(j) for j in ups]
+        if downs:
+            update["downstreams"] = [entry(j) for j in downs]
+        return job.model_copy(update=update)
+
+    # --- the notifier's side --------------------------------------------------------------
+
+    def upstream_ended(self, run: Run, followers: Iterable[str]) -> list[str]:
+        """The end of upstream run ``run`` (its ``slots`` named ``followers``): noted in each
+        follower's fan-in for its instant, where it counts; the ids of the downstream runs
+        created (a run created before, by an end heard before, is not created again).
+        Re-runs' and backfills' runs are not followed (unless they cascade)."""
+        if run.trigger in (Trigger.RERUN, Trigger.BACKFILL):
+            return []
+        now = self.clock()
+        jobs = self.store.get_jobs(followers, consistent=True)
+        created: list[str] = []
+        for follower in sorted(jobs.values(), key=lambda j: j.id):
+            made = self._arrive(follower, run, now)
+            if made is not None:
+                created.append(made)
+        return created
+
+    def _arrive(self, job: Job, run: Run, now: datetime) -> str | None:
+        schedule = job.schedule
+        if (
+            not isinstance(schedule, AfterSchedule)
+            or job.owner != run.owner
+            or run.job_id not in schedule.jobs
+            or job.state is not JobState.ACTIVE
+            or not after.counts(schedule.on, run.status)
+        ):
+            return None  # (no longer following it, paused, or not an end it asks for)
+        if len(schedule.jobs) == 1:  # (no fan-in to keep)
+            return self._create(job, run.scheduled_at, [run.id], now)
+        fanin = self.store.arrive(job.id, run.scheduled_at, run.job_id, run.id, now)
+        if not fanin.complete(schedule.jobs):
+            if fanin.arrived == {run.job_id}:  # the first: the instant's wait begins
+                self._wait(job, run.scheduled_at, now)
+            return None
+        return self._create(job, run.scheduled_at, sorted(fanin.runs), now)
+
+    def _create(
+        self, job: Job, instant: datetime, triggered_by: list[str], now: datetime
+    ) -> str | None:
+        """The downstream run of ``instant``, created once (its id derived from the job and
+        the instant) and sent as a manual run is (the worker, fair share and the owner's
+        limits as for any run). Created before but not started yet (an end heard again after
+        a crash before the send), it is sent again: the worker starts it once."""
+        run = new_run(job, ids.after_run_id(job.id, instant), instant, Trigger.AFTER)
+        run = run.model_copy(update={"queued_at": now, "triggered_by": triggered_by})
+        if not self.store.create_run(run, now):
+            kept = self.store.get_run(job.id, run.id)
+            if kept is None or kept.status is not RunStatus.SCHEDULED:
+                return None
+            self.index.enqueue([Occurrence.of(kept)], now)
+            return None
+        self.index.enqueue([Occurrence.of(run)], now)
+        return run.id
+
+    def _wait(self, job: Job, instant: datetime, now: datetime) -> None:
+        """The instant waits ``within_seconds`` for the rest of its upstreams."""
+        assert isinstance(job.schedule, AfterSchedule)
+        at = now + timedelta(seconds=job.schedule.within_seconds)
+        logger.debug("fan-in of %s at %s waits until %s", job.id, instant, at)
