@@ -30,7 +30,7 @@ from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
-from chronoq.domain.schedules import Schedule, preview
+from chronoq.domain.schedules import AfterSchedule, Schedule, describe_after, preview
 from chronoq.domain.time import IsoInstant, format_instant, utc_now
 from chronoq.http_api import (
     CONFLICT,
@@ -68,7 +68,14 @@ def view(model: BaseModel) -> dict[str, Any]:
     """The API's JSON form of a job or run (internal bookkeeping left out: a run's ``notify``
     mark; a job's ``notify`` is its notify block, and shown)."""
     internal = {"generation", "notify"} if isinstance(model, Run) else {"generation", "runs_before"}
-    return model.model_dump(mode="json", exclude=internal)
+    shown = model.model_dump(mode="json", exclude=internal)
+    # --- completion triggers: shown where they are (an after job's upstreams, a followed
+    # job's downstreams, an after job's run's upstream runs); the followers' ids are internal
+    shown.pop("followed_by", None)
+    for name in ("upstreams", "downstreams", "triggered_by", "triggered"):
+        if name in shown and shown[name] is None:
+            del shown[name]
+    return shown
 
 
 def _owner() -> str:
@@ -263,7 +270,10 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
     now = utc_now()
     windows.check(request.schedule, now)
     fires = preview(request.schedule, now, request.count)
-    return {"fire_times": windows.preview(request.schedule, fires, request.job_id)}
+    shown: dict[str, Any] = {"fire_times": windows.preview(request.schedule, fires, request.job_id)}
+    if isinstance(request.schedule, AfterSchedule):  # (completion triggers: no fire times)
+        shown["description"] = describe_after(request.schedule.jobs)
+    return shown
 
 
 Status = Annotated[str | None, Query(max_length=200)]
@@ -314,7 +324,8 @@ def list_runs_of_job(
     responses=doc.responses(200, doc.Run, "The run", 404),
 )
 def get_run(run_id: str) -> dict[str, Any]:
-    return view(service.runs.get_run(_owner(), run_id))
+    run = service.runs.get_run(_owner(), run_id)
+    return view(service.jobs.pipelines.with_triggered(run))  # (completion triggers)
 
 
 @app.get(

@@ -113,6 +113,8 @@ class Run(BaseModel):
     backfill_id: str | None = None
     #: A run of an ``after`` job: the upstream runs that made it (see domain.after).
     triggered_by: list[str] | None = None
+    #: Shown, never stored: the runs of ``after`` jobs this run's end made.
+    triggered: list[str] | None = None
     #: A requested run's own start deadline (seconds after it was asked for: see
     #: Job.is_late); None: the default one.
     start_deadline_seconds: int | None = None

@@ -151,6 +151,20 @@ class Pipelines:
             update["downstreams"] = [entry(j) for j in downs]
         return job.model_copy(update=update)
 
+    def with_triggered(self, run: Run) -> Run:
+        """The run with the runs of ``after`` jobs its end made (``triggered``): those of its
+        job's followers for its instant (a read of the job, and one per follower)."""
+        job = self.store.get_job(run.job_id)
+        if job is None or not job.followed_by:
+            return run
+        made = [
+            run_id
+            for follower in sorted(job.followed_by)
+            if self.store.get_run(follower, run_id := ids.after_run_id(follower, run.scheduled_at))
+            is not None
+        ]
+        return run.model_copy(update={"triggered": made})
+
     # --- the notifier's side --------------------------------------------------------------
 
     def upstream_ended(self, run: Run, followers: Iterable[str]) -> list[str]:
