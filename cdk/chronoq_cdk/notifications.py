@@ -97,7 +97,8 @@ class Notifications(Construct):
         # whom to tell, and how (GetItem); a job deleted on completion once its last run has
         # ended: the job, its name's item (DeleteItem) and its owner's job count (UpdateItem);
         # owners' usage items (GetItem, UpdateItem, in the transactions counting run ends and
-        # ending backfills: usecases.progress)
+        # ending backfills: usecases.progress); an upstream run's end: its followers (GetItem)
+        # and their fan-in items (UpdateItem: usecases.after)
         grant_items(
             self.function,
             storage.jobs,
@@ -109,7 +110,8 @@ class Notifications(Construct):
         # (Store.note_notification: UpdateItem); backfills read (GetItem), their runs' ends
         # counted on them, each run marked counted (UpdateItem, in one transaction). A job
         # with expect: its silence ended by a success with its RECOVERED record (PutItem, in
-        # one transaction with its expectation's item, above).
+        # one transaction with its expectation's item, above). An after job's run made by its
+        # upstreams' ends (PutItem, on condition that it is new).
         grant_items(
             self.function,
             storage.runs,

@@ -53,7 +53,11 @@ def test_given_followers_when_added_and_removed_then_the_job_keeps_the_rest(
 
     kept = store.get_job(job.id)
     assert kept is not None
-    assert (kept.followed_by, kept.version, kept.priority) == (frozenset({"job_x"}), 2, Priority.HIGH)
+    assert (kept.followed_by, kept.version, kept.priority) == (
+        frozenset({"job_x"}),
+        2,
+        Priority.HIGH,
+    )
     store.follow(job.id, remove=["job_x"])
     assert store.get_job(job.id).followed_by == frozenset()  # type: ignore[union-attr]
     store.follow("job_gone", add=["job_x"])  # (nothing: no such job)

@@ -13,7 +13,7 @@ import pytest
 from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.aws.streams import matches, notifier_filters
-from chronoq.domain import inflight, silence
+from chronoq.domain import after, inflight, silence
 from chronoq.domain.notifications import topic_statuses
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus, Trigger
 from chronoq.domain.silence import SilenceEvent, SilenceStatus
@@ -276,3 +276,36 @@ def test_given_a_silence_record_when_filtered_then_only_its_writing_reaches_the_
     keep = stream_filter(notifier_filters(audience))
 
     assert keep(silence_record(event, old, new)) is kept
+
+
+# --- completion triggers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("audience", AUDIENCES, ids=lambda a: ",".join(sorted(a)))
+@pytest.mark.parametrize(
+    ("old", "new", "slots", "kept"),
+    [
+        ("RUNNING", "SUCCEEDED", after.slot(["job_d"]), True),  # (even were it not counted)
+        ("RUNNING", "FAILED", after.slot(["job_d", "job_e"]), True),
+        ("RUNNING", "SUCCEEDED", f"{RUN_IN_FLIGHT} {after.slot(['job_d'])}", True),
+        ("SUCCEEDED", "SUCCEEDED", after.slot(["job_d"]), False),  # a note on an ended run
+        ("SCHEDULED", "RUNNING", after.slot(["job_d"]), False),  # not ended
+    ],
+)
+def test_given_a_run_of_a_followed_job_when_it_ends_then_its_end_reaches_the_notifier(
+    audience: frozenset[RunStatus], old: str, new: str, slots: str, kept: bool
+) -> None:
+    keep = stream_filter(notifier_filters(audience))
+    change = record("MODIFY", old, new)
+    change["dynamodb"]["NewImage"]["slots"] = {"S": slots}
+
+    assert keep(change) is kept
+    assert after.followers_in(slots) == sorted(slots.split("#")[-1].split(","))
+
+
+def test_given_a_success_nobody_asked_about_and_nothing_follows_then_it_does_not_pass() -> None:
+    """Ends of jobs that nothing follows cost nothing more: no slot, no pass."""
+    keep = stream_filter(notifier_filters(DEFAULT))
+    change = record("MODIFY", "RUNNING", "SUCCEEDED")
+    change["dynamodb"]["NewImage"]["slots"] = {"S": ""}
+    assert keep(change) is False

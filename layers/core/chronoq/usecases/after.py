@@ -175,10 +175,10 @@ class Pipelines:
         if run.trigger in (Trigger.RERUN, Trigger.BACKFILL):
             return []
         now = self.clock()
-        jobs = self.store.get_jobs(followers, consistent=True)
         created: list[str] = []
-        for follower in sorted(jobs.values(), key=lambda j: j.id):
-            made = self._arrive(follower, run, now)
+        for follower_id in sorted(set(followers)):
+            follower = self.store.get_job(follower_id)  # (GetItem: what the notifier may do)
+            made = self._arrive(follower, run, now) if follower is not None else None
             if made is not None:
                 created.append(made)
         return created
