@@ -109,3 +109,28 @@ def test_given_a_name_held_then_it_resolves_to_its_job(backend: Backend) -> None
     assert store.job_named("alice", "extract") == "job_x"
     assert store.job_named("bob", "extract") is None
     assert store.job_named("alice", "other") is None
+
+
+def test_given_a_fan_in_wait_and_a_success_deadline_of_one_job_then_the_minute_holds_both(
+    backend: Backend,
+) -> None:
+    """An after job's wait is an entry of the time index beside a success deadline (its key
+    its own: the instant), found in the minute the dispatcher reads after it."""
+    from chronoq.domain.silence import Deadline, check_minute
+
+    from tests.contract.backends import SHARDS
+
+    store = backend.store
+    at = NOW + timedelta(minutes=10)
+    waits = [
+        Deadline(job_id="job_d", at=at),
+        Deadline(job_id="job_d", at=at, instant=T),
+        Deadline(job_id="job_d", at=at, instant=T + timedelta(hours=1)),
+    ]
+    store.put_deadlines(waits, SHARDS, NOW)
+
+    minute = check_minute(at, NOW)
+    page = store.schedule_page(minute, ids.shard_of("job_d", SHARDS), None, 100)
+    assert sorted(page.deadlines, key=lambda d: str(d.instant)[:19]) == sorted(
+        waits, key=lambda d: str(d.instant)[:19]
+    )

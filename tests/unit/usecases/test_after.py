@@ -370,3 +370,75 @@ def test_given_a_chain_when_each_ends_then_the_next_follows_for_the_same_instant
     )
     (run,) = after_runs(fakes, load)
     assert (run.id, run.scheduled_at, run.triggered_by) == (second, T1, [first])
+
+
+# --- within_seconds ---------------------------------------------------------------------------
+
+
+def pass_time(fakes: Fakes, seconds: float) -> None:
+    """Let ``seconds`` go by, the dispatcher ticking once a minute (as its rule does)."""
+    end = fakes.clock() + timedelta(seconds=seconds)
+    while fakes.clock() < end:
+        fakes.clock.advance(min(60.0, (end - fakes.clock()).total_seconds()))
+        fakes.dispatcher.dispatch()
+
+
+def test_given_an_instant_missing_an_upstream_when_within_seconds_passes_then_its_run_is_skipped_naming_it(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    load = follower(fakes, ["extract", "clean"], within_seconds=600)
+    first = ended(extract, T1)
+    fakes.pipelines.upstream_ended(first, [load.id])
+
+    pass_time(fakes, 540)
+    assert after_runs(fakes, load) == []
+    pass_time(fakes, 180)
+
+    (run,) = after_runs(fakes, load)
+    assert run.id == ids.after_run_id(load.id, T1)
+    assert run.status is RunStatus.SKIPPED
+    assert run.reason is not None
+    assert "clean" in run.reason
+    assert "extract" not in run.reason
+    assert run.triggered_by == [first.id]
+    assert fakes.queues.take() == []
+    # the missing upstream arrives late: no second run, the SKIPPED one stays
+    assert fakes.pipelines.upstream_ended(ended(clean, T1), [load.id]) == []
+    assert [(r.id, r.status) for r in after_runs(fakes, load)] == [(run.id, RunStatus.SKIPPED)]
+    assert fakes.queues.take() == []
+
+
+def test_given_an_instant_complete_in_time_when_within_seconds_passes_then_its_run_is_left_alone(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    load = follower(fakes, ["extract", "clean"], within_seconds=600)
+    fakes.pipelines.upstream_ended(ended(extract, T1), [load.id])
+    pass_time(fakes, 300)
+    (made,) = fakes.pipelines.upstream_ended(ended(clean, T1), [load.id])
+
+    pass_time(fakes, 900)
+
+    (run,) = after_runs(fakes, load)
+    assert (run.id, run.status) == (made, RunStatus.SCHEDULED)
+
+
+def test_given_the_wait_and_the_last_upstream_at_the_same_moment_then_one_run_whichever_is_first(
+    fakes: Fakes,
+) -> None:
+    """The wait's end read the fan-in incomplete and made the run's record; the last upstream
+    then arrives: it finds the record and neither sends it nor makes another. The wait ends
+    it SKIPPED."""
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    load = follower(fakes, ["extract", "clean"], within_seconds=600)
+    fakes.pipelines.upstream_ended(ended(extract, T1), [load.id])
+    fakes.clock.advance(700)
+    early = new_run(load, ids.after_run_id(load.id, T1), T1, Trigger.AFTER)
+    assert fakes.store.create_run(early, fakes.clock())  # (the wait's end, halfway)
+
+    assert fakes.pipelines.upstream_ended(ended(clean, T1), [load.id]) == []
+    assert fakes.queues.take() == []
+    pass_time(fakes, 120)
+    (run,) = after_runs(fakes, load)
+    assert run.status is RunStatus.SKIPPED

@@ -204,11 +204,15 @@ def deadline_item(deadline: Deadline, shards: int, now: datetime) -> dict[str, A
     dispatcher checks it at (domain.silence.check_minute), sort key ``<deadline>#expect#<job
     id>``; it expires some time after that minute."""
     minute = check_minute(deadline.at, now)
+    kind = keys.expect_key(deadline.job_id)
+    if deadline.instant is not None:  # (an after job's fan-in wait: ``#fanin#<job>#<instant>``)
+        kind = keys.fanin_key(deadline.job_id, ids.run_stamp(deadline.instant))
     return {
         "bucket": ids.bucket(minute, ids.shard_of(deadline.job_id, shards)),
-        "due": f"{format_instant(deadline.at)}#{keys.expect_key(deadline.job_id)}",
+        "due": f"{format_instant(deadline.at)}#{kind}",
         "job_id": deadline.job_id,
         DEADLINE: format_instant(deadline.at),
+        "instant": instant(deadline.instant),
         "expires_at": int(minute.timestamp()) + r.SCHEDULE_RETENTION_SECONDS,
     }
 
@@ -223,7 +227,7 @@ def is_deadline_item(item: Mapping[str, Any]) -> bool:
 
 def deadline_from_item(item: Mapping[str, Any]) -> Deadline:
     data = load(item)
-    return Deadline(job_id=data["job_id"], at=data[DEADLINE])
+    return Deadline(job_id=data["job_id"], at=data[DEADLINE], instant=data.get("instant"))
 
 
 def occurrences_from_item(item: Mapping[str, Any]) -> list[Occurrence]:

@@ -133,16 +133,3 @@ class FanIn(BaseModel):
 
 def fanin_key(job_id: str, instant: datetime) -> str:
     return keys.fanin_key(job_id, ids.run_stamp(instant))
-
-
-class AfterDeadline(BaseModel):
-    """A fan-in's wait: at ``at`` the downstream job ``job_id``'s instant ``instant`` stops
-    waiting for the rest of its upstreams (kept in the time index, as silence's deadlines)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    job_id: str
-    instant: Instant
-    at: Instant
-    #: The cascading run, for a cascade's fan-in ("" for none).
-    cascade: str = ""

@@ -83,6 +83,9 @@ class Deadline(BaseModel):
 
     job_id: str
     at: datetime
+    #: Completion triggers: an ``after`` job's fan-in wait for this instant (see domain.after)
+    #: rather than a success deadline; None: a success deadline.
+    instant: datetime | None = None
 
 
 def check_minute(deadline: datetime, now: datetime) -> datetime:

@@ -28,6 +28,7 @@ from chronoq.domain.errors import Conflict, InvalidRequest
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import AfterSchedule
+from chronoq.domain.silence import Deadline
 from chronoq.usecases.ports import Clock, Store
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
@@ -197,8 +198,10 @@ class Pipelines:
             return self._create(job, run.scheduled_at, [run.id], now)
         fanin = self.store.arrive(job.id, run.scheduled_at, run.job_id, run.id, now)
         if not fanin.complete(schedule.jobs):
-            if fanin.arrived == {run.job_id}:  # the first: the instant's wait begins
-                self._wait(job, run.scheduled_at, now)
+            # the instant waits from its first arrival; written again by each arrival that
+            # leaves it incomplete (the same entry: an arrival whose writing of it died, and
+            # was followed by another before being heard again, loses nothing)
+            self._wait(job, run.scheduled_at, fanin.first_at or now, now)
             return None
         return self._create(job, run.scheduled_at, sorted(fanin.runs), now)
 
@@ -213,15 +216,60 @@ class Pipelines:
         run = run.model_copy(update={"queued_at": now, "triggered_by": triggered_by})
         if not self.store.create_run(run, now):
             kept = self.store.get_run(job.id, run.id)
-            if kept is None or kept.status is not RunStatus.SCHEDULED:
-                return None
+            if kept is None or kept.status is not RunStatus.SCHEDULED or kept.queued_at is None:
+                return None  # (started, ended, or made SKIPPED by the wait's end)
             self.index.enqueue([Occurrence.of(kept)], now)
             return None
         self.index.enqueue([Occurrence.of(run)], now)
         return run.id
 
-    def _wait(self, job: Job, instant: datetime, now: datetime) -> None:
-        """The instant waits ``within_seconds`` for the rest of its upstreams."""
+    def _wait(self, job: Job, instant: datetime, first_at: datetime, now: datetime) -> None:
+        """The instant waits ``within_seconds`` for the rest of its upstreams: its deadline
+        written to the time index (as a job's success deadline is: the dispatcher finds it
+        once it has passed)."""
         assert isinstance(job.schedule, AfterSchedule)
-        at = now + timedelta(seconds=job.schedule.within_seconds)
-        logger.debug("fan-in of %s at %s waits until %s", job.id, instant, at)
+        at = first_at + timedelta(seconds=job.schedule.within_seconds)
+        self.store.put_deadlines(
+            [Deadline(job_id=job.id, at=at, instant=instant)], self.index.shards, now
+        )
+
+    # --- the dispatcher's side ------------------------------------------------------------
+
+    def lapsed(self, waits: Iterable[Deadline], now: datetime) -> int:
+        """Fan-in waits the dispatcher found passed: an instant still missing upstreams has
+        its downstream run recorded SKIPPED, naming them, under the id the complete fan-in
+        would have given it (whichever comes first makes the run; the other finds it). A
+        wait found early is kept for a later minute. How many were SKIPPED."""
+        skipped = 0
+        for wait in waits:
+            assert wait.instant is not None
+            job = self.store.get_job(wait.job_id)
+            if job is None or not isinstance(job.schedule, AfterSchedule):
+                continue  # (deleted, or no longer after anything)
+            fanin = self.store.get_fanin(job.id, wait.instant)
+            ups = job.schedule.jobs
+            run_id = ids.after_run_id(job.id, wait.instant)
+            if fanin is not None and fanin.complete(ups):
+                kept = self.store.get_run(job.id, run_id)
+                if kept is None or kept.queued_at is not None:
+                    continue  # (made by the last upstream's end, or about to be: it runs)
+            elif now < wait.at:
+                self.store.put_deadlines([wait], self.index.shards, now)
+                continue
+            missing = fanin.missing(ups) if fanin is not None else sorted(ups)
+            reason = f"within_seconds ({job.schedule.within_seconds} s) passed " + (
+                f"with upstreams missing: {', '.join(self._name(j) for j in missing)}"
+                if missing
+                else "before the last upstream arrived"
+            )
+            run = new_run(job, run_id, wait.instant, Trigger.AFTER)
+            run = run.model_copy(
+                update={"triggered_by": sorted(fanin.runs) if fanin is not None else None}
+            )
+            if not self.store.create_run(run, now):
+                kept = self.store.get_run(job.id, run.id)
+                if kept is None or kept.queued_at is not None:
+                    continue  # (made by the last upstream's end: it runs)
+            if self.store.end_run(run, RunStatus.SKIPPED, now, reason, [RunStatus.SCHEDULED]):
+                skipped += 1
+        return skipped

@@ -13,6 +13,7 @@ from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.silence import Deadline
+from chronoq.usecases.after import Pipelines
 from chronoq.usecases.ports import Clock, Store
 from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, end_unstarted, new_run
@@ -28,6 +29,8 @@ class DispatchReport:
     scheduled: int = 0
     #: Jobs with ``expect`` whose deadline passed with no success: gone silent.
     silent: int = 0
+    #: Runs of ``after`` jobs whose instant's wait lapsed with upstreams missing: SKIPPED.
+    skipped_after: int = 0
     per_shard: dict[int, int] = field(default_factory=dict)
     #: Shards left partway (the invocation's time ran out): the next one resumes them.
     unfinished: list[int] = field(default_factory=list)
@@ -50,6 +53,10 @@ class Dispatcher:
     @property
     def silence(self) -> Silence:
         return Silence(self.store, self.shards, self.clock)
+
+    @property
+    def pipelines(self) -> Pipelines:
+        return Pipelines(self.store, self.index, self.clock)
 
     def dispatch(
         self, shards: Sequence[int] | None = None, time_left: TimeLeft | None = None
@@ -96,7 +103,13 @@ class Dispatcher:
                     if page.occurrences:
                         self._dispatch_minute(page.occurrences, now, {shard: minute}, part)
                     if page.deadlines:
-                        part.silent += self._deadlines(page.deadlines, now)
+                        # (completion triggers: an after job's fan-in waits among them)
+                        waits = [d for d in page.deadlines if d.instant is not None]
+                        success = [d for d in page.deadlines if d.instant is None]
+                        if success:
+                            part.silent += self._deadlines(success, now)
+                        if waits:
+                            part.skipped_after += self._lapsed(waits, now)
                     if after is None:
                         break
                     self.store.advance_within(shard, minute, after)
@@ -118,6 +131,7 @@ class Dispatcher:
                 report.missed += part.missed
                 report.scheduled += part.scheduled
                 report.silent += part.silent
+                report.skipped_after += part.skipped_after
                 report.per_shard[shard] = part.dispatched
                 report.unfinished += part.unfinished
                 report.behind = max(report.behind, part.behind)
@@ -133,6 +147,17 @@ class Dispatcher:
         except Exception:
             logger.exception("deadlines of %d jobs looked at again later", len(deadlines))
             self.store.put_deadlines(deadlines, self.shards, now)
+            return 0
+
+    def _lapsed(self, waits: list[Deadline], now: datetime) -> int:
+        """After jobs' fan-in waits found in a minute (usecases.after): how many of their
+        runs were recorded SKIPPED. If looking fails, they are written again, as deadlines
+        are."""
+        try:
+            return self.pipelines.lapsed(waits, now)
+        except Exception:
+            logger.exception("fan-in waits of %d instants looked at again later", len(waits))
+            self.store.put_deadlines(waits, self.shards, now)
             return 0
 
     def _dispatch_minute(

@@ -200,7 +200,7 @@ class DynamoExpect(Tables):
 
     def put_deadlines(self, deadlines: Iterable[Deadline], shards: int, now: datetime) -> None:
         """Batch writes, 25 at a time."""
-        unique = {(d.job_id, d.at): d for d in deadlines}
+        unique = {(d.job_id, d.at, d.instant): d for d in deadlines}  # (instant: an after wait)
         items = [
             {"PutRequest": {"Item": _dump(codecs.deadline_item(d, shards, now))}}
             for d in unique.values()

@@ -131,7 +131,10 @@ class FakeExpect(FakeTables):
             for d in deadlines:
                 d = d.model_copy(update={"at": _ms(d.at)})
                 bucket = ids.bucket(check_minute(d.at, now), ids.shard_of(d.job_id, shards))
-                self.deadlines.setdefault(bucket, {})[f"{d.at.isoformat()}#expect#{d.job_id}"] = d
+                kind = f"expect#{d.job_id}"
+                if d.instant is not None:  # (an after job's fan-in wait)
+                    kind = f"fanin#{d.job_id}#{d.instant.isoformat()}"
+                self.deadlines.setdefault(bucket, {})[f"{d.at.isoformat()}#{kind}"] = d
 
     def get_silence(self, job_id: str, key: str) -> SilenceEvent | None:
         return self.silences.get((job_id, key))
