@@ -51,6 +51,30 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         ("--end-at",),
         {"metavar": "INSTANT", "help": "a recurring schedule's last possible fire time"},
     ),
+    (
+        ("--after",),
+        {
+            "multiple": True,
+            "metavar": "JOB",
+            "help": "run after this job (a name or id; repeatable: after all of them, once per"
+            " instant they all end as --after-on says)",
+        },
+    ),
+    (
+        ("--after-on",),
+        {
+            "type": click.Choice(["SUCCEEDED", "FAILED", "ENDED"], case_sensitive=False),
+            "help": "--after: which ends count [default: SUCCEEDED]",
+        },
+    ),
+    (
+        ("--after-within",),
+        {
+            "metavar": "DURATION",
+            "help": "--after: how long an instant waits for the rest of its upstreams"
+            " [default: 1d]",
+        },
+    ),
     (("--http",), {"metavar": "URL", "help": "target: call this URL"}),
     (
         ("--method",),

@@ -122,6 +122,10 @@ class JobFlags:
     flow: str | None = None
     flow_max_running: int | None = None
     flow_max_rate: int | None = None
+    # --- completion triggers ---
+    after: tuple[str, ...] = field(default_factory=tuple)
+    after_on: str | None = None
+    after_within: str | None = None
 
 
 def build(
@@ -219,9 +223,22 @@ def _schedule(flags: JobFlags, current: Any, now: datetime | None) -> dict[str, 
     given = [
         o for o, v in (("--cron", flags.cron), ("--every", flags.every), ("--at", flags.at)) if v
     ]
+    if flags.after:
+        given.append("--after")
     if len(given) > 1:
-        raise BadInput(given[1], f"give one of --cron, --every, --at (not {' and '.join(given)})")
+        raise BadInput(
+            given[1], f"give one of --cron, --every, --at, --after (not {' and '.join(given)})"
+        )
     schedule: dict[str, Any] | None
+    if flags.after:  # completion triggers: after these jobs (names or ids)
+        schedule = {"type": "after", "jobs": list(flags.after)}
+        if flags.after_on:
+            schedule["on"] = flags.after_on.upper()
+        if flags.after_within:
+            schedule["within_seconds"] = _seconds("--after-within", flags.after_within)
+        return schedule
+    if flags.after_on or flags.after_within:
+        raise BadInput("--after-on" if flags.after_on else "--after-within", "give --after too")
     if flags.cron:
         schedule = {"type": "cron", "expression": flags.cron}
         if flags.timezone:

@@ -78,6 +78,9 @@ def schedule_words(schedule: dict[str, Any] | None) -> str:
     kind = schedule.get("type")
     if kind == "at":
         return f"once at {short_time(schedule.get('at'))}"
+    if kind == "after":  # (completion triggers: job_view names the upstreams)
+        jobs = schedule.get("jobs") or []
+        return f"after {len(jobs)} job{'s' if len(jobs) != 1 else ''}, on {schedule.get('on')}"
     if kind == "rate":
         text = f"every {schedule.get('every')}"
     elif kind == "cron":
@@ -309,8 +312,10 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("id", job.get("id")),
             ("name", job.get("name")),
             ("state", job.get("state")),
-            ("schedule", schedule_words(job.get("schedule"))),
+            ("schedule", _after_words(job) or schedule_words(job.get("schedule"))),
             ("window", _window(job.get("schedule"))),
+            ("upstreams", _linked(job.get("upstreams"))),
+            ("downstreams", _linked(job.get("downstreams"))),
             ("next run", when(job.get("next_run_at"), now)),
             ("next start", _next_start(job, now)),
             ("target", target_words(job.get("target"))),
@@ -355,6 +360,8 @@ def run_view(run: dict[str, Any]) -> Table:
             ("planned start", _planned(run)),
             ("rerun of", run.get("rerun_of")),
             ("backfill", run.get("backfill_id")),
+            ("triggered by", ", ".join(run.get("triggered_by") or [])),
+            ("triggered", ", ".join(run.get("triggered") or [])),
             ("queued", short_time(run.get("queued_at"))),
             ("started", short_time(run.get("started_at"))),
             ("finished", short_time(run.get("finished_at"))),
@@ -369,6 +376,31 @@ def run_view(run: dict[str, Any]) -> Table:
                 ", ".join(f"{k}: {v}" for k, v in (run.get("notifications") or {}).items()),
             ),
         ]
+    )
+
+
+# --- completion triggers ---------------------------------------------------------------------
+
+
+def _after_words(job: dict[str, Any]) -> str | None:
+    """An after job's schedule with its upstreams' names: "after extract and clean, on
+    SUCCEEDED, waiting up to 6h"."""
+    schedule = job.get("schedule") or {}
+    upstreams = job.get("upstreams")
+    if schedule.get("type") != "after" or not upstreams:
+        return None
+    names = [u.get("name") or f"{u.get('id')} (deleted)" for u in upstreams]
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    within = span(float(schedule.get("within_seconds", 0)))
+    return f"after {listed}, on {schedule.get('on')}, waiting up to {within}"
+
+
+def _linked(jobs: list[dict[str, Any]] | None) -> str | None:
+    """Upstream or downstream jobs: "extract (ACTIVE), clean (PAUSED)"."""
+    if not jobs:
+        return None
+    return ", ".join(
+        f"{j['name']} ({j['state']})" if j.get("name") else f"{j.get('id')} (deleted)" for j in jobs
     )
 
 
