@@ -75,6 +75,8 @@ def view(model: BaseModel) -> dict[str, Any]:
     for name in ("upstreams", "downstreams", "triggered_by", "triggered"):
         if name in shown and shown[name] is None:
             del shown[name]
+    if shown.get("cascade") is False:  # (shown on the runs of a cascade only)
+        del shown["cascade"]
     return shown
 
 
@@ -247,6 +249,15 @@ def trigger_job(job_id: str) -> Response[dict[str, Any]]:
 )
 def cancel_run(run_id: str) -> dict[str, Any]:
     return view(service.runs.cancel_run(_owner(), run_id))
+
+
+class RunRerunRequest(BaseModel):
+    """The optional body of ``POST /runs/{id}/rerun``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: Completion triggers: the re-run's end triggers the jobs following its job again.
+    cascade: bool = Field(default=False, strict=True)
 
 
 class PreviewRequest(BaseModel):
@@ -423,9 +434,15 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
 )
 def rerun_run(run_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
+    # completion triggers: an optional body, {"cascade": true}
+    cascade = RunRerunRequest.model_validate(app.current_event.json_body or {}).cascade
     key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
+    if cascade:
+        key["cascade"] = "true"
     by = _by()
-    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))
+    answer, headers = _once(
+        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, cascade))
+    )
     return Response(202, "application/json", answer, headers=headers)
 
 

@@ -88,7 +88,11 @@ def test_given_an_after_run_when_created_twice_then_it_is_created_once(backend: 
     job = a_job()
     store.put_new_job(job)
     run = a_run(job, T, trigger=Trigger.AFTER).model_copy(
-        update={"id": ids.after_run_id(job.id, T), "triggered_by": ["run_a", "run_b"]}
+        update={
+            "id": ids.after_run_id(job.id, T),
+            "triggered_by": ["run_a", "run_b"],
+            "cascade": True,
+        }
     )
 
     assert store.create_run(run, NOW)
@@ -96,10 +100,11 @@ def test_given_an_after_run_when_created_twice_then_it_is_created_once(backend: 
 
     kept = store.get_run(job.id, run.id)
     assert kept is not None
-    assert (kept.trigger, kept.triggered_by, kept.scheduled_at) == (
+    assert (kept.trigger, kept.triggered_by, kept.scheduled_at, kept.cascade) == (
         Trigger.AFTER,
         ["run_a", "run_b"],
         T,
+        True,
     )
 
 

@@ -109,3 +109,27 @@ def test_given_an_upstream_run_that_triggered_one_when_read_then_it_lists_it(api
     assert downstream_run["trigger"] == "after"
     assert downstream_run["triggered_by"] == [run.id]
     assert downstream_run["scheduled_at"] == "2026-11-26T06:00:00Z"
+
+
+def test_given_a_rerun_asking_to_cascade_then_the_run_cascades_and_a_bad_flag_is_refused(
+    api: Api,
+) -> None:
+    _, extract = made(api, "extract", YEARLY)
+    fakes = api.fakes
+    job = fakes.store.get_job(extract["id"])
+    assert job is not None
+    at = datetime.fromisoformat("2026-11-26T06:00:00+00:00")
+    run = new_run(job, ids.run_id(job.id, at), at, Trigger.SCHEDULE)
+    fakes.store.create_run(run, fakes.clock())
+    fakes.store.end_run(run, RunStatus.FAILED, fakes.clock(), "", [RunStatus.SCHEDULED])
+
+    status, plain, _ = api.call("POST", f"/runs/{run.id}/rerun")
+    assert status == 202, plain
+    status, cascading, _ = api.call("POST", f"/runs/{run.id}/rerun", "alice", {"cascade": True})
+    assert status == 202, cascading
+    status, refused, _ = api.call("POST", f"/runs/{run.id}/rerun", "alice", {"cascade": "yes"})
+
+    assert "cascade" not in plain or plain["cascade"] is False
+    assert cascading["cascade"] is True
+    assert status == 422, refused
+    assert "cascade" in str(refused)

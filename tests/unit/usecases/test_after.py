@@ -442,3 +442,79 @@ def test_given_the_wait_and_the_last_upstream_at_the_same_moment_then_one_run_wh
     pass_time(fakes, 120)
     (run,) = after_runs(fakes, load)
     assert run.status is RunStatus.SKIPPED
+
+
+# --- cascade ------------------------------------------------------------------------------------
+
+
+def finished_upstream(fakes: Fakes, job: Job) -> Run:
+    """A run of ``job`` recorded SUCCEEDED at T1."""
+    run = ended(job, T1)
+    assert fakes.store.create_run(run.model_copy(update={"status": RunStatus.SCHEDULED}), T1)
+    assert fakes.store.end_run(run, RunStatus.SUCCEEDED, T1, "", [RunStatus.SCHEDULED])
+    return stored(fakes, run)
+
+
+@pytest.mark.parametrize("cascade", [False, True])
+def test_given_a_re_run_of_an_upstream_then_it_triggers_the_follower_again_only_when_it_cascades(
+    fakes: Fakes, cascade: bool
+) -> None:
+    extract = upstream(fakes, "extract")
+    load = follower(fakes, ["extract"])
+    original = finished_upstream(fakes, extract)
+    (first,) = fakes.pipelines.upstream_ended(original, [load.id])
+
+    rerun = fakes.reruns.rerun_run(OWNER, original.id, cascade=cascade)
+    assert stored(fakes, rerun).cascade is cascade
+    end = stored(fakes, rerun).model_copy(update={"status": RunStatus.SUCCEEDED})
+    made = fakes.pipelines.upstream_ended(end, [load.id])
+    again = fakes.pipelines.upstream_ended(end, [load.id])
+
+    ids_ = [r.id for r in after_runs(fakes, load)]
+    if not cascade:
+        assert (made, ids_) == ([], [first])
+        return
+    (cascaded,) = made
+    assert again == []
+    assert cascaded != first
+    assert cascaded == ids.cascaded_run_id(load.id, T1, rerun.id)
+    assert sorted(ids_) == sorted([first, cascaded])
+    kept = fakes.store.get_run(load.id, cascaded)
+    assert kept is not None
+    assert (kept.scheduled_at, kept.triggered_by, kept.cascade) == (T1, [rerun.id], True)
+
+
+def test_given_a_cascade_through_a_chain_then_each_follower_runs_again_under_its_own_id(
+    fakes: Fakes,
+) -> None:
+    extract = upstream(fakes, "extract")
+    transform = follower(fakes, ["extract"], name="transform")
+    load = follower(fakes, ["transform"], name="load")
+    original = finished_upstream(fakes, extract)
+    rerun = fakes.reruns.rerun_run(OWNER, original.id, cascade=True)
+
+    (mid,) = fakes.pipelines.upstream_ended(
+        stored(fakes, rerun).model_copy(update={"status": RunStatus.SUCCEEDED}), [transform.id]
+    )
+    kept = fakes.store.get_run(transform.id, mid)
+    assert kept is not None
+    (last,) = fakes.pipelines.upstream_ended(
+        kept.model_copy(update={"status": RunStatus.SUCCEEDED}), [load.id]
+    )
+    assert last == ids.cascaded_run_id(load.id, T1, mid)
+    assert last != ids.after_run_id(load.id, T1)
+
+
+def test_given_a_backfill_asking_to_cascade_then_its_runs_cascade(fakes: Fakes) -> None:
+    from chronoq.domain.backfills import BackfillRequest
+
+    hourly = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "0 * * * *"}))
+    follower(fakes, [hourly.id])
+    request = BackfillRequest.model_validate(
+        {"from": "2026-11-26T00:00:00Z", "to": "2026-11-26T03:00:00Z", "cascade": True}
+    )
+    fakes.backfills.create(OWNER, hourly.id, request)
+
+    runs = [r for (j, _), r in fakes.store.runs.items() if j == hourly.id]
+    assert runs
+    assert all(r.cascade and r.trigger is Trigger.BACKFILL for r in runs)

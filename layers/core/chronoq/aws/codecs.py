@@ -292,6 +292,9 @@ RUN_ATTRIBUTES: dict[str, str] = {
     "counted": "BOOL",
     #: a run of an ``after`` job: the upstream runs that made it (absent for other runs).
     "triggered_by": "L",
+    #: true when its end triggers its job's followers again (a cascading re-run, backfill's
+    #: run, or a run they made); absent otherwise.
+    "cascade": "BOOL",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -357,6 +360,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "start_deadline_seconds": run.start_deadline_seconds,
         COUNTED: False if counts_end(run) else None,
         "triggered_by": list(run.triggered_by) if run.triggered_by else None,
+        "cascade": True if run.cascade else None,
     }
 
 

@@ -46,6 +46,8 @@ class BackfillRequest(Model):
         le=r.MAX_START_DEADLINE_SECONDS,
         strict=True,
     )
+    #: Completion triggers: its runs' ends trigger the jobs following this one again.
+    cascade: bool = Field(default=False, strict=True)
 
     @field_validator("start", "to")
     @classmethod
@@ -73,6 +75,8 @@ class Backfill(BaseModel):
     finished_at: Instant | None = None
     #: Each of its runs must start within this many seconds of being made.
     start_deadline_seconds: int = r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
+    #: Completion triggers: its runs' ends trigger the jobs following its job again.
+    cascade: bool = False
     #: How many of its runs have ended, each counted once as it ends (usecases.progress);
     #: None: a backfill made before run ends were counted (its progress is read from its
     #: runs).

@@ -37,6 +37,9 @@ class RerunRequest(Model):
         strict=True,
     )
 
+    #: Completion triggers: the re-runs' ends trigger the jobs following this one again.
+    cascade: bool = Field(default=False, strict=True)
+
     @field_validator("start", "to")
     @classmethod
     def _whole_seconds(cls, value: datetime) -> datetime:

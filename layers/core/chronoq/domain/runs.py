@@ -113,6 +113,9 @@ class Run(BaseModel):
     backfill_id: str | None = None
     #: A run of an ``after`` job: the upstream runs that made it (see domain.after).
     triggered_by: list[str] | None = None
+    #: A re-run, a backfill's run, or a run they made, whose end triggers the ``after`` jobs
+    #: following its job again (the request asked ``cascade: true``).
+    cascade: bool = False
     #: Shown, never stored: the runs of ``after`` jobs this run's end made.
     triggered: list[str] | None = None
     #: A requested run's own start deadline (seconds after it was asked for: see

@@ -173,7 +173,7 @@ class Pipelines:
         follower's fan-in for its instant, where it counts; the ids of the downstream runs
         created (a run created before, by an end heard before, is not created again).
         Re-runs' and backfills' runs are not followed (unless they cascade)."""
-        if run.trigger in (Trigger.RERUN, Trigger.BACKFILL):
+        if run.trigger in (Trigger.RERUN, Trigger.BACKFILL) and not run.cascade:
             return []
         now = self.clock()
         created: list[str] = []
@@ -194,6 +194,9 @@ class Pipelines:
             or not after.counts(schedule.on, run.status)
         ):
             return None  # (no longer following it, paused, or not an end it asks for)
+        if run.cascade:  # a cascade: a run of its own, at once (no fan-in: see cascaded_run_id)
+            cascaded = ids.cascaded_run_id(job.id, run.scheduled_at, run.id)
+            return self._create(job, run.scheduled_at, [run.id], now, cascaded)
         if len(schedule.jobs) == 1:  # (no fan-in to keep)
             return self._create(job, run.scheduled_at, [run.id], now)
         fanin = self.store.arrive(job.id, run.scheduled_at, run.job_id, run.id, now)
@@ -206,14 +209,24 @@ class Pipelines:
         return self._create(job, run.scheduled_at, sorted(fanin.runs), now)
 
     def _create(
-        self, job: Job, instant: datetime, triggered_by: list[str], now: datetime
+        self,
+        job: Job,
+        instant: datetime,
+        triggered_by: list[str],
+        now: datetime,
+        cascaded: str | None = None,
     ) -> str | None:
         """The downstream run of ``instant``, created once (its id derived from the job and
         the instant) and sent as a manual run is (the worker, fair share and the owner's
         limits as for any run). Created before but not started yet (an end heard again after
-        a crash before the send), it is sent again: the worker starts it once."""
-        run = new_run(job, ids.after_run_id(job.id, instant), instant, Trigger.AFTER)
-        run = run.model_copy(update={"queued_at": now, "triggered_by": triggered_by})
+        a crash before the send), it is sent again: the worker starts it once. ``cascaded``:
+        the id of a cascade's run (derived from the cascading run), which cascades on."""
+        run_id = cascaded or ids.after_run_id(job.id, instant)
+        run = new_run(job, run_id, instant, Trigger.AFTER)
+        update: dict[str, Any] = {"queued_at": now, "triggered_by": triggered_by}
+        if cascaded:
+            update["cascade"] = True
+        run = run.model_copy(update=update)
         if not self.store.create_run(run, now):
             kept = self.store.get_run(job.id, run.id)
             if kept is None or kept.status is not RunStatus.SCHEDULED or kept.queued_at is None:

@@ -83,6 +83,7 @@ class BackfillOperations:
             schedule=job.schedule,
             created_at=now,
             start_deadline_seconds=request.start_deadline_seconds,
+            cascade=request.cascade,
             ended=0,
         )
         self._start(backfill)
@@ -184,6 +185,7 @@ class BackfillOperations:
                 "queued_at": now,
                 "backfill_id": backfill.id,
                 "start_deadline_seconds": backfill.start_deadline_seconds,
+                "cascade": backfill.cascade,
             }
         )
 

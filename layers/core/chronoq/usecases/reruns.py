@@ -37,7 +37,9 @@ class RerunOperations:
     #: What each owner's re-runs (and backfills) may hold at once.
     limits: Limits = field(default_factory=Limits)
 
-    def rerun_run(self, owner: str, run_id: str, by: Caller | None = None) -> Run:
+    def rerun_run(
+        self, owner: str, run_id: str, by: Caller | None = None, cascade: bool = False
+    ) -> Run:
         """A new run of the run's job and fire time (``trigger: "rerun"``, ``rerun_of`` the
         run), sent now; the run must have ended and its job must still exist."""
         try:
@@ -54,7 +56,7 @@ class RerunOperations:
         job = self.store.get_job(job_id)
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} of run {run_id} not found: it was deleted")
-        (run,) = self._send(job, [original], at_fault=None)
+        (run,) = self._send(job, [original], at_fault=None, cascade=cascade)
         detail = {"run_id": run.id, "rerun_of": original.id}
         record(self.audit, self.clock(), owner, job_id, Action.RERUN, by, detail=detail)
         return run
@@ -86,7 +88,11 @@ class RerunOperations:
                 break
             after = page.after
         made = self._send(
-            job, sorted(found, key=lambda run: run.id), request.start_deadline_seconds, "to"
+            job,
+            sorted(found, key=lambda run: run.id),
+            request.start_deadline_seconds,
+            "to",
+            cascade=request.cascade,
         )
         if made:
             detail = {
@@ -104,6 +110,7 @@ class RerunOperations:
         originals: list[Run],
         deadline: int | None = None,
         at_fault: str | None = "to",
+        cascade: bool = False,
     ) -> list[Run]:
         """Record a re-run of each run and send them, once the owner's usage holds them
         (LimitExceeded if it cannot: ``at_fault``, what to change); none is left recorded if
@@ -113,7 +120,9 @@ class RerunOperations:
         self._reserve(job.owner, len(originals), at_fault)
         now = self.clock()
         runs = [
-            _rerun(job, original, now).model_copy(update={"start_deadline_seconds": deadline})
+            _rerun(job, original, now).model_copy(
+                update={"start_deadline_seconds": deadline, "cascade": cascade}
+            )
             for original in originals
         ]
         made: list[Run] = []

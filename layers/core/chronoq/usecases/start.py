@@ -635,6 +635,7 @@ class RunStarter:
                 "queued_at": now,
                 "backfill_id": backfill.id,
                 "start_deadline_seconds": backfill.start_deadline_seconds,
+                "cascade": backfill.cascade,  # (completion triggers)
             }
         )
         if not self.store.create_run(run, now):

@@ -35,6 +35,7 @@ class FakeRuns(FakeTables):
                 held_at=run.held_at,
                 start_deadline_seconds=run.start_deadline_seconds,
                 triggered_by=run.triggered_by,
+                cascade=run.cascade,
             )
             return True
 
