@@ -100,10 +100,32 @@ export function cronWords(expression) {
   return `cron ${expression}`;
 }
 
+// --- completion triggers: an after job's upstreams, a job's downstreams, a run's triggers ------
+
+export function afterWords(job) {
+  const names = (job.upstreams || []).map((u) => u.name || `${u.id} (deleted)`);
+  if (!names.length) return scheduleWords(job.schedule);
+  const listed = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  return `after ${listed}, on ${job.schedule.on}, waiting up to ${span(job.schedule.within_seconds)}`;
+}
+
+function linkedJobs(id, jobs) {
+  if (!jobs || !jobs.length) return "";
+  return h("span", { id }, jobs.flatMap((j, n) => [n ? ", " : "",
+    j.name ? link(`#/jobs/${encodeURIComponent(j.id)}`, j.name) : `${j.id} (deleted)`,
+    j.state && j.state !== "ACTIVE" ? ` (${j.state.toLowerCase()})` : ""]));
+}
+
+function linkedRuns(id, runs) {
+  if (!runs || !runs.length) return "";
+  return h("span", { id }, runs.flatMap((r, n) => [n ? ", " : "", link(`#/runs/${encodeURIComponent(r)}`, r)]));
+}
+
 export function scheduleWords(schedule) {
   if (!schedule) return "";
   let text;
   if (schedule.type === "at") return `once at ${shortTime(schedule.at)}`;
+  if (schedule.type === "after") return `after ${schedule.jobs.length} job${schedule.jobs.length === 1 ? "" : "s"}, on ${schedule.on}`;
   if (schedule.type === "rate") text = `every ${schedule.every}`;
   else if (schedule.type === "cron") {
     text = cronWords(schedule.expression || "");
@@ -434,7 +456,9 @@ async function jobView(current, id) {
     const [headers, environment, webhookHeaders] = pairRows(job);
     head.replaceChildren(
       h("div", { class: "bar" }, h("h1", { id: "job-name" }, job.name), badge(job.state)),
-      fields([["id", job.id], ["schedule", scheduleWords(job.schedule)],
+      fields([["id", job.id], ["schedule", job.schedule.type === "after" ? afterWords(job) : scheduleWords(job.schedule)],
+        ["upstreams", linkedJobs("job-upstreams", job.upstreams)],
+        ["downstreams", linkedJobs("job-downstreams", job.downstreams)],
         ["next run", when(job.next_run_at)],
         ["next start", job.next_start_at !== job.next_run_at ? when(job.next_start_at) : ""],
         ["window", job.schedule.window_seconds ? `each run starts within ${span(job.schedule.window_seconds)} of its fire time` : ""],
@@ -474,6 +498,10 @@ async function jobView(current, id) {
         return;
       }
       const preview = await api("POST", "/schedules/preview", { schedule: job.schedule, count: 10, job_id: job.id });
+      if (preview.description) { // (an after job: no fire times of its own)
+        upcoming.replaceChildren(h("p", { id: "upcoming-after" }, `Runs ${afterWords(job)}.`));
+        return;
+      }
       upcoming.replaceChildren(preview.fire_times.length
         ? h("ol", { id: "upcoming" }, preview.fire_times.map((t) => h("li", { title: t.local }, shortTime(t.utc),
           t.starts_at && t.starts_at !== t.utc ? h("span", { class: "hint" }, ` starts ${shortTime(t.starts_at).slice(11)}`) : "")))
@@ -505,6 +533,8 @@ async function runView(current, id) {
         ["planned start", run.starts_at !== run.scheduled_at ? shortTime(run.starts_at) : ""],
         ["rerun of", run.rerun_of ? link(`#/runs/${encodeURIComponent(run.rerun_of)}`, run.rerun_of) : ""],
         ["backfill", run.backfill_id || ""],
+        ["triggered by", linkedRuns("run-triggered-by", run.triggered_by)],
+        ["triggered", linkedRuns("run-triggered", run.triggered)],
         ["flow wait", typeof run.flow_wait_ms === "number" ? span(run.flow_wait_ms / 1000) : ""],
         ["queued", shortTime(run.queued_at)], ["started", shortTime(run.started_at)],
         ["finished", shortTime(run.finished_at)], ["lag", lag(run)], ["duration", duration(run)],
