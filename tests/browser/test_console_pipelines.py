@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from selenium import webdriver
 
-from tests.browser.test_console import element, shot, sign_in
+from tests.browser.test_console import UI_TIMEOUT, element, fill, shot, sign_in, wait
 from tests.e2e.harness import ClockedLocal, start_clocked_local
 
 pytestmark = pytest.mark.e2e
@@ -56,6 +56,13 @@ def test_an_after_job_its_upstream_and_their_runs_link_to_each_other(
     assert element(driver, "#upcoming-after").text.startswith("Runs after extract, on SUCCEEDED")
     assert "after extract, on SUCCEEDED" in element(driver, "dl.fields").text
     shot(driver, artifacts, "50-after-job")
+    # edited through the form: its after schedule kept as it is
+    element(driver, "#edit").click()
+    fill(driver, "extra", '{"priority": "high"}')
+    element(driver, "#save").click()
+    wait(driver, lambda: "after extract" in element(driver, "#main dl").text, "edited", UI_TIMEOUT)
+    edited = local.call("GET", f"/jobs/{load['id']}")[1]
+    assert (edited["priority"], edited["schedule"]) == ("high", load["schedule"])
 
     driver.get(f"{local.url}/#/jobs/{extract['id']}")
     assert element(driver, "#job-downstreams").text == "load"

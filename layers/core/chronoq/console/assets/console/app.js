@@ -666,7 +666,8 @@ async function formView(current, id) {
     error,
     input("name", "Name"),
     h("fieldset", {}, h("legend", {}, "Schedule"),
-      input("schedule.type", "Kind", { options: ["cron", "rate", "at"] }),
+      // (an after job's schedule is kept as it is: changed through the API or the CLI)
+      input("schedule.type", "Kind", { options: job && job.schedule.type === "after" ? ["after", "cron", "rate", "at"] : ["cron", "rate", "at"] }),
       input("schedule.expression", "Cron expression", { placeholder: "0 2 * * *", hint: "minute hour day-of-month month day-of-week" }),
       input("schedule.timezone", "Time zone", { placeholder: "UTC" }),
       input("schedule.every", "Every", { placeholder: "5 minutes" }),
@@ -765,6 +766,7 @@ async function formView(current, id) {
       schedule.expression = get("schedule.expression").value;
       schedule.timezone = get("schedule.timezone").value.trim() || "UTC";
     } else if (kind === "rate") schedule.every = get("schedule.every").value.trim();
+    else if (kind === "after") Object.assign(schedule, job.schedule);
     else schedule.at = get("schedule.at").value.trim();
     if (job && job.schedule.type === kind) { // keep what the form does not show: bounds, window
       for (const key of ["start_at", "end_at", "window_seconds"]) {
