@@ -518,3 +518,12 @@ def test_given_a_backfill_asking_to_cascade_then_its_runs_cascade(fakes: Fakes) 
     runs = [r for (j, _), r in fakes.store.runs.items() if j == hourly.id]
     assert runs
     assert all(r.cascade and r.trigger is Trigger.BACKFILL for r in runs)
+
+
+def test_given_a_followed_runs_end_when_its_slots_are_given_back_then_its_followers_are_no_flow() -> (
+    None
+):
+    """The waker reads the flow items a run's ``slots`` name: never the followers' token."""
+    from chronoq.usecases.wake import Ended
+
+    assert Ended.of("r", f"flow#ab {after.slot(['job_d'])} expect#job_x").slots == ("flow#ab",)

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chronoq import resources as r
-from chronoq.domain import flow, inflight, keys
+from chronoq.domain import after, flow, inflight, keys
 from chronoq.domain.runs import RunMessage
 from chronoq.usecases.ports import Clock, JobRunStore, Queues
 
@@ -25,14 +25,16 @@ from chronoq.usecases.ports import Clock, JobRunStore, Queues
 @dataclass(frozen=True)
 class Ended:
     """A run that ended and the flow items it held slots in (its record's ``slots``, its
-    job's expectation of success left out: chronoq.usecases.silence moves that on)."""
+    job's expectation of success left out: chronoq.usecases.silence moves that on; and its
+    job's followers: chronoq.usecases.after tells them)."""
 
     run_id: str
     slots: tuple[str, ...]
 
     @classmethod
     def of(cls, run_id: str, slots: str) -> Ended:
-        return cls(run_id, tuple(s for s in slots.split() if not s.startswith(keys.EXPECT)))
+        others = (keys.EXPECT, after.SLOT)
+        return cls(run_id, tuple(s for s in slots.split() if not s.startswith(others)))
 
 
 @dataclass
