@@ -70,6 +70,9 @@ AUDIT_CONTRACT = "tests/contract/test_audit_trail.py"
 SILENCE = "tests/unit/usecases/test_silence.py"
 SILENCE_STORE = "tests/contract/test_expect_store.py"
 
+#: The fast tests of completion triggers.
+AFTER = "tests/unit/usecases/test_after.py"
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "generation",
@@ -348,8 +351,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "functions/api/handler.py",
         (
             (
-                "    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))\n",
-                "    answer, headers = view(service.reruns.rerun_run(owner, run_id, by)), None\n",
+                "    answer, headers = _once(\n"
+                "        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, cascade))\n"
+                "    )\n",
+                "    answer, headers = view(service.reruns.rerun_run(owner, run_id, by, cascade)), None\n",
             ),
         ),
         ("tests/unit/test_api_routes.py",),
@@ -835,8 +840,8 @@ MUTANTS: tuple[Mutant, ...] = (
         f"{CORE}/aws/streams.py",
         (
             (
-                '"slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}]},',
-                '"slots": {"S": [{"prefix": FLOW}]},',
+                '"slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}, {"prefix": AFTER}]},',
+                '"slots": {"S": [{"prefix": FLOW}, {"prefix": AFTER}]},',
             ),
             (
                 'inserted = image if n else {"status": {"S": sorted(audience + SILENCE)}}',
@@ -871,6 +876,74 @@ MUTANTS: tuple[Mutant, ...] = (
             ),
         ),
         (SILENCE_STORE,),
+    ),
+    # --- completion triggers (README: "Pipelines: jobs after jobs") ----------------------------
+    Mutant(
+        "after-heard",
+        "the end of a run of a job that after jobs follow reaches the notifier (the stream's filter)",
+        f"{CORE}/aws/streams.py",
+        (
+            (
+                '"slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}, {"prefix": AFTER}]},',
+                '"slots": {"S": [{"prefix": FLOW}, {"prefix": EXPECT}]},',
+            ),
+        ),
+        ("tests/unit/test_stream_filter.py",),
+    ),
+    Mutant(
+        "after-marker",
+        "a run of a followed job names its followers among its slots (no read to find them)",
+        f"{CORE}/execution/contract.py",
+        (("*([after.slot(job.followed_by)] if job.followed_by else []),", ""),),
+        (AFTER,),
+    ),
+    Mutant(
+        "after-graph-version",
+        "two changes racing on an owner's pipeline graph: the second's write fails (no cycle"
+        " slips through)",
+        f"{CORE}/fakes/store/after.py",
+        (("if (stored.version if stored else 0) != graph.version:", "if False:"),),
+        (AFTER, "tests/contract/test_after_store.py"),
+    ),
+    Mutant(
+        "after-cycle",
+        "a change that would close a cycle of after jobs is refused",
+        f"{CORE}/usecases/after.py",
+        (("                if cycle is not None:", "                if False:"),),
+        (AFTER, "tests/unit/test_api_after.py"),
+    ),
+    Mutant(
+        "after-fan-in",
+        "an after job runs for an instant only once every upstream has arrived",
+        f"{CORE}/usecases/after.py",
+        (("        if not fanin.complete(schedule.jobs):", "        if False:"),),
+        (AFTER,),
+    ),
+    Mutant(
+        "after-on",
+        "an upstream end counts only if it ended as on asks",
+        f"{CORE}/domain/after.py",
+        (("    return status in _COUNTED[on]", "    return True"),),
+        (AFTER,),
+    ),
+    Mutant(
+        "after-within",
+        "an instant's wait that lapses with upstreams missing records the run SKIPPED",
+        f"{CORE}/usecases/dispatch.py",
+        (("part.skipped_after += self._lapsed(waits, now)", "pass"),),
+        (AFTER,),
+    ),
+    Mutant(
+        "after-no-cascade",
+        "re-runs and backfills of an upstream trigger its followers only when they cascade",
+        f"{CORE}/usecases/after.py",
+        (
+            (
+                "if run.trigger in (Trigger.RERUN, Trigger.BACKFILL) and not run.cascade:",
+                "if False:",
+            ),
+        ),
+        (AFTER,),
     ),
 )
 
