@@ -93,14 +93,17 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": topic, "OldImage": not_ended}},
         {"eventName": ["INSERT"], "dynamodb": {"NewImage": asked}},
         {"eventName": ["MODIFY"], "dynamodb": {"NewImage": asked, "OldImage": not_ended}},
-        # a run that held flow slots (or of a job with expect), once ended: its end wakes the
-        # runs parked on them (or moves its job's expectation on)
+        # a run that held flow slots (or of a job with expect, or of a job after jobs follow),
+        # once ended: its end wakes the runs parked on them (or moves its job's expectation on,
+        # or is noted in its followers' fan-ins)
         {
             "eventName": ["MODIFY"],
             "dynamodb": {
                 "NewImage": {
                     "status": {"S": FINISHED},
-                    "slots": {"S": [{"prefix": "flow#"}, {"prefix": "expect#"}]},
+                    "slots": {
+                        "S": [{"prefix": "flow#"}, {"prefix": "expect#"}, {"prefix": "after#"}]
+                    },
                 },
                 "OldImage": not_ended,
             },

@@ -53,7 +53,7 @@ OBJECT_SUFFIX = ".jsonl.gz"
 OBJECT_NAME = re.compile(rf"^[0-9]{{{VERSION_DIGITS}}}-[0-9]{{{VERSION_DIGITS}}}\.jsonl\.gz$")
 _DAY = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 #: What the API's view of a run leaves out (internal bookkeeping).
-_INTERNAL = frozenset({"generation", "notify"})
+_INTERNAL = frozenset({"generation", "notify", "triggered"})  # (triggered: shown, never kept)
 #: The columns of a line, as the archive's table (Glue, read by Athena with the JSON SerDe)
 #: types them: every key of ``Archived.line`` (instants are ISO 8601 text in UTC:
 #: ``from_iso8601_timestamp`` reads them).
@@ -86,6 +86,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("rerun_of", "string"),
     ("backfill_id", "string"),
     ("start_deadline_seconds", "int"),
+    # completion triggers: an after job's run's upstream runs; a cascade's run
+    ("triggered_by", "array<string>"),
+    ("cascade", "boolean"),
     ("logs", "array<string>"),
     ("log_objects", "array<string>"),
     ("version", "string"),
