@@ -139,3 +139,14 @@ def test_given_a_fan_in_wait_and_a_success_deadline_of_one_job_then_the_minute_h
     assert sorted(page.deadlines, key=lambda d: str(d.instant)[:19]) == sorted(
         waits, key=lambda d: str(d.instant)[:19]
     )
+
+
+def test_given_an_owners_graph_when_the_owner_is_erased_then_it_is_gone(backend: Backend) -> None:
+    store = backend.store
+    assert store.save_graph(Graph(owner="alice").with_job("job_b", ["job_a"]))
+    assert store.save_graph(Graph(owner="bob").with_job("job_d", ["job_c"]))
+
+    assert store.erase_owner_items("alice") >= 1
+
+    assert store.get_graph("alice") == Graph(owner="alice")
+    assert store.get_graph("bob").edges == {"job_d": frozenset({"job_c"})}

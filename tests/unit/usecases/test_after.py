@@ -31,8 +31,10 @@ def upstream(fakes: Fakes, name: str, owner: str = OWNER) -> Job:
     return fakes.jobs.create_job(owner, job_spec(YEARLY, name=name))
 
 
-def follower(fakes: Fakes, jobs: list[str], name: str = "load", **schedule: Any) -> Job:
-    spec = job_spec({"type": "after", "jobs": jobs, **schedule}, name=name)
+def follower(
+    fakes: Fakes, jobs: list[str], name: str = "load", max_runs: int | None = None, **schedule: Any
+) -> Job:
+    spec = job_spec({"type": "after", "jobs": jobs, **schedule}, name=name, max_runs=max_runs)
     return fakes.jobs.create_job(OWNER, spec)
 
 
@@ -527,3 +529,9 @@ def test_given_a_followed_runs_end_when_its_slots_are_given_back_then_its_follow
     from chronoq.usecases.wake import Ended
 
     assert Ended.of("r", f"flow#ab {after.slot(['job_d'])} expect#job_x").slots == ("flow#ab",)
+
+
+def test_given_max_runs_on_an_after_job_then_it_is_refused_naming_it(fakes: Fakes) -> None:
+    upstream(fakes, "extract")
+    refused = refusal(lambda: follower(fakes, ["extract"], max_runs=3))
+    assert refused.field == "max_runs"

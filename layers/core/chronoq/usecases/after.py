@@ -53,9 +53,16 @@ class Pipelines:
 
     # --- the API's side -------------------------------------------------------------------
 
-    def resolved(self, owner: str, schedule: AfterSchedule, job_id: str | None) -> AfterSchedule:
+    def resolved(
+        self, owner: str, schedule: AfterSchedule, job_id: str | None, max_runs: int | None = None
+    ) -> AfterSchedule:
         """The schedule with its upstreams as job ids; 422 naming ``schedule.jobs`` for a name
-        or id that is none of the owner's jobs, or the job itself."""
+        or id that is none of the owner's jobs, or the job itself (and naming ``max_runs``
+        when it is given: an after job has no scheduled runs to count)."""
+        if max_runs is not None:
+            raise InvalidRequest(
+                "max_runs", "an after job has no scheduled runs to count: leave max_runs out"
+            )
         found: list[str] = []
         for given in schedule.jobs:
             upstream = self._find(owner, given)

@@ -70,7 +70,7 @@ class JobOperations:
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
         # --- completion triggers: an after job's upstreams, as ids; it has no fire time
         if isinstance(spec.schedule, AfterSchedule):
-            resolved = self.pipelines.resolved(owner, spec.schedule, None)
+            resolved = self.pipelines.resolved(owner, spec.schedule, None, spec.max_runs)
             spec = spec.model_copy(update={"schedule": resolved})
         first = None if isinstance(spec.schedule, AfterSchedule) else _first_fire(spec, now)
         if not self.store.count_job(owner, +1, self.max_jobs_per_owner):
@@ -207,7 +207,7 @@ class JobOperations:
         # (refused if that closes a cycle) before the job is written; linked back if it is not
         following: frozenset[str] = frozenset()
         if isinstance(spec.schedule, AfterSchedule):
-            resolved = self.pipelines.resolved(owner, spec.schedule, job.id)
+            resolved = self.pipelines.resolved(owner, spec.schedule, job.id, spec.max_runs)
             spec = spec.model_copy(update={"schedule": resolved})
             changes = (
                 {**changes, "schedule": resolved.model_dump()} if "schedule" in changes else changes

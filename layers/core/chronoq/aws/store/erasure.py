@@ -55,4 +55,5 @@ def owner_item_keys(owner: str) -> tuple[str, ...]:
         keys.secrets_key(owner),
         inflight.item_key(owner),
         flow.owner_item_key(owner),
+        keys.graph_key(owner),  # (completion triggers: its pipeline graph)
     )

@@ -27,5 +27,6 @@ class FakeErasure(FakeTables):
                 self.secrets.pop(owner, None) is not None,
                 self.in_flight.pop(inflight.item_key(owner), None) is not None,
                 self.flows.pop(flow.owner_item_key(owner), None) is not None,
+                self.graphs.pop(owner, None) is not None,  # (its pipeline graph)
             ]
             return sum(found)
