@@ -535,3 +535,20 @@ def test_given_max_runs_on_an_after_job_then_it_is_refused_naming_it(fakes: Fake
     upstream(fakes, "extract")
     refused = refusal(lambda: follower(fakes, ["extract"], max_runs=3))
     assert refused.field == "max_runs"
+
+
+def test_given_a_deleted_upstream_when_the_after_job_changes_otherwise_then_the_change_is_made(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    load = follower(fakes, ["extract", "clean"])
+    fakes.jobs.delete_job(OWNER, clean.id)
+
+    changed = fakes.jobs.update_job(OWNER, load.id, JobPatch.model_validate({"priority": "high"}))
+
+    assert changed.schedule.jobs == [extract.id, clean.id]  # type: ignore[union-attr]
+    assert fakes.store.get_job(extract.id).followed_by == {load.id}  # type: ignore[union-attr]
+    refused = refusal(
+        lambda: fakes.jobs.update_job(OWNER, load.id, JobPatch.model_validate({"max_runs": 2}))
+    )
+    assert refused.field == "max_runs"

@@ -203,21 +203,21 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
-        # --- completion triggers: the new upstreams, as ids, linked in the owner's graph
-        # (refused if that closes a cycle) before the job is written; linked back if it is not
-        following: frozenset[str] = frozenset()
-        if isinstance(spec.schedule, AfterSchedule):
-            resolved = self.pipelines.resolved(owner, spec.schedule, job.id, spec.max_runs)
-            spec = spec.model_copy(update={"schedule": resolved})
-            changes = (
-                {**changes, "schedule": resolved.model_dump()} if "schedule" in changes else changes
-            )
-            following = frozenset(resolved.jobs)
-        followed = (
-            self.pipelines.link(owner, job.id, following)
-            if following or upstreams_of(job)
-            else frozenset()
-        )
+        # --- completion triggers: a new schedule's upstreams, as ids, linked in the owner's
+        # graph (refused if that closes a cycle) before the job is written; linked back if it
+        # is not. Other changes leave them alone (an upstream deleted since stays named).
+        following = followed = upstreams_of(job)
+        if isinstance(spec.schedule, AfterSchedule) and spec.max_runs is not None:
+            raise InvalidRequest("max_runs", "an after job has no scheduled runs to count")
+        if "schedule" in changes:
+            following = frozenset()
+            if isinstance(spec.schedule, AfterSchedule):
+                resolved = self.pipelines.resolved(owner, spec.schedule, job.id)
+                spec = spec.model_copy(update={"schedule": resolved})
+                changes = {**changes, "schedule": resolved.model_dump()}
+                following = frozenset(resolved.jobs)
+            if following or followed:
+                followed = self.pipelines.link(owner, job.id, following)
         renamed = spec.name != job.name
         if renamed:
             self._claim_name(job, spec.name, now)
