@@ -63,7 +63,7 @@ synth: $(STAMP) ## synthesize the CDK app into cdk.out/ (cdk-nag's AwsSolutions 
 	$(BIN)/python cdk/app.py
 	@ls cdk.out/*.template.json
 
-bench: $(STAMP) ## benchmarks: chronoq local's engine beside the moto engine (bursts, sustained runs/s, API latency in a burst, memory and start-up with a million runs kept); the dispatcher's AWS requests per run and throughput (also around clock changes); start lag; the whole run path's requests, units and cost per run; a cron schedule's next fire time; a time window's spread; one owner's lag while another floods; a job's backfills listed and read with 10,000 runs under it, and what counting a backfill's runs costs; the archive's cost per million runs at 1 run/s and below
+bench: $(STAMP) ## benchmarks: chronoq local's engine beside the moto engine (bursts, sustained runs/s, API latency in a burst, memory and start-up with a million runs kept); the dispatcher's AWS requests per run and throughput (also around clock changes); start lag; the whole run path's requests, units and cost per run; a cron schedule's next fire time; a time window's spread; one owner's lag while another floods; a job's backfills listed and read with 10,000 runs under it, and what counting a backfill's runs costs; the archive's cost per million runs at 1 run/s and below; what a downstream run of a pipeline and a lapsed wait cost
 	$(BIN)/python -m bench.lag --runs 100 --singles 5
 	$(BIN)/python -m bench.runpath
 	$(BIN)/python -m bench.schedules
@@ -72,6 +72,7 @@ bench: $(STAMP) ## benchmarks: chronoq local's engine beside the moto engine (bu
 	$(BIN)/python -m bench.fairness
 	$(BIN)/python -m bench.backfill_list
 	$(BIN)/python -m bench.archive
+	$(BIN)/python -m bench.pipelines
 	$(BIN)/python -m bench.dispatch --jobs 1000
 
 mutants: $(STAMP) ## each mechanism a promise rests on, removed in a scratch copy: the fast tests that catch it
