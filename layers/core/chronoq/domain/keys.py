@@ -11,6 +11,8 @@ The jobs table (partition key ``job_id``):
 - ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits);
 - ``secrets#<owner>``: an owner's secrets, names and versions (see domain.secrets);
 - ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret;
+- ``calendars#<owner>``: an owner's business calendars (see domain.calendars);
+- ``calendar-uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a calendar;
 - ``expect#<job id>``: a job's expectation of success, for a job with ``expect`` (see
   domain.silence).
 
@@ -41,6 +43,8 @@ USAGE = "usage#"
 SECRETS = "secrets#"
 SECRET_USES = "uses#"  # noqa: S105 - a key prefix
 EXPECT = "expect#"
+CALENDARS = "calendars#"
+CALENDAR_USES = "calendar-uses#"
 
 BACKFILL = "backfill#"
 
@@ -48,7 +52,9 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES, EXPECT)
+JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES, EXPECT,
+    CALENDARS, CALENDAR_USES,
+)
 RUNS_TABLE = (BACKFILL, EXPECT)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
 
@@ -88,3 +94,14 @@ def secret_uses_key(owner: str, name: str) -> str:
 def expect_key(job_id: str) -> str:
     """The key of the item holding ``job_id``'s expectation of success (see domain.silence)."""
     return f"{EXPECT}{job_id}"
+
+
+def calendars_key(owner: str) -> str:
+    """The key of the item holding ``owner``'s business calendars."""
+    return f"{CALENDARS}{owner}"
+
+
+def calendar_uses_key(owner: str, name: str) -> str:
+    """The key of the item holding the ids of the jobs using ``owner``'s calendar ``name``
+    (the owner's length first, as in name_key)."""
+    return f"{CALENDAR_USES}{len(owner)}#{owner}#{name}"

@@ -11,9 +11,10 @@ to instants the way users expect across daylight-saving changes:
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -21,6 +22,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain import cron
+from chronoq.domain.calendars import CalendarUse, OnExcluded
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import IsoInstant, format_instant, utc_second
@@ -71,6 +73,9 @@ class _Recurring(Model):
     #: Each occurrence starts within this many seconds after its fire time, at an offset
     #: derived from the job and the instant (see chronoq.domain.windows); 0: at its fire time.
     window_seconds: int = Field(default=0, ge=0, le=r.MAX_WINDOW_SECONDS, strict=True)
+    #: A business calendar: fire times on its excluded dates are skipped or moved (see
+    #: chronoq.domain.calendars).
+    calendar: CalendarUse | None = None
 
     @field_validator("start_at")
     @classmethod
@@ -195,8 +200,20 @@ _SECOND = timedelta(seconds=1)
 
 def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
     """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC; None
-    when it fires no more."""
+    when it fires no more. A schedule with a calendar (its copy of the rules filled in)
+    fires on its business days only (see _next_on_calendar)."""
     after = after.astimezone(UTC)
+    if (
+        not isinstance(schedule, AtSchedule)
+        and schedule.calendar is not None
+        and schedule.calendar.rules is not None
+    ):
+        return _next_on_calendar(schedule, after)
+    return _plain_next(schedule, after)
+
+
+def _plain_next(schedule: AnySchedule, after: datetime) -> datetime | None:
+    """next_fire of the schedule as if it named no calendar."""
     if isinstance(schedule, AtSchedule):
         return schedule.at if schedule.at > after else None
     if schedule.start_at is not None and after < schedule.start_at:
@@ -209,6 +226,83 @@ def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
     if schedule.end_at is not None and found > schedule.end_at:
         return None
     return found
+
+
+# --- Business calendars ----------------------------------------------------------------------
+
+
+def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) -> datetime | None:
+    """The first fire time after ``after`` of a schedule on a calendar. Its fire times lie on
+    business days only (local dates in the calendar's zone), and within one day in order:
+    so the answer is the first of one business day's fire times (_day_fires) later than
+    ``after``, from the day of ``after`` on. Days with no fire time are jumped over to the
+    day the next plain fire time lands on."""
+    assert schedule.calendar is not None and schedule.calendar.rules is not None  # noqa: S101
+    rules = schedule.calendar.rules
+    mode = schedule.calendar.on_excluded
+    zone = zone_named(rules.timezone)
+    first = after.astimezone(zone).date()
+    limit = first + timedelta(days=r.CALENDAR_HORIZON_DAYS)
+    day: date | None = first if rules.is_business_day(first) else rules.business_day(first, 1)
+    while day is not None and day <= limit:
+        fires = _day_fires(schedule, day.toordinal())
+        index = bisect.bisect_right(fires, after)
+        if index < len(fires):
+            return fires[index]
+        # the next day that receives a fire time: where the next plain one after this day
+        # (after the days whose fire times this day took, for next_business_day) lands
+        following = rules.business_day(day, 1)
+        if following is None:
+            return None
+        low = following if mode is OnExcluded.PREVIOUS_BUSINESS_DAY else day + timedelta(days=1)
+        plain = _plain_next(schedule, _day_start(low, zone) - _SECOND)
+        if plain is None:
+            return None
+        landed = plain.astimezone(zone).date()
+        if not rules.is_business_day(landed):
+            step = -1 if mode is OnExcluded.PREVIOUS_BUSINESS_DAY else 1
+            landed = rules.business_day(landed, step) or following
+        day = max(following, landed)
+    return None
+
+
+def _day_start(day: date, zone: ZoneInfo) -> datetime:
+    return to_instant(datetime.combine(day, time()), zone)
+
+
+def _plain_fires_on(schedule: AnySchedule, day: date, zone: ZoneInfo) -> list[datetime]:
+    """The schedule's plain fire times on local date ``day`` in ``zone``."""
+    end = _day_start(day + timedelta(days=1), zone)
+    found: list[datetime] = []
+    current = _plain_next(schedule, _day_start(day, zone) - _SECOND)
+    while current is not None and current < end:
+        found.append(current)
+        current = _plain_next(schedule, current)
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _day_fires(schedule: CronSchedule | RateSchedule, ordinal: int) -> tuple[datetime, ...]:
+    """The fire times of business day ``ordinal``, in order and each once: its own, and
+    (next/previous_business_day) those of the excluded days before it (after it) up to the
+    previous (next) business day, each at its local time of day on this day."""
+    assert schedule.calendar is not None and schedule.calendar.rules is not None  # noqa: S101
+    rules = schedule.calendar.rules
+    zone = zone_named(rules.timezone)
+    day = date.fromordinal(ordinal)
+    found = set(_plain_fires_on(schedule, day, zone))
+    mode = schedule.calendar.on_excluded
+    if mode is not OnExcluded.SKIP:
+        step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
+        other = day + timedelta(days=step)
+        for _ in range(r.CALENDAR_HORIZON_DAYS):
+            if rules.is_business_day(other):
+                break
+            for fire in _plain_fires_on(schedule, other, zone):
+                wall = fire.astimezone(zone).replace(tzinfo=None, fold=0)
+                found.add(to_instant(datetime.combine(day, wall.time()), zone))
+            other += timedelta(days=step)
+    return tuple(sorted(found))
 
 
 def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:

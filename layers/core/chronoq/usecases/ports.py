@@ -16,6 +16,7 @@ from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.execution.contract import ExecutionInput
@@ -577,6 +578,39 @@ class SecretStore(Protocol):
         ...
 
 
+class CalendarStore(Protocol):
+    """Each owner's business calendars and which jobs use each: one item of the jobs table per
+    owner holds its calendars (names, rules, versions), one per calendar the ids of the jobs
+    using it (the index a change re-plans from, and a delete is refused by)."""
+
+    def get_calendars(self, owner: str, consistent: bool = False) -> dict[str, CalendarMeta]:
+        """The owner's calendars by name (one read)."""
+        ...
+
+    def put_calendar(self, owner: str, meta: CalendarMeta, limit: int) -> bool:
+        """Keep ``meta``: a new calendar (version 1; False, nothing kept, if the owner has
+        ``limit`` already or one of that name appeared meanwhile), or the next version of a
+        kept one (False if the kept one is no longer at ``meta.version - 1``)."""
+        ...
+
+    def remove_calendar(self, owner: str, name: str) -> list[str]:
+        """Forget the calendar unless a job uses it: [] (forgotten, or not there), else the
+        ids of the jobs using it (nothing changed). Atomic with use_calendar."""
+        ...
+
+    def use_calendar(self, owner: str, job_id: str, name: str) -> bool:
+        """Note that the job uses the calendar, if it exists (False: it does not)."""
+        ...
+
+    def unuse_calendar(self, owner: str, job_id: str, name: str) -> None:
+        """The job no longer uses the calendar (idempotent)."""
+        ...
+
+    def calendar_users(self, owner: str, name: str) -> list[str]:
+        """The ids of the jobs using the calendar, sorted."""
+        ...
+
+
 class SecretValues(Protocol):
     """Secrets' values, per owner (on AWS: SSM Parameter Store SecureStrings under the
     deployment's path; locally: the engine's storage). Write-only to the API: only the runner
@@ -631,7 +665,15 @@ class AuditTrail(Protocol):
 
 
 class JobRunStore(
-    JobStore, RunStore, FlowStore, BackfillStore, UsageStore, SecretStore, ExpectStore, Protocol
+    JobStore,
+    RunStore,
+    FlowStore,
+    BackfillStore,
+    UsageStore,
+    SecretStore,
+    ExpectStore,
+    CalendarStore,
+    Protocol,
 ):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use; the
     notifier's moves jobs' success deadlines in the time index too)."""
@@ -648,6 +690,7 @@ class Store(
     SecretStore,
     ErasureStore,
     ExpectStore,
+    CalendarStore,
     Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chronoq.fakes.store.backfills import FakeBackfills
+from chronoq.fakes.store.calendars import FakeCalendars
 from chronoq.fakes.store.erasure import FakeErasure
 from chronoq.fakes.store.expect import FakeExpect
 from chronoq.fakes.store.flows import FakeFlows
@@ -18,6 +19,7 @@ from chronoq.fakes.store.usage import FakeUsage
 
 __all__ = [
     "FakeBackfills",
+    "FakeCalendars",
     "FakeErasure",
     "FakeExpect",
     "FakeFlows",
@@ -43,5 +45,6 @@ class FakeStore(
     FakeSecrets,
     FakeErasure,
     FakeExpect,
+    FakeCalendars,
 ):
     """Every store port over the same tables in memory."""

@@ -15,6 +15,7 @@ from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.usecases.ports import KeyRecord, Page, Position, RunEnd
@@ -104,6 +105,10 @@ class FakeTables:
     secrets: dict[str, dict[str, SecretMeta]] = field(default_factory=dict)
     #: (owner, secret name) -> the ids of the jobs using it
     secret_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: owner -> name -> the calendar
+    calendars: dict[str, dict[str, CalendarMeta]] = field(default_factory=dict)
+    #: (owner, calendar name) -> the ids of the jobs using it
+    calendar_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: job id -> its expectation of success (a job with ``expect``)
     expectations: dict[str, Expectation] = field(default_factory=dict)
     #: bucket -> due -> a job's success deadline (the time index's other kind of item)
