@@ -18,7 +18,9 @@ from chronoq import resources as r
 from chronoq.domain import archive, labels, pages, secrets, windows
 from chronoq.domain.audit import Caller
 from chronoq.domain.backfills import BackfillRequest
+from chronoq.domain.calendars import Calendar
 from chronoq.domain.errors import (
+    CalendarInUse,
     Conflict,
     InvalidRequest,
     LimitExceeded,
@@ -51,6 +53,7 @@ from chronoq.resolver import HttpResolver
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
 from chronoq.usecases import idempotency
+from chronoq.usecases.calendars import resolve as resolve_calendar
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -262,7 +265,8 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
         service.jobs.get_job(owner, request.job_id)  # (404 unless it is the caller's)
     now = utc_now()
     windows.check(request.schedule, now)
-    fires = preview(request.schedule, now, request.count)
+    schedule = resolve_calendar(service.calendars.store, owner, request.schedule)
+    fires = preview(schedule, now, request.count)
     return {"fire_times": windows.preview(request.schedule, fires, request.job_id)}
 
 
@@ -486,6 +490,71 @@ def delete_secret(name: str) -> Response[str]:
     return Response(204, None, "")
 
 
+# --- business calendars ------------------------------------------------------------------
+
+
+@app.put(
+    "/calendars/<name>",
+    summary="Keep a business calendar (a new one, or its next version), and re-plan the first"
+    " page of the jobs using it",
+    responses=doc.responses(200, doc.CalendarPut, "The calendar, changed", *doc.BODY, 409)
+    | doc.responses(201, doc.CalendarPut, "The calendar, made", limited=True),
+)
+def put_calendar(
+    name: str, body: Annotated[Calendar, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    meta, made, replan = service.calendars.put(_owner(), name, body)
+    answer = {**meta.shown(), "replan": replan}
+    return Response(201 if made else 200, "application/json", answer)
+
+
+@app.get(
+    "/calendars",
+    summary="The caller's business calendars",
+    responses=doc.responses(200, doc.CalendarPage, "The calendars, by name"),
+)
+def list_calendars() -> dict[str, Any]:
+    return {"calendars": [c.shown() for c in service.calendars.all(_owner())]}
+
+
+@app.get(
+    "/calendars/<name>",
+    summary="A business calendar, and the jobs using it",
+    responses=doc.responses(200, doc.CalendarUsers, "The calendar", 404),
+)
+def get_calendar(name: str) -> dict[str, Any]:
+    owner = _owner()
+    meta = service.calendars.get(owner, name)
+    return {**meta.shown(), "jobs": service.calendars.users(owner, name)}
+
+
+class ReplanRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    next_token: str | None = Field(default=None, max_length=100)
+
+
+@app.post(
+    "/calendars/<name>/replan",
+    summary="Re-plan the next page of the jobs using a calendar on its current rules",
+    responses=doc.responses(200, doc.CalendarReplan, "What was re-planned", *doc.BODY, 404),
+)
+def replan_calendar(
+    name: str, request: Annotated[ReplanRequest, Body(embed=False)]
+) -> dict[str, Any]:
+    return service.calendars.replan(_owner(), name, request.next_token)
+
+
+@app.delete(
+    "/calendars/<name>",
+    summary="Delete a business calendar no job uses",
+    responses=doc.responses(204, None, "Deleted", 404, 409),
+)
+def delete_calendar(name: str) -> Response[str]:
+    service.calendars.delete(_owner(), name)
+    return Response(204, None, "")
+
+
 ArchiveDay = Annotated[
     str,
     Query(
@@ -592,7 +661,7 @@ def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    jobs = error.jobs if isinstance(error, SecretInUse) else None
+    jobs = error.jobs if isinstance(error, SecretInUse | CalendarInUse) else None
     return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None), jobs=jobs))
 
 

@@ -186,6 +186,40 @@ class SecretPage(BaseModel):
     secrets: list[Secret]
 
 
+class CalendarShown(BaseModel):
+    """A business calendar as the API shows it (README, "Business calendars")."""
+
+    name: str
+    dates: list[str]
+    ranges: list[list[str]]
+    timezone: str
+    business_days: list[str]
+    version: int = Field(description="moved on by every PUT")
+    created_at: str
+    updated_at: str
+
+
+class CalendarReplan(BaseModel):
+    """The jobs using a calendar re-planned on its rules by this request: at most a page
+    (``next_token``: go on with ``POST /calendars/{name}/replan``)."""
+
+    replanned: list[str]
+    failed: dict[str, str] = Field(description="job id -> why it was not re-planned")
+    next_token: str | None
+
+
+class CalendarPut(CalendarShown):
+    replan: CalendarReplan
+
+
+class CalendarPage(BaseModel):
+    calendars: list[CalendarShown]
+
+
+class CalendarUsers(CalendarShown):
+    jobs: list[str] = Field(description="the ids of the jobs using it")
+
+
 class SecretValue(BaseModel):
     """The body of ``PUT /secrets/{name}``: the value, write-only."""
 

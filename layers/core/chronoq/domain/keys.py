@@ -52,8 +52,18 @@ CHECKPOINT_BUCKET = "checkpoint"
 
 #: Each table's prefixes (no two of one table begin alike: no kind of item can take
 #: another's key).
-JOBS_TABLE = (JOB, COUNT, NAME, IDEMPOTENCY_KEY, FLOW, USAGE, SECRETS, SECRET_USES, EXPECT,
-    CALENDARS, CALENDAR_USES,
+JOBS_TABLE = (
+    JOB,
+    COUNT,
+    NAME,
+    IDEMPOTENCY_KEY,
+    FLOW,
+    USAGE,
+    SECRETS,
+    SECRET_USES,
+    EXPECT,
+    CALENDARS,
+    CALENDAR_USES,
 )
 RUNS_TABLE = (BACKFILL, EXPECT)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)

@@ -22,8 +22,8 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from chronoq import resources as r
 from chronoq.domain import cron
-from chronoq.domain.calendars import CalendarUse, OnExcluded
 from chronoq.domain.base import Model
+from chronoq.domain.calendars import CalendarRules, CalendarUse, OnExcluded
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import IsoInstant, format_instant, utc_second
 
@@ -237,9 +237,8 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     so the answer is the first of one business day's fire times (_day_fires) later than
     ``after``, from the day of ``after`` on. Days with no fire time are jumped over to the
     day the next plain fire time lands on."""
-    assert schedule.calendar is not None and schedule.calendar.rules is not None  # noqa: S101
-    rules = schedule.calendar.rules
-    mode = schedule.calendar.on_excluded
+    rules = _rules_of(schedule)
+    mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
     zone = zone_named(rules.timezone)
     first = after.astimezone(zone).date()
     limit = first + timedelta(days=r.CALENDAR_HORIZON_DAYS)
@@ -266,6 +265,12 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     return None
 
 
+def _rules_of(schedule: CronSchedule | RateSchedule) -> CalendarRules:
+    if schedule.calendar is None or schedule.calendar.rules is None:
+        raise ValueError("the schedule carries no calendar rules")
+    return schedule.calendar.rules
+
+
 def _day_start(day: date, zone: ZoneInfo) -> datetime:
     return to_instant(datetime.combine(day, time()), zone)
 
@@ -286,12 +291,11 @@ def _day_fires(schedule: CronSchedule | RateSchedule, ordinal: int) -> tuple[dat
     """The fire times of business day ``ordinal``, in order and each once: its own, and
     (next/previous_business_day) those of the excluded days before it (after it) up to the
     previous (next) business day, each at its local time of day on this day."""
-    assert schedule.calendar is not None and schedule.calendar.rules is not None  # noqa: S101
-    rules = schedule.calendar.rules
+    rules = _rules_of(schedule)
     zone = zone_named(rules.timezone)
     day = date.fromordinal(ordinal)
     found = set(_plain_fires_on(schedule, day, zone))
-    mode = schedule.calendar.on_excluded
+    mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
     if mode is not OnExcluded.SKIP:
         step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
         other = day + timedelta(days=step)

@@ -12,6 +12,7 @@ from chronoq.domain import ids, windows
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.base import STORED
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.labels import Selector, matches
@@ -21,7 +22,7 @@ from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
-from chronoq.usecases import secrets
+from chronoq.usecases import calendars, secrets
 from chronoq.usecases.audit import record, spec_change, state_change
 from chronoq.usecases.limits import end_backfills_of, owner_limits
 from chronoq.usecases.pages import Listing, PageTokens
@@ -62,6 +63,10 @@ class JobOperations:
         self._check(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
+        # business calendars: the job carries a copy of its calendar's rules
+        spec = spec.model_copy(
+            update={"schedule": calendars.resolve(self.store, owner, spec.schedule)}
+        )
         first = _first_fire(spec, now)
         if not self.store.count_job(owner, +1, self.max_jobs_per_owner):
             raise QuotaExceeded(
@@ -86,10 +91,15 @@ class JobOperations:
             self.store.count_job(owner, -1)
             raise
         names = spec.secret_names()
+        calendar = calendars.calendar_of(spec.schedule)
         try:
             secrets.use(self.store, owner, job.id, spec, names)
+            if calendar is not None and not self.store.use_calendar(owner, job.id, calendar):
+                raise calendars.unknown(calendar)  # (deleted meanwhile)
             self.store.put_new_job(job)
         except Exception:
+            if calendar is not None:
+                self.store.unuse_calendar(owner, job.id, calendar)
             self.store.unuse_secrets(owner, job.id, names)
             self.store.release_name(owner, job.name, job.id)
             self.store.count_job(owner, -1)
@@ -188,18 +198,29 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
+        if "schedule" in changes:  # (a copy of its calendar's rules, as of now)
+            spec = spec.model_copy(
+                update={"schedule": calendars.resolve(self.store, owner, spec.schedule)}
+            )
         renamed = spec.name != job.name
         if renamed:
             self._claim_name(job, spec.name, now)
         before, after = job.secret_names(), spec.secret_names()
+        was, becomes = calendars.calendar_of(job.schedule), calendars.calendar_of(spec.schedule)
         try:
             secrets.use(self.store, owner, job.id, spec, after - before)
+            if becomes not in (None, was) and not self.store.use_calendar(owner, job.id, becomes):
+                raise calendars.unknown(becomes)  # (deleted meanwhile)
             changed = self._change(job, spec, changes, now)
         except Exception:
+            if becomes not in (None, was):
+                self.store.unuse_calendar(owner, job.id, becomes)
             self.store.unuse_secrets(owner, job.id, after - before)
             if renamed:
                 self.store.release_name(owner, spec.name, job.id)
             raise
+        if was not in (None, becomes):
+            self.store.unuse_calendar(owner, job.id, was)
         self.store.unuse_secrets(owner, job.id, before - after)
         if renamed:
             self.store.release_name(owner, job.name, job.id)
@@ -236,6 +257,18 @@ class JobOperations:
             job, now, **spec.model_dump(), state=state, next_run_at=first, runs_before=counted
         )
         return self._replace_occurrences(job, updated, now)
+
+    def recalendar(self, job: Job, meta: CalendarMeta) -> Job:
+        """Re-plan ``job`` (as read) on its calendar's new rules (``meta``), as a change of
+        its schedule is: a new generation whose first occurrence is the new rules' next fire
+        time; a run already claimed still runs, the old pending occurrence never does.
+        Raises Conflict if the job changed since it was read."""
+        now = self.clock()
+        spec = job.spec()
+        spec = spec.model_copy(update={"schedule": calendars.with_rules(spec.schedule, meta)})
+        changed = self._change(job, spec, {"schedule": spec.schedule}, now)
+        record(self.audit, now, job.owner, job.id, Action.CHANGE, None, spec_change(job, changed))
+        return self._settle(changed, now)
 
     def pause_job(self, owner: str, job_id: str, by: Caller | None = None) -> Job:
         """No scheduled run of a paused job starts; its pending occurrence is dropped."""
@@ -376,6 +409,13 @@ def _first_fire(spec: JobSpec, now: datetime) -> datetime:
     if first is None:
         if isinstance(spec.schedule, AtSchedule):
             raise InvalidRequest("schedule.at", "must be in the future")
+        if calendars.calendar_of(spec.schedule) is not None and first_fire(
+            spec.schedule.model_copy(update={"calendar": None}), now
+        ):
+            raise InvalidRequest(
+                "schedule.calendar",
+                f"excludes every fire time of the schedule for {r.CALENDAR_HORIZON_DAYS} days",
+            )
         raise InvalidRequest("schedule.end_at", "leaves no future fire time")
     return first
 
@@ -407,5 +447,8 @@ def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
     store.unuse_secrets(job.owner, job.id, job.secret_names())
+    calendar = calendars.calendar_of(job.schedule)
+    if calendar is not None:
+        store.unuse_calendar(job.owner, job.id, calendar)
     end_backfills_of(store, job, now)
     return True

@@ -11,12 +11,12 @@ from typing import Generic, Literal, Protocol, TypeVar
 
 from chronoq.domain.audit import AuditEntry
 from chronoq.domain.backfills import Backfill, BackfillState
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
-from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.execution.contract import ExecutionInput

@@ -1,8 +1,8 @@
 """The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
 ``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
 (KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore), ``usage`` (UsageStore),
-``secrets`` (SecretStore), ``expect`` (ExpectStore) and ``calendars`` (CalendarStore). The key layout they share is
-domain.keys. chronoq local's engine serves the same calls from SQLite
+``secrets`` (SecretStore), ``expect`` (ExpectStore) and ``calendars`` (CalendarStore). The
+key layout they share is domain.keys. chronoq local's engine serves the same calls from SQLite
 (chronoq.local.engine.tables), so these modules are its adapters too."""
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ from typing import TypeVar
 
 from chronoq import resources as r
 from chronoq.domain.backfills import Backfill
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run
-from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.usecases.ports import KeyRecord, Page, Position, RunEnd
