@@ -516,6 +516,22 @@ def secrets_table(items: Iterable[dict[str, Any]]) -> Table:
     return table
 
 
+def calendars_table(items: Iterable[dict[str, Any]]) -> Table:
+    """The caller's business calendars (``chronoq calendars list``)."""
+    table = _table("name", "timezone", "business days", "dates", "ranges", "version", "updated")
+    for calendar in items:
+        table.add_row(
+            str(calendar.get("name", "")),
+            str(calendar.get("timezone", "")),
+            ",".join(calendar.get("business_days") or []),
+            str(len(calendar.get("dates") or [])),
+            str(len(calendar.get("ranges") or [])),
+            str(calendar.get("version", "")),
+            short_time(calendar.get("updated_at")),
+        )
+    return table
+
+
 def preview_table(fire_times: Iterable[dict[str, str]]) -> Table:
     table = _table("utc", "local")
     for fire in fire_times:
