@@ -281,6 +281,7 @@ class OwnerLimits(BaseModel):
         description="a job's manual triggers not started yet (counted as each trigger asks)"
     )
     secrets_per_owner: Used = Field(description="secrets kept")
+    calendars_per_owner: Used = Field(description="business calendars kept")
 
 
 class Status(BaseModel):
