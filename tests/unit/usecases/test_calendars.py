@@ -196,3 +196,23 @@ def test_given_more_users_than_a_page_when_the_calendar_changes_then_a_page_is_r
     for job_id in ids:
         stored = fakes.jobs.get_job(OWNER, job_id)
         assert stored.next_run_at == datetime(2026, 11, 27, tzinfo=UTC)
+
+
+def test_given_a_calendar_changed_while_a_job_naming_it_is_created_then_the_job_plans_on_the_change(
+    fakes: Fakes,
+) -> None:
+    fakes.calendars.put(OWNER, "ops", rules())
+    store = fakes.store
+    put_new_job = store.put_new_job
+
+    def changed_meanwhile(job: Job) -> None:
+        # the calendar changes after the job read it, and its re-planning looks for the job
+        # before the job is saved
+        fakes.calendars.put(OWNER, "ops", rules(THURSDAY))
+        put_new_job(job)
+
+    store.put_new_job = changed_meanwhile  # type: ignore[method-assign]
+    job = fakes.jobs.create_job(OWNER, job_spec(every_minute_on("ops")))
+
+    assert job.next_run_at == datetime(2026, 11, 27, tzinfo=UTC)
+    assert fakes.jobs.get_job(OWNER, job.id).next_run_at == datetime(2026, 11, 27, tzinfo=UTC)

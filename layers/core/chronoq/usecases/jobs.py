@@ -112,7 +112,7 @@ class JobOperations:
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
         record(self.audit, now, owner, job.id, Action.CREATE, by, spec_change(None, job))
-        return job
+        return self._calendar_caught_up(job)
 
     def get_job(self, owner: str, job_id: str) -> Job:
         """The job as of now (its next_run_at brought up to date; a job with ``expect``, its
@@ -226,7 +226,26 @@ class JobOperations:
             self.store.release_name(owner, job.name, job.id)
         record(self.audit, now, owner, job.id, Action.CHANGE, by, spec_change(job, changed))
         kept = self.silence.changed(job, changed, now)  # (nothing unless ``expect`` changed)
+        if "schedule" in changes:
+            changed = self._calendar_caught_up(changed)
         return self.silence.shown(self._settle(changed, now), kept)
+
+    def _calendar_caught_up(self, job: Job) -> Job:
+        """A job just saved with a copy of its calendar: planned again on the calendar's
+        latest version if it changed meanwhile (a change whose re-planning looked for the
+        job's item before it was saved would have missed it; one after this read finds it
+        in the calendar's index). One read of the owner's calendars."""
+        name = calendars.calendar_of(job.schedule)
+        use = getattr(job.schedule, "calendar", None)
+        if name is None or use is None:
+            return job
+        meta = self.store.get_calendars(job.owner, consistent=True).get(name)
+        if meta is None or (use.version or 0) >= meta.version:
+            return job
+        try:
+            return self.recalendar(self._stored(job.owner, job.id), meta)
+        except (Conflict, NotFound):  # (changed or deleted meanwhile: that change re-plans it)
+            return job
 
     def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
         if "schedule" not in changes and (spec.priority, spec.max_runs) == (
