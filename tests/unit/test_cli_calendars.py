@@ -119,3 +119,26 @@ def test_given_a_calendar_in_use_when_deleted_then_the_jobs_using_it_are_listed(
 
     refused = chronoq("calendars", "delete", "us", code=1)
     assert job["id"] in refused.stderr
+
+
+def test_given_calendar_flags_when_a_job_is_created_then_its_schedule_names_the_calendar(
+    api: HandlerApi, fakes: Fakes, tmp_path: Path
+) -> None:
+    path = tmp_path / "nyse.ics"
+    path.write_text(NYSE, encoding="utf-8")
+    chronoq("calendars", "import", "nyse", str(path))
+    made = chronoq(
+        "jobs", "create", "--name", "close", "--cron", "0 16 * * *",
+        "--timezone", "America/New_York", "--http", "https://example.com/close",
+        "--calendar", "nyse", "--on-excluded", "next_business_day", "-o", "json",
+    )  # fmt: skip
+    job = json.loads(made.stdout)
+    assert job["schedule"]["calendar"]["name"] == "nyse"
+    assert job["schedule"]["calendar"]["on_excluded"] == "next_business_day"
+    assert fakes.store.calendar_users(USER, "nyse") == [job["id"]]
+
+    refused = chronoq(
+        "jobs", "create", "--name", "x", "--every", "5m", "--http", "https://example.com",
+        "--on-excluded", "skip", code=2,
+    )  # fmt: skip
+    assert "--on-excluded" in refused.stderr

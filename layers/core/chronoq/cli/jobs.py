@@ -127,6 +127,22 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
             "help": "--flow: runs starting in any one second",
         },
     ),
+    # --- business calendars
+    (
+        ("--calendar",),
+        {
+            "metavar": "NAME",
+            "help": "one of your business calendars: no run on its excluded dates (--cron or"
+            " --every)",
+        },
+    ),
+    (
+        ("--on-excluded",),
+        {
+            "type": click.Choice(["skip", "next_business_day", "previous_business_day"]),
+            "help": "--calendar: what a fire time on an excluded date becomes (default skip)",
+        },
+    ),
     # --- limited runs and labels
     (
         ("--max-runs",),
