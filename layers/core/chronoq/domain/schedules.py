@@ -235,8 +235,10 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     """The first fire time after ``after`` of a schedule on a calendar. Its fire times lie on
     business days only (local dates in the calendar's zone), and within one day in order:
     so the answer is the first of one business day's fire times (_day_fires) later than
-    ``after``, from the day of ``after`` on. Days with no fire time are jumped over to the
-    day the next plain fire time lands on."""
+    ``after``, from the day of ``after`` on: the plain next fire time, on a day that takes
+    none moved from excluded days; else the day's fire times, computed once per process and
+    day. Days with no fire time are jumped over to the day the next plain fire time lands
+    on."""
     rules = _rules_of(schedule)
     mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
     zone = zone_named(rules.timezone)
@@ -244,10 +246,18 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     limit = first + timedelta(days=r.CALENDAR_HORIZON_DAYS)
     day: date | None = first if rules.is_business_day(first) else rules.business_day(first, 1)
     while day is not None and day <= limit:
-        fires = _day_fires(schedule, day.toordinal())
-        index = bisect.bisect_right(fires, after)
-        if index < len(fires):
-            return fires[index]
+        if _takes_moved(rules, mode, day):
+            fires = _day_fires(schedule, day.toordinal())
+            index = bisect.bisect_right(fires, after)
+            if index < len(fires):
+                return fires[index]
+        else:  # (only its own fire times: the plain next one, if it is on this day)
+            start = _day_start(day, zone)
+            plain = _plain_next(schedule, max(after, start - _SECOND))
+            if plain is None:
+                return None
+            if plain < _day_start(day + timedelta(days=1), zone):
+                return plain
         # the next day that receives a fire time: where the next plain one after this day
         # (after the days whose fire times this day took, for next_business_day) lands
         following = rules.business_day(day, 1)
@@ -263,6 +273,15 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
             landed = rules.business_day(landed, step) or following
         day = max(following, landed)
     return None
+
+
+def _takes_moved(rules: CalendarRules, mode: OnExcluded, day: date) -> bool:
+    """Does business day ``day`` take fire times moved from excluded days (the day before
+    it excluded, for next_business_day; the day after, for previous_business_day)?"""
+    if mode is OnExcluded.SKIP:
+        return False
+    step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
+    return not rules.is_business_day(day + timedelta(days=step))
 
 
 def _rules_of(schedule: CronSchedule | RateSchedule) -> CalendarRules:
@@ -286,7 +305,7 @@ def _plain_fires_on(schedule: AnySchedule, day: date, zone: ZoneInfo) -> list[da
     return found
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _day_fires(schedule: CronSchedule | RateSchedule, ordinal: int) -> tuple[datetime, ...]:
     """The fire times of business day ``ordinal``, in order and each once: its own, and
     (next/previous_business_day) those of the excluded days before it (after it) up to the
