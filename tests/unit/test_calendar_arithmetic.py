@@ -21,7 +21,16 @@ from chronoq.domain.schedules import (
 )
 
 ZONES = ["UTC", "America/New_York", "Europe/London", "Australia/Lord_Howe", "Asia/Kolkata"]
-CRONS = ["0 9 * * *", "30 1 * * *", "0 2 * * *", "15 */6 * * *", "0 0 * * 1", "45 23 * * *"]
+CRONS = [
+    "0 9 * * *",
+    "*/20 * * * *",
+    "10 1-3 * * *",
+    "30 1 * * *",
+    "0 2 * * *",
+    "15 */6 * * *",
+    "0 0 * * 1",
+    "45 23 * * *",
+]
 RATES = ["7 hours", "1 day", "90 minutes", "2 days"]
 
 

@@ -11,7 +11,6 @@ to instants the way users expect across daylight-saving changes:
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 from datetime import UTC, date, datetime, time, timedelta
@@ -234,11 +233,11 @@ def _plain_next(schedule: AnySchedule, after: datetime) -> datetime | None:
 def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) -> datetime | None:
     """The first fire time after ``after`` of a schedule on a calendar. Its fire times lie on
     business days only (local dates in the calendar's zone), and within one day in order:
-    so the answer is the first of one business day's fire times (_day_fires) later than
-    ``after``, from the day of ``after`` on: the plain next fire time, on a day that takes
-    none moved from excluded days; else the day's fire times, computed once per process and
-    day. Days with no fire time are jumped over to the day the next plain fire time lands
-    on."""
+    so the answer is the first of one business day's fire times later than ``after``, from
+    the day of ``after`` on: the plain next fire time, on a day that takes none moved from
+    excluded days; else the least of that and of the first moved one from each excluded day
+    (_first_moved_after). Days with no fire time are jumped over to the day the next plain
+    fire time lands on."""
     rules = _rules_of(schedule)
     mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
     zone = zone_named(rules.timezone)
@@ -247,10 +246,9 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     day: date | None = first if rules.is_business_day(first) else rules.business_day(first, 1)
     while day is not None and day <= limit:
         if _takes_moved(rules, mode, day):
-            fires = _day_fires(schedule, day.toordinal())
-            index = bisect.bisect_right(fires, after)
-            if index < len(fires):
-                return fires[index]
+            found = _first_moved_after(schedule, rules, mode, day, after)
+            if found is not None:
+                return found
         else:  # (only its own fire times: the plain next one, if it is on this day)
             start = _day_start(day, zone)
             plain = _plain_next(schedule, max(after, start - _SECOND))
@@ -294,38 +292,74 @@ def _day_start(day: date, zone: ZoneInfo) -> datetime:
     return to_instant(datetime.combine(day, time()), zone)
 
 
-def _plain_fires_on(schedule: AnySchedule, day: date, zone: ZoneInfo) -> list[datetime]:
-    """The schedule's plain fire times on local date ``day`` in ``zone``."""
-    end = _day_start(day + timedelta(days=1), zone)
-    found: list[datetime] = []
-    current = _plain_next(schedule, _day_start(day, zone) - _SECOND)
-    while current is not None and current < end:
-        found.append(current)
-        current = _plain_next(schedule, current)
-    return found
-
-
-@functools.lru_cache(maxsize=512)
-def _day_fires(schedule: CronSchedule | RateSchedule, ordinal: int) -> tuple[datetime, ...]:
-    """The fire times of business day ``ordinal``, in order and each once: its own, and
-    (next/previous_business_day) those of the excluded days before it (after it) up to the
-    previous (next) business day, each at its local time of day on this day."""
-    rules = _rules_of(schedule)
+def _first_moved_after(
+    schedule: CronSchedule | RateSchedule,
+    rules: CalendarRules,
+    mode: OnExcluded,
+    day: date,
+    after: datetime,
+) -> datetime | None:
+    """The first fire time after ``after`` on business day ``day``: its own, or one moved
+    to it from the excluded days before it (next_business_day) or after it
+    (previous_business_day), at its local time of day on ``day``."""
     zone = zone_named(rules.timezone)
-    day = date.fromordinal(ordinal)
-    found = set(_plain_fires_on(schedule, day, zone))
-    mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
-    if mode is not OnExcluded.SKIP:
-        step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
-        other = day + timedelta(days=step)
-        for _ in range(r.CALENDAR_HORIZON_DAYS):
-            if rules.is_business_day(other):
+    end = _day_start(day + timedelta(days=1), zone)
+    own = _plain_next(schedule, max(after, _day_start(day, zone) - _SECOND))
+    best = own if own is not None and own < end else None
+    step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
+    other = day + timedelta(days=step)
+    for _ in range(r.CALENDAR_HORIZON_DAYS):
+        if rules.is_business_day(other):
+            break
+        moved = _first_retimed_after(schedule, other, day, after, zone)
+        if moved is not None and (best is None or moved < best):
+            best = moved
+        other += timedelta(days=step)
+    return best
+
+
+def _retimed(fire: datetime, day: date, zone: ZoneInfo) -> datetime:
+    """Fire time ``fire`` at its local time of day (in ``zone``) on ``day``."""
+    wall = fire.astimezone(zone).replace(tzinfo=None, fold=0)
+    return to_instant(datetime.combine(day, wall.time()), zone)
+
+
+def _first_retimed_after(
+    schedule: AnySchedule, source: date, day: date, after: datetime, zone: ZoneInfo
+) -> datetime | None:
+    """The least of the plain fire times of date ``source``, each at its local time of day
+    on ``day``, that is later than ``after``. A fire time whose local time of day is earlier
+    than that of ``after`` (when ``after`` is on ``day``) lands no later than ``after``: the
+    search starts at that time on ``source`` (two hours before it when the clocks change on
+    either day), and goes on through the day only on a day whose clocks change (where local
+    times of day are not in the order of the instants)."""
+    start, end = _day_start(source, zone), _day_start(source + timedelta(days=1), zone)
+    changes = start.astimezone(zone).utcoffset() != end.astimezone(zone).utcoffset()
+    low = start - _SECOND
+    day_start = _day_start(day, zone)
+    if after >= day_start:
+        wall = after.astimezone(zone).replace(tzinfo=None, fold=0)
+        same = to_instant(datetime.combine(source, wall.time()), zone)
+        offsets = {
+            t.astimezone(zone).utcoffset()
+            for t in (start, end, day_start, _day_start(day + timedelta(days=1), zone))
+        }
+        # (one offset throughout: a time of day lands after ``after`` if it is later than
+        # that of ``after``; else start two hours earlier, clocks move by less)
+        low = max(low, same if len(offsets) == 1 else same - _TWO_HOURS)
+    best: datetime | None = None
+    current = _plain_next(schedule, low)
+    while current is not None and current < end:
+        moved = _retimed(current, day, zone)
+        if moved > after and (best is None or moved < best):
+            best = moved
+            if not changes:
                 break
-            for fire in _plain_fires_on(schedule, other, zone):
-                wall = fire.astimezone(zone).replace(tzinfo=None, fold=0)
-                found.add(to_instant(datetime.combine(day, wall.time()), zone))
-            other += timedelta(days=step)
-    return tuple(sorted(found))
+        current = _plain_next(schedule, current)
+    return best
+
+
+_TWO_HOURS = timedelta(hours=2)
 
 
 def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
