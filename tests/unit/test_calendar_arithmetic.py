@@ -149,3 +149,19 @@ def _daily(mode: str, dates: tuple[date, ...], expression: str = "0 9 * * *") ->
         timezone="America/New_York",
         calendar=CalendarUse(name="us", on_excluded=OnExcluded(mode), rules=rules),
     )
+
+
+def test_given_a_fire_time_at_the_moment_clocks_jump_when_moved_back_then_it_keeps_that_local_time() -> (
+    None
+):
+    # Lord Howe Island springs forward 30 minutes at 02:00 on 2027-10-03 (a Sunday, excluded):
+    # that day's 02:00 fires at the jump, 02:30 local, and moves to Saturday 02:30 local,
+    # half an hour after Saturday's own 02:00
+    rules = CalendarRules(timezone="Australia/Lord_Howe", business_days=("sat",))
+    use = CalendarUse(name="c", on_excluded=OnExcluded.PREVIOUS_BUSINESS_DAY, rules=rules)
+    schedule = CronSchedule(
+        type="cron", expression="0 2 * * *", timezone="Australia/Lord_Howe", calendar=use
+    )
+    saturday = datetime(2027, 10, 1, 15, 30, tzinfo=UTC)  # 02:00 +10:30
+    assert next_fire(schedule, saturday - timedelta(seconds=1)) == saturday
+    assert next_fire(schedule, saturday) == datetime(2027, 10, 1, 16, tzinfo=UTC)

@@ -262,7 +262,7 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
         if following is None:
             return None
         low = following if mode is OnExcluded.PREVIOUS_BUSINESS_DAY else day + timedelta(days=1)
-        plain = _plain_next(schedule, _day_start(low, zone) - _SECOND)
+        plain = _plain_next(schedule, _day_start(low, zone))
         if plain is None:
             return None
         landed = plain.astimezone(zone).date()
@@ -329,24 +329,17 @@ def _first_retimed_after(
 ) -> datetime | None:
     """The least of the plain fire times of date ``source``, each at its local time of day
     on ``day``, that is later than ``after``. A fire time whose local time of day is earlier
-    than that of ``after`` (when ``after`` is on ``day``) lands no later than ``after``: the
-    search starts at that time on ``source`` (two hours before it when the clocks change on
-    either day), and goes on through the day only on a day whose clocks change (where local
-    times of day are not in the order of the instants)."""
+    than that of ``after`` (when ``after`` is on ``day``) lands no later than ``after``, and
+    so does each fire time before that local time's first instant on ``source`` (or the
+    moment the clocks jump, when that day skips it: a fire time may be that very instant):
+    the search starts there, and goes on through the day only on a day whose clocks change
+    (where local times of day are not in the order of the instants)."""
     start, end = _day_start(source, zone), _day_start(source + timedelta(days=1), zone)
     changes = start.astimezone(zone).utcoffset() != end.astimezone(zone).utcoffset()
     low = start - _SECOND
-    day_start = _day_start(day, zone)
-    if after >= day_start:
+    if after >= _day_start(day, zone):
         wall = after.astimezone(zone).replace(tzinfo=None, fold=0)
-        same = to_instant(datetime.combine(source, wall.time()), zone)
-        offsets = {
-            t.astimezone(zone).utcoffset()
-            for t in (start, end, day_start, _day_start(day + timedelta(days=1), zone))
-        }
-        # (one offset throughout: a time of day lands after ``after`` if it is later than
-        # that of ``after``; else start two hours earlier, clocks move by less)
-        low = max(low, same if len(offsets) == 1 else same - _TWO_HOURS)
+        low = max(low, to_instant(datetime.combine(source, wall.time()), zone) - _SECOND)
     best: datetime | None = None
     current = _plain_next(schedule, low)
     while current is not None and current < end:
@@ -357,9 +350,6 @@ def _first_retimed_after(
                 break
         current = _plain_next(schedule, current)
     return best
-
-
-_TWO_HOURS = timedelta(hours=2)
 
 
 def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:
