@@ -545,6 +545,11 @@ TAGS = [
         "description": "Named values that jobs refer to and never hold: put, list and delete",
     },
     {
+        "name": "calendars",
+        "description": "Business calendars: dates on which the jobs naming one do not run; put,"
+        " list, read, delete, and re-plan the jobs using one",
+    },
+    {
         "name": "archive",
         "description": "Every ended run, kept after the runs table lets it expire: a day's"
         " objects, as links",
