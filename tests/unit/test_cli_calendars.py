@@ -142,3 +142,16 @@ def test_given_calendar_flags_when_a_job_is_created_then_its_schedule_names_the_
         "--on-excluded", "skip", code=2,
     )  # fmt: skip
     assert "--on-excluded" in refused.stderr
+
+
+def test_given_a_schedule_on_a_calendar_when_put_in_words_then_the_calendar_is_named() -> None:
+    from chronoq.cli.render import schedule_words
+
+    schedule = {"type": "cron", "expression": "0 16 * * *", "timezone": "America/New_York"}
+    on = {"name": "nyse", "on_excluded": "next_business_day"}
+    assert schedule_words({**schedule, "calendar": on}) == (
+        "daily at 16:00 (America/New_York) on nyse business days, moved to the next"
+    )
+    assert schedule_words({**schedule, "calendar": {"name": "nyse", "on_excluded": "skip"}}) == (
+        "daily at 16:00 (America/New_York) on nyse business days"
+    )

@@ -89,6 +89,14 @@ def schedule_words(schedule: dict[str, Any] | None) -> str:
         return json.dumps(schedule)
     if schedule.get("end_at"):
         text += f" until {short_time(schedule['end_at'])}"
+    calendar = schedule.get("calendar")
+    if isinstance(calendar, dict) and calendar.get("name"):  # (a business calendar)
+        moves = {
+            "next_business_day": ", moved to the next",
+            "previous_business_day": ", moved back",
+        }
+        moved = moves.get(str(calendar.get("on_excluded")), "")
+        text += f" on {calendar['name']} business days{moved}"
     return text
 
 
