@@ -119,7 +119,9 @@ def _resume(jobs: JobOperations, owner: str, job: Job, by: Caller | None) -> Out
 
 def _changed(shown: Job, change: Callable[[], Job]) -> Outcome:
     """The single job's use case applied (its own fresh read, conditional write and audit
-    entry); a job changed or deleted since it was listed, skipped and said so."""
+    entry); a job changed or deleted since it was listed, skipped and said so. (A job that
+    another request paused between the listing and this read is reported paused: it is, and
+    the single-job use case left it as it was, with no entry.)"""
     try:
         return Outcome(change())
     except NotFound:
