@@ -1016,6 +1016,40 @@ MUTANTS += (
 )
 
 
+# --- many jobs at once: pause and resume by label (usecases/bulk.py) ---------------------------
+BULK = "tests/unit/test_api_bulk.py"
+MUTANTS += (
+    Mutant(
+        "bulk-label-selector",
+        "a bulk pause or resume acts only on the jobs carrying every label given",
+        f"{CORE}/usecases/bulk.py",
+        (("lambda job: matches(job.labels, selectors)", "lambda job: True"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-selector-required",
+        "a bulk pause or resume without a selector is refused, not applied to every job",
+        f"{CORE}/usecases/bulk.py",
+        (("    if not selectors:\n", "    if False:\n"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-skipped-said",
+        "a job a bulk pause leaves as it was (already paused) is reported skipped, not paused",
+        f"{CORE}/usecases/bulk.py",
+        (("    if shown.state is JobState.PAUSED:\n", "    if False:\n"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-token-per-action",
+        "a bulk request's page token continues that action and selector only",
+        f"{CORE}/usecases/bulk.py",
+        (('listing = f"jobs/{action.value}?"', 'listing = "jobs?"'),),
+        (BULK,),
+    ),
+)
+
+
 def copy_tree(into: Path) -> Path:
     tree = into / "tree"
     shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*LEFT_OUT), symlinks=True)

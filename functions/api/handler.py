@@ -50,7 +50,7 @@ from chronoq.origin import ForeignInvocation, refuse_client_context
 from chronoq.resolver import HttpResolver
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
-from chronoq.usecases import idempotency
+from chronoq.usecases import bulk, idempotency
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -215,6 +215,56 @@ def pause_job(job_id: str) -> dict[str, Any]:
 )
 def resume_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.resume_job(_owner(), job_id, _by()))
+
+
+# --- many jobs at once: pause and resume by label (chronoq.usecases.bulk) -------------------
+
+SelectorQuery = Annotated[
+    list[str] | None,
+    Query(
+        max_length=r.MAX_LABELS,
+        description="key=value (required): the caller's jobs with this label (repeat it for"
+        " several: a job must carry every one)",
+    ),
+]
+
+
+def _bulk(
+    action: bulk.Action, label: list[str] | None, limit: int, token: str | None
+) -> dict[str, Any]:
+    listing = bulk.act_on_labelled(
+        service.jobs, action, _owner(), _labels(label), limit, token, _by()
+    )
+    done = "paused" if action is bulk.Action.PAUSE else "resumed"
+    page: dict[str, Any] = {
+        done: [o.view() for o in listing.items if o.skipped is None],
+        "skipped": [o.view() for o in listing.items if o.skipped is not None],
+    }
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
+
+
+@app.post(
+    "/jobs/pause",
+    summary="Pause the caller's jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.PausedPage, "The jobs paused, and those skipped", 422),
+)
+def pause_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.PAUSE, label, limit, next_token)
+
+
+@app.post(
+    "/jobs/resume",
+    summary="Resume the caller's paused jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.ResumedPage, "The jobs resumed, and those skipped", 422),
+)
+def resume_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.RESUME, label, limit, next_token)
 
 
 @app.post(
