@@ -28,6 +28,7 @@ from chronoq.domain.errors import (
 )
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.parameters import RunRequest
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
@@ -225,10 +226,13 @@ def resume_job(job_id: str) -> dict[str, Any]:
 )
 def trigger_job(job_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
-    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
+    given = _run_request()  # (run parameters: an optional body)
+    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
-        owner, request, lambda: view(service.jobs.trigger_job(owner, job_id, by))
+        owner,
+        request,
+        lambda: view(service.jobs.trigger_job(owner, job_id, by, given.parameters)),
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -347,6 +351,23 @@ def list_audit(
     return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
 
 
+# --- run parameters: the optional body of a trigger or a run's re-run -----------------------
+
+
+def _run_request() -> RunRequest:
+    """The request's body (``{"parameters": {...}}``), or none: 422 naming the field when it
+    is not an object of parameters within the bound."""
+    event = app.current_event
+    if not event.body:
+        return RunRequest()
+    return RunRequest.model_validate(event.json_body)
+
+
+def _keyed(given: RunRequest) -> dict[str, Any]:
+    """What an idempotency key compares of the body: its parameters, when it has some."""
+    return {"body": given.model_dump(mode="json")} if given.parameters is not None else {}
+
+
 # --- run features: backfills and re-runs -----------------------------------------------------
 
 
@@ -412,9 +433,12 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
 )
 def rerun_run(run_id: str) -> Response[dict[str, Any]]:
     owner = _owner()
-    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
+    given = _run_request()  # (run parameters: an optional body)
+    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id, **_keyed(given)}
     by = _by()
-    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))
+    answer, headers = _once(
+        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, given.parameters))
+    )
     return Response(202, "application/json", answer, headers=headers)
 
 
