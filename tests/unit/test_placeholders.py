@@ -57,7 +57,7 @@ def test_given_unknown_namespaces_when_rendered_then_they_stay_text() -> None:
 
 
 def test_given_a_parameter_not_passed_when_rendered_then_it_is_missing_by_name() -> None:
-    with pytest.raises(MissingValue, match="params.day"):
+    with pytest.raises(MissingValue, match=r"params\.day"):
         secrets.render("day={{ params.day }}", no_secret, context())
 
 
@@ -276,5 +276,5 @@ def test_given_a_nul_in_a_value_when_put_in_a_containers_command_or_environment_
 ):
     with pytest.raises(Refused, match=r"target.command\[1\]"):
         placeholders.expand_container(container("report", "{{ params.v }}"), context(v="a\x00b"))
-    with pytest.raises(Refused, match="target.environment.V"):
+    with pytest.raises(Refused, match=r"target\.environment\.V"):
         placeholders.expand_container(container("report", V="{{ params.v }}"), context(v="a\x00b"))
