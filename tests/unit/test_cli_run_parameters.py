@@ -68,3 +68,15 @@ def test_given_bad_parameter_options_when_triggered_then_refused_before_any_requ
         assert "--param" in result.output
 
     assert not [s for s in api.sent if s.path.endswith("/trigger")]
+
+
+def test_given_a_run_with_parameters_when_shown_then_they_are_one_line_of_ascii_json(
+    api: HandlerApi, fakes: Fakes
+) -> None:
+    job_id = _job(api)
+
+    result = chronoq("jobs", "trigger", job_id, "--param", "day=\x1b[31m2026‮")
+
+    assert "parameters" in result.stdout
+    assert '"day": "\\u001b[31m2026\\u202e"' in result.stdout
+    assert "\x1b" not in result.stdout
