@@ -231,11 +231,6 @@ def _expanded(expand: Callable[[], Any]) -> Any:
         raise PermanentError(str(error)) from None
 
 
-def with_secrets(target: Any, values: Mapping[str, str]) -> Any:
-    """``target`` with the secrets it names resolved (no run placeholders expanded)."""
-    return placeholders.expand(target, values, None)
-
-
 def resolved_environment(target: PythonTarget) -> dict[str, str]:
     """A python task's environment as its task reads it (``context.environment``)."""
     return {k: v for k, v in target.environment.items() if isinstance(v, str)}
