@@ -224,9 +224,11 @@ def resume_job(job_id: str) -> dict[str, Any]:
     responses=doc.responses(202, doc.Run, "The run, scheduled", 404, 409, 422),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def trigger_job(job_id: str) -> Response[dict[str, Any]]:
+def trigger_job(
+    job_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    given = _run_request()  # (run parameters: an optional body)
+    given = body or RunRequest()  # (run parameters: an optional body)
     request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
@@ -351,16 +353,7 @@ def list_audit(
     return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
 
 
-# --- run parameters: the optional body of a trigger or a run's re-run -----------------------
-
-
-def _run_request() -> RunRequest:
-    """The request's body (``{"parameters": {...}}``), or none: 422 naming the field when it
-    is not an object of parameters within the bound."""
-    event = app.current_event
-    if not event.body:
-        return RunRequest()
-    return RunRequest.model_validate(event.json_body)
+# --- run parameters: the optional body of a trigger or a run's re-run (RunRequest) ----------
 
 
 def _keyed(given: RunRequest) -> dict[str, Any]:
@@ -431,9 +424,11 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
     responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422, limited=True),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def rerun_run(run_id: str) -> Response[dict[str, Any]]:
+def rerun_run(
+    run_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    given = _run_request()  # (run parameters: an optional body)
+    given = body or RunRequest()  # (run parameters: an optional body)
     key = {"route": "POST /runs/{id}/rerun", "run_id": run_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
