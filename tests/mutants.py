@@ -1113,6 +1113,13 @@ MUTANTS += (
         ("tests/unit/usecases/test_run_parameters.py", "tests/unit/test_api_run_parameters.py"),
     ),
     Mutant(
+        "parameters-reach-the-execution",
+        "the worker starts a requested run with the parameters its record keeps",
+        f"{CORE}/usecases/start.py",
+        (("            parameters=run.parameters,", "            parameters=None,"),),
+        ("tests/unit/usecases/test_run_parameters.py",),
+    ),
+    Mutant(
         "parameters-reach-the-runner",
         "the state machine hands a run's values to the runner",
         ASL,
