@@ -28,6 +28,7 @@ from chronoq.domain.errors import (
 )
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.parameters import RunRequest
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
@@ -273,12 +274,17 @@ def resume_jobs(
     responses=doc.responses(202, doc.Run, "The run, scheduled", 404, 409, 422),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def trigger_job(job_id: str) -> Response[dict[str, Any]]:
+def trigger_job(
+    job_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
+    given = body or RunRequest()  # (run parameters: an optional body)
+    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
-        owner, request, lambda: view(service.jobs.trigger_job(owner, job_id, by))
+        owner,
+        request,
+        lambda: view(service.jobs.trigger_job(owner, job_id, by, given.parameters)),
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -397,6 +403,14 @@ def list_audit(
     return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
 
 
+# --- run parameters: the optional body of a trigger or a run's re-run (RunRequest) ----------
+
+
+def _keyed(given: RunRequest) -> dict[str, Any]:
+    """What an idempotency key compares of the body: its parameters, when it has some."""
+    return {"body": given.model_dump(mode="json")} if given.parameters is not None else {}
+
+
 # --- run features: backfills and re-runs -----------------------------------------------------
 
 
@@ -460,11 +474,16 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
     responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422, limited=True),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def rerun_run(run_id: str) -> Response[dict[str, Any]]:
+def rerun_run(
+    run_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
+    given = body or RunRequest()  # (run parameters: an optional body)
+    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id, **_keyed(given)}
     by = _by()
-    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))
+    answer, headers = _once(
+        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, given.parameters))
+    )
     return Response(202, "application/json", answer, headers=headers)
 
 

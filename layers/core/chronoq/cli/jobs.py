@@ -24,6 +24,7 @@ from chronoq.cli.common import (
 )
 from chronoq.cli.errors import NOT_FOUND, Failure
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
+from chronoq.cli.parameters import parameters_options, with_parameters
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -393,11 +394,18 @@ _action(
 
 @jobs.command()
 @click.argument("job_id")
+@parameters_options
 @output_option
 @api_options
-def trigger(api: Api, output: str, job_id: str) -> None:
-    """Run a job now (besides its schedule); prints the run."""
-    run = api.call("POST", f"/jobs/{quote(job_id)}/trigger")
+def trigger(api: Api, output: str, job_id: str, parameters: dict[str, Any] | None) -> None:
+    """Run a job now (besides its schedule); prints the run.
+
+    \b
+    chronoq jobs trigger JOB --param day=2026-11-01
+    chronoq jobs trigger JOB --params '{"day": "2026-11-01", "limit": 10}'
+    """
+    body = with_parameters({}, parameters) or None
+    run = api.call("POST", f"/jobs/{quote(job_id)}/trigger", body)
     emit(output, run, lambda: render.run_view(run))
 
 
