@@ -30,6 +30,7 @@ from chronoq.domain.errors import (
 )
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.parameters import RunRequest
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import Schedule, preview
@@ -52,7 +53,7 @@ from chronoq.origin import ForeignInvocation, refuse_client_context
 from chronoq.resolver import HttpResolver
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
-from chronoq.usecases import idempotency
+from chronoq.usecases import bulk, idempotency
 from chronoq.usecases.calendars import resolve as resolve_calendar
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
@@ -220,18 +221,73 @@ def resume_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.resume_job(_owner(), job_id, _by()))
 
 
+# --- many jobs at once: pause and resume by label (chronoq.usecases.bulk) -------------------
+
+SelectorQuery = Annotated[
+    list[str] | None,
+    Query(
+        max_length=r.MAX_LABELS,
+        description="key=value (required): the caller's jobs with this label (repeat it for"
+        " several: a job must carry every one)",
+    ),
+]
+
+
+def _bulk(
+    action: bulk.Action, label: list[str] | None, limit: int, token: str | None
+) -> dict[str, Any]:
+    listing = bulk.act_on_labelled(
+        service.jobs, action, _owner(), _labels(label), limit, token, _by()
+    )
+    done = "paused" if action is bulk.Action.PAUSE else "resumed"
+    page: dict[str, Any] = {
+        done: [o.view() for o in listing.items if o.skipped is None],
+        "skipped": [o.view() for o in listing.items if o.skipped is not None],
+    }
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
+
+
+@app.post(
+    "/jobs/pause",
+    summary="Pause the caller's jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.PausedPage, "The jobs paused, and those skipped", 422),
+)
+def pause_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.PAUSE, label, limit, next_token)
+
+
+@app.post(
+    "/jobs/resume",
+    summary="Resume the caller's paused jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.ResumedPage, "The jobs resumed, and those skipped", 422),
+)
+def resume_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.RESUME, label, limit, next_token)
+
+
 @app.post(
     "/jobs/<job_id>/trigger",
     summary="Run a job now, outside its schedule",
     responses=doc.responses(202, doc.Run, "The run, scheduled", 404, 409, 422),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def trigger_job(job_id: str) -> Response[dict[str, Any]]:
+def trigger_job(
+    job_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
+    given = body or RunRequest()  # (run parameters: an optional body)
+    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
-        owner, request, lambda: view(service.jobs.trigger_job(owner, job_id, by))
+        owner,
+        request,
+        lambda: view(service.jobs.trigger_job(owner, job_id, by, given.parameters)),
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -351,6 +407,14 @@ def list_audit(
     return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
 
 
+# --- run parameters: the optional body of a trigger or a run's re-run (RunRequest) ----------
+
+
+def _keyed(given: RunRequest) -> dict[str, Any]:
+    """What an idempotency key compares of the body: its parameters, when it has some."""
+    return {"body": given.model_dump(mode="json")} if given.parameters is not None else {}
+
+
 # --- run features: backfills and re-runs -----------------------------------------------------
 
 
@@ -414,11 +478,16 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
     responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422, limited=True),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def rerun_run(run_id: str) -> Response[dict[str, Any]]:
+def rerun_run(
+    run_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
+    given = body or RunRequest()  # (run parameters: an optional body)
+    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id, **_keyed(given)}
     by = _by()
-    answer, headers = _once(owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by)))
+    answer, headers = _once(
+        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, given.parameters))
+    )
     return Response(202, "application/json", answer, headers=headers)
 
 

@@ -19,6 +19,8 @@ ROUTES = {
     ("get", "/jobs/{job_id}"): "200",
     ("patch", "/jobs/{job_id}"): "200",
     ("delete", "/jobs/{job_id}"): "204",
+    ("post", "/jobs/pause"): "200",
+    ("post", "/jobs/resume"): "200",
     ("post", "/jobs/{job_id}/pause"): "200",
     ("post", "/jobs/{job_id}/resume"): "200",
     ("post", "/jobs/{job_id}/trigger"): "202",

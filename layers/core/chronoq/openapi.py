@@ -313,6 +313,46 @@ class ArchivePage(BaseModel):
     )
 
 
+# --- many jobs at once: pause and resume by label ---------------------------------------------
+
+
+class BulkJob(BaseModel):
+    """A job a bulk pause or resume acted on: as it is after the request."""
+
+    id: str
+    name: str
+    state: jobs.JobState
+    next_run_at: datetime | None
+
+
+class BulkSkipped(BulkJob):
+    """A matching job left as it was, and why."""
+
+    reason: str = Field(
+        description="already_paused (pause), not_paused (resume), completed (no runs left),"
+        " conflict (changed meanwhile: ask again), deleted (deleted meanwhile)"
+    )
+    message: str = Field(description="for people")
+
+
+class PausedPage(BaseModel):
+    paused: list[BulkJob] = Field(description="the jobs this request paused")
+    skipped: list[BulkSkipped] = Field(description="the matching jobs it left as they were")
+    next_token: str | None = Field(
+        default=None,
+        description="present when more jobs may match: pass it (with the same label) to go on",
+    )
+
+
+class ResumedPage(BaseModel):
+    resumed: list[BulkJob] = Field(description="the jobs this request resumed")
+    skipped: list[BulkSkipped] = Field(description="the matching jobs it left as they were")
+    next_token: str | None = Field(
+        default=None,
+        description="present when more jobs may match: pass it (with the same label) to go on",
+    )
+
+
 # --- the responses of a route -----------------------------------------------------------------
 
 _REASONS = {

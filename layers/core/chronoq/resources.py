@@ -149,6 +149,14 @@ DEFAULT_MAX_SECRETS_PER_OWNER = 50
 SECRET_CACHE_SECONDS = 300
 
 
+# --- run parameters (README, "Run parameters and placeholders") ------------------------------
+#: A run's parameters, and a job's defaults: a JSON object of at most this many bytes
+#: (compact JSON; the run's record keeps them, its execution input carries them), its names
+#: at most this long.
+MAX_PARAMETERS_BYTES = 8 * 1024
+MAX_PARAMETER_NAME_LENGTH = 64
+
+
 def secrets_path(deployment: str) -> str:
     """The SSM Parameter Store path under which the owners' secrets of a deployment live
     (ENV_SECRETS_PATH): ``deployment`` is the stack's name (locally ``local``)."""

@@ -21,6 +21,7 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.limits import Usage
+from chronoq.domain.parameters import stored as stored_parameters
 from chronoq.domain.runs import Attempt, Occurrence, Run
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent, check_minute
 from chronoq.domain.time import format_instant
@@ -105,6 +106,7 @@ UNSTORED_DEFAULTS: dict[str, Any] = {
     "labels": {},
     "flow": None,
     "expect": None,
+    "parameters": {},
 }
 
 
@@ -284,6 +286,9 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: a backfill's or re-run's run: false until its end is counted (on its backfill, and in
     #: its owner's usage: usecases.progress), then true; absent for other runs.
     "counted": "BOOL",
+    #: the parameters of a run asked for with some, or of a job with defaults (compact JSON;
+    #: absent when there are none).
+    "parameters": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -348,6 +353,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         "held_at": instant(run.held_at),
         "start_deadline_seconds": run.start_deadline_seconds,
         COUNTED: False if counts_end(run) else None,
+        "parameters": stored_parameters(run.parameters),
     }
 
 
@@ -434,7 +440,10 @@ def backfill_item(backfill: Backfill) -> dict[str, Any]:
         "job_id": backfill.job_id,
         "run_id": BACKFILL_PREFIX + backfill.id,
         "owner": backfill.owner,
-        "backfill": backfill.model_dump_json(exclude={"state", "finished_at", "ended", "runs"}),
+        "backfill": backfill.model_dump_json(
+            exclude={"state", "finished_at", "ended", "runs"}
+            | ({"parameters"} if backfill.parameters is None else set())
+        ),
         "state": backfill.state.value,
         "finished_at": instant(backfill.finished_at),
         "expires_at": int(backfill.created_at.timestamp()) + r.RUN_RETENTION_SECONDS,

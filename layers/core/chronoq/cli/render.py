@@ -291,6 +291,11 @@ def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
     return grid
 
 
+def parameters_words(parameters: dict[str, Any] | None) -> str | None:
+    """Run parameters as one line of JSON (ASCII: nothing in them can move the terminal)."""
+    return _clip(json.dumps(parameters, separators=(", ", ": "))) if parameters else None
+
+
 def value_words(value: Any) -> str:
     """A header's or a variable's value as the job holds it: text as it is (placeholders
     such as ``{{ secret.crm-token }}`` too), a reference as its JSON,
@@ -339,6 +344,7 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("max runs", runs_words(job)),
             ("on complete", job.get("on_complete") if job.get("on_complete") == "delete" else None),
             ("labels", label_words(job.get("labels"))),
+            ("parameters", parameters_words(job.get("parameters"))),
             ("flow", _flow(job.get("flow"))),
             ("expect", expect_words(job)),
             ("last success", when(job.get("last_success_at"), now)),
@@ -363,6 +369,7 @@ def run_view(run: dict[str, Any]) -> Table:
             ("planned start", _planned(run)),
             ("rerun of", run.get("rerun_of")),
             ("backfill", run.get("backfill_id")),
+            ("parameters", parameters_words(run.get("parameters"))),
             ("queued", short_time(run.get("queued_at"))),
             ("started", short_time(run.get("started_at"))),
             ("finished", short_time(run.get("finished_at"))),

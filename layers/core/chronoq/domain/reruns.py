@@ -11,6 +11,7 @@ from chronoq import resources as r
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import FinalStatus
+from chronoq.domain.parameters import Parameters
 from chronoq.domain.runs import RunStatus
 from chronoq.domain.schedules import bounded_instant
 from chronoq.domain.time import IsoInstant
@@ -36,6 +37,10 @@ class RerunRequest(Model):
         le=r.MAX_START_DEADLINE_SECONDS,
         strict=True,
     )
+
+    # --- run parameters (README, "Run parameters and placeholders") ---------------------
+    #: Each re-run's parameters overlay the job's defaults and its original run's.
+    parameters: Parameters | None = None
 
     @field_validator("start", "to")
     @classmethod

@@ -18,8 +18,10 @@ from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.labels import Selector, matches
 from chronoq.domain.limits import Limits, check_trigger
 from chronoq.domain.network import OPEN, NetworkPolicy
+from chronoq.domain.parameters import overlay
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AtSchedule, anchored, first_fire, next_fire
+from chronoq.domain.secrets import EXPRESSION
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
 from chronoq.usecases import calendars, secrets
@@ -345,16 +347,24 @@ class JobOperations:
             remove_job(self.store, job, now)
         return job
 
-    def trigger_job(self, owner: str, job_id: str, by: Caller | None = None) -> Run:
-        """One run now, outside the schedule (also for a paused or completed job)."""
+    def trigger_job(
+        self,
+        owner: str,
+        job_id: str,
+        by: Caller | None = None,
+        parameters: dict[str, Any] | None = None,
+    ) -> Run:
+        """One run now, outside the schedule (also for a paused or completed job), with the
+        job's default parameters overlaid by ``parameters`` (kept on its record)."""
         job = self._stored(owner, job_id)
+        given = overlay(job.parameters, parameters)
         now = self.clock()
         since = now - timedelta(seconds=job.start_deadline_seconds)
         most = max(r.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
         check_trigger(self.limits, job.id, self.store.count_waiting_triggers(job.id, since, most))
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
-        run = run.model_copy(update={"queued_at": now})  # sent right below
+        run = run.model_copy(update={"queued_at": now, "parameters": given})  # sent below
         self.store.create_run(run, now)
         try:
             self.index.enqueue([Occurrence.of(run)], now)
@@ -386,7 +396,9 @@ class JobOperations:
         if isinstance(spec.target, HttpTarget):
             urls["target.url"] = spec.target.url
         for name, url in urls.items():
-            refusal = self.network.url_refusal(url) if url else None
+            # (a placeholder's value is checked at each run, the whole URL with it)
+            plain = EXPRESSION.sub("x", url) if url else None
+            refusal = self.network.url_refusal(plain) if plain else None
             if refusal:
                 raise InvalidRequest(
                     name,

@@ -34,6 +34,7 @@ class FakeRuns(FakeTables):
                 backfill_id=run.backfill_id,
                 held_at=run.held_at,
                 start_deadline_seconds=run.start_deadline_seconds,
+                parameters=run.parameters,
             )
             return True
 
