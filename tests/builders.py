@@ -26,6 +26,7 @@ from chronoq.usecases.after import Pipelines
 from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
+from chronoq.usecases.calendars import CalendarOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.idempotency import Idempotency
@@ -149,6 +150,10 @@ class Wiring:
         return SecretOperations(
             self.store, self.secret_values, self.store, self.clock, self.limits.secrets_per_owner
         )
+
+    @property
+    def calendars(self) -> CalendarOperations:
+        return CalendarOperations(self.store, self.store, self.clock, self.jobs.recalendar)
 
     @property
     def index(self) -> TimeIndex:

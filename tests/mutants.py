@@ -352,9 +352,11 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             (
                 "    answer, headers = _once(\n"
-                "        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, cascade))\n"
+                "        owner,\n"
+                "        key,\n"
+                "        lambda: view(service.reruns.rerun_run(owner, run_id, by, given.parameters, given.cascade)),\n"
                 "    )\n",
-                "    answer, headers = view(service.reruns.rerun_run(owner, run_id, by, cascade)), None\n",
+                "    answer, headers = view(service.reruns.rerun_run(owner, run_id, by, given.parameters, given.cascade)), None\n",
             ),
         ),
         ("tests/unit/test_api_routes.py",),
@@ -1085,6 +1087,151 @@ MUTANTS += (
         f"{CORE}/local/engine/streams.py",
         (("            last = max(last, head)\n", "            pass\n"),),
         ("tests/unit/engine/test_audit_stream.py",),
+    ),
+)
+
+
+# --- many jobs at once: pause and resume by label (usecases/bulk.py) ---------------------------
+BULK = "tests/unit/test_api_bulk.py"
+MUTANTS += (
+    Mutant(
+        "bulk-label-selector",
+        "a bulk pause or resume acts only on the jobs carrying every label given",
+        f"{CORE}/usecases/bulk.py",
+        (("lambda job: matches(job.labels, selectors)", "lambda job: True"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-selector-required",
+        "a bulk pause or resume without a selector is refused, not applied to every job",
+        f"{CORE}/usecases/bulk.py",
+        (("    if not selectors:\n", "    if False:\n"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-skipped-said",
+        "a job a bulk pause leaves as it was (already paused) is reported skipped, not paused",
+        f"{CORE}/usecases/bulk.py",
+        (("    if shown.state is JobState.PAUSED:\n", "    if False:\n"),),
+        (BULK,),
+    ),
+    Mutant(
+        "bulk-token-per-action",
+        "a bulk request's page token continues that action and selector only",
+        f"{CORE}/usecases/bulk.py",
+        (('listing = f"jobs/{action.value}?"', 'listing = "jobs?"'),),
+        (BULK,),
+    ),
+)
+
+
+# --- run parameters and placeholders (README, "Run parameters and placeholders") ------------
+PLACEHOLDERS = f"{CORE}/domain/placeholders.py"
+PLACEHOLDER_TESTS = (
+    "tests/unit/test_placeholders.py",
+    "tests/unit/usecases/test_run_parameters.py",
+)
+MUTANTS += (
+    Mutant(
+        "placeholders-one-pass",
+        "a value put in for a placeholder is never read for placeholders again (a parameter"
+        " holding {{ secret.x }} never reads the secret)",
+        f"{CORE}/domain/secrets.py",
+        (
+            (
+                "    return EXPRESSION.sub(value, text)\n",
+                "    once = EXPRESSION.sub(value, text)\n"
+                "    return EXPRESSION.sub(value, once) if once != text else once\n",
+            ),
+        ),
+        PLACEHOLDER_TESTS,
+    ),
+    Mutant(
+        "placeholders-no-option",
+        "a value put in a container's command cannot make an option",
+        PLACEHOLDERS,
+        (
+            (
+                '        if expanded.startswith("-") and not word.startswith("-"):\n',
+                "        if False:\n",
+            ),
+        ),
+        ("tests/unit/test_placeholders.py", "tests/unit/usecases/test_run_parameters.py"),
+    ),
+    Mutant(
+        "placeholders-fixed-program",
+        "a container's program (its first word) takes no placeholder",
+        f"{CORE}/domain/targets.py",
+        (
+            (
+                "        if not is_stored(info) and secrets.EXPRESSION.search(value[0]):\n",
+                "        if False:\n",
+            ),
+        ),
+        ("tests/unit/test_placeholders.py", "tests/unit/test_api_run_parameters.py"),
+    ),
+    Mutant(
+        "placeholders-host-value",
+        "a value put in a URL's host must be a host: it cannot add a path or credentials",
+        PLACEHOLDERS,
+        (("    if not _HOST_VALUE.match(value):\n", "    if False:\n"),),
+        ("tests/unit/test_placeholders.py",),
+    ),
+    Mutant(
+        "placeholders-url-encoded",
+        "a value put in a URL's path or query is percent-encoded",
+        PLACEHOLDERS,
+        (('    encoded = quote(value, safe="")\n', "    encoded = value\n"),),
+        ("tests/unit/test_placeholders.py",),
+    ),
+    Mutant(
+        "placeholders-header-controls",
+        "a value put in a header cannot break it (CR, LF, controls refused)",
+        PLACEHOLDERS,
+        (
+            (
+                '    if any((ord(c) < 0x20 and c != "\\t") or ord(c) == 0x7F for c in expanded):\n',
+                "    if False:\n",
+            ),
+        ),
+        ("tests/unit/test_placeholders.py", "tests/unit/usecases/test_secrets.py"),
+    ),
+    Mutant(
+        "parameters-bound",
+        "run parameters are bounded (8 KB of JSON): 422 naming parameters",
+        f"{CORE}/domain/parameters.py",
+        (("    if size > r.MAX_PARAMETERS_BYTES:\n", "    if False:\n"),),
+        (
+            "tests/unit/test_placeholders.py",
+            "tests/unit/test_api_run_parameters.py",
+            "tests/unit/usecases/test_run_parameters.py",
+        ),
+    ),
+    Mutant(
+        "parameters-kept-on-run",
+        "a triggered run keeps the parameters it runs with, the job's defaults overlaid",
+        f"{CORE}/usecases/jobs.py",
+        (
+            (
+                '        run = run.model_copy(update={"queued_at": now, "parameters": given})',
+                '        run = run.model_copy(update={"queued_at": now})',
+            ),
+        ),
+        ("tests/unit/usecases/test_run_parameters.py", "tests/unit/test_api_run_parameters.py"),
+    ),
+    Mutant(
+        "parameters-reach-the-execution",
+        "the worker starts a requested run with the parameters its record keeps",
+        f"{CORE}/usecases/start.py",
+        (("            parameters=run.parameters,", "            parameters=None,"),),
+        ("tests/unit/usecases/test_run_parameters.py",),
+    ),
+    Mutant(
+        "parameters-reach-the-runner",
+        "the state machine hands a run's values to the runner",
+        ASL,
+        ((',\n          "values.$": "$.values"\n        }', "\n        }"),),
+        ("tests/unit/test_contracts.py",),
     ),
 )
 

@@ -56,12 +56,12 @@ def api_event(
         raw, _, query = path.partition("?")
         event["rawPath"] = event["requestContext"]["http"]["path"] = raw
         event["rawQueryString"] = query
-        # (decoded, as API Gateway hands them over)
-        event["queryStringParameters"] = (
-            {k: unquote(v) for k, v in (p.split("=", 1) for p in query.split("&"))}
-            if query
-            else None
-        )
+        # (decoded, as API Gateway hands them over: a parameter given several times, its
+        # values joined by commas)
+        parameters: dict[str, str] = {}
+        for k, v in (p.split("=", 1) for p in query.split("&") if query):
+            parameters[k] = f"{parameters[k]},{unquote(v)}" if k in parameters else unquote(v)
+        event["queryStringParameters"] = parameters or None
         event["pathParameters"] = {"proxy": raw.lstrip("/")}
     return event
 

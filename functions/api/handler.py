@@ -18,7 +18,9 @@ from chronoq import resources as r
 from chronoq.domain import archive, labels, pages, secrets, windows
 from chronoq.domain.audit import Caller
 from chronoq.domain.backfills import BackfillRequest
+from chronoq.domain.calendars import Calendar
 from chronoq.domain.errors import (
+    CalendarInUse,
     Conflict,
     InvalidRequest,
     LimitExceeded,
@@ -28,6 +30,7 @@ from chronoq.domain.errors import (
 )
 from chronoq.domain.jobs import JobPatch, JobSpec, JobState
 from chronoq.domain.notifications import signing_secret
+from chronoq.domain.parameters import RunRequest
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run
 from chronoq.domain.schedules import AfterSchedule, Schedule, describe_after, preview
@@ -50,7 +53,8 @@ from chronoq.origin import ForeignInvocation, refuse_client_context
 from chronoq.resolver import HttpResolver
 from chronoq.resources import SIGNATURE_HEADER
 from chronoq.settings import ApiSettings, load
-from chronoq.usecases import idempotency
+from chronoq.usecases import bulk, idempotency
+from chronoq.usecases.calendars import resolve as resolve_calendar
 from chronoq.usecases.pages import Listing
 from chronoq.usecases.runs import run_filter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -226,18 +230,73 @@ def resume_job(job_id: str) -> dict[str, Any]:
     return view(service.jobs.resume_job(_owner(), job_id, _by()))
 
 
+# --- many jobs at once: pause and resume by label (chronoq.usecases.bulk) -------------------
+
+SelectorQuery = Annotated[
+    list[str] | None,
+    Query(
+        max_length=r.MAX_LABELS,
+        description="key=value (required): the caller's jobs with this label (repeat it for"
+        " several: a job must carry every one)",
+    ),
+]
+
+
+def _bulk(
+    action: bulk.Action, label: list[str] | None, limit: int, token: str | None
+) -> dict[str, Any]:
+    listing = bulk.act_on_labelled(
+        service.jobs, action, _owner(), _labels(label), limit, token, _by()
+    )
+    done = "paused" if action is bulk.Action.PAUSE else "resumed"
+    page: dict[str, Any] = {
+        done: [o.view() for o in listing.items if o.skipped is None],
+        "skipped": [o.view() for o in listing.items if o.skipped is not None],
+    }
+    if listing.next_token is not None:
+        page["next_token"] = listing.next_token
+    return page
+
+
+@app.post(
+    "/jobs/pause",
+    summary="Pause the caller's jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.PausedPage, "The jobs paused, and those skipped", 422),
+)
+def pause_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.PAUSE, label, limit, next_token)
+
+
+@app.post(
+    "/jobs/resume",
+    summary="Resume the caller's paused jobs that carry every label given, a page at a time",
+    responses=doc.responses(200, doc.ResumedPage, "The jobs resumed, and those skipped", 422),
+)
+def resume_jobs(
+    label: SelectorQuery = None, limit: Limit = r.DEFAULT_PAGE_LIMIT, next_token: NextToken = None
+) -> dict[str, Any]:
+    return _bulk(bulk.Action.RESUME, label, limit, next_token)
+
+
 @app.post(
     "/jobs/<job_id>/trigger",
     summary="Run a job now, outside its schedule",
     responses=doc.responses(202, doc.Run, "The run, scheduled", 404, 409, 422),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def trigger_job(job_id: str) -> Response[dict[str, Any]]:
+def trigger_job(
+    job_id: str, body: Annotated[RunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id}
+    given = body or RunRequest()  # (run parameters: an optional body)
+    request = {"route": "POST /jobs/{id}/trigger", "job_id": job_id, **_keyed(given)}
     by = _by()
     answer, headers = _once(
-        owner, request, lambda: view(service.jobs.trigger_job(owner, job_id, by))
+        owner,
+        request,
+        lambda: view(service.jobs.trigger_job(owner, job_id, by, given.parameters)),
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -251,12 +310,10 @@ def cancel_run(run_id: str) -> dict[str, Any]:
     return view(service.runs.cancel_run(_owner(), run_id))
 
 
-class RunRerunRequest(BaseModel):
-    """The optional body of ``POST /runs/{id}/rerun``."""
+class RunRerunRequest(RunRequest):
+    """The optional body of ``POST /runs/{id}/rerun``: a run's parameters, and (completion
+    triggers) whether the re-run's end triggers the jobs following its job again."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    #: Completion triggers: the re-run's end triggers the jobs following its job again.
     cascade: bool = Field(default=False, strict=True)
 
 
@@ -280,7 +337,8 @@ def preview_schedule(request: Annotated[PreviewRequest, Body(embed=False)]) -> d
         service.jobs.get_job(owner, request.job_id)  # (404 unless it is the caller's)
     now = utc_now()
     windows.check(request.schedule, now)
-    fires = preview(request.schedule, now, request.count)
+    schedule = resolve_calendar(service.calendars.store, owner, request.schedule)
+    fires = preview(schedule, now, request.count)
     shown: dict[str, Any] = {"fire_times": windows.preview(request.schedule, fires, request.job_id)}
     if isinstance(request.schedule, AfterSchedule):  # (completion triggers: no fire times)
         shown["description"] = describe_after(request.schedule.jobs)
@@ -369,6 +427,14 @@ def list_audit(
     return _listing("entries", service.audit.page(_owner(), job_id, limit, next_token))
 
 
+# --- run parameters: the optional body of a trigger or a run's re-run (RunRequest) ----------
+
+
+def _keyed(given: RunRequest) -> dict[str, Any]:
+    """What an idempotency key compares of the body: its parameters, when it has some."""
+    return {"body": given.model_dump(mode="json")} if given.parameters is not None else {}
+
+
 # --- run features: backfills and re-runs -----------------------------------------------------
 
 
@@ -432,16 +498,19 @@ def cancel_backfill(job_id: str, backfill_id: str) -> dict[str, Any]:
     responses=doc.responses(202, doc.Run, "The new run, scheduled", 404, 409, 422, limited=True),
     openapi_extensions={doc.IDEMPOTENT: True},
 )
-def rerun_run(run_id: str) -> Response[dict[str, Any]]:
+def rerun_run(
+    run_id: str, body: Annotated[RunRerunRequest | None, Body(embed=False)] = None
+) -> Response[dict[str, Any]]:
     owner = _owner()
-    # completion triggers: an optional body, {"cascade": true}
-    cascade = RunRerunRequest.model_validate(app.current_event.json_body or {}).cascade
-    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id}
-    if cascade:
+    given = body or RunRerunRequest()  # (run parameters, cascade: an optional body)
+    key = {"route": "POST /runs/{id}/rerun", "run_id": run_id, **_keyed(given)}
+    if given.cascade:  # (completion triggers)
         key["cascade"] = "true"
     by = _by()
     answer, headers = _once(
-        owner, key, lambda: view(service.reruns.rerun_run(owner, run_id, by, cascade))
+        owner,
+        key,
+        lambda: view(service.reruns.rerun_run(owner, run_id, by, given.parameters, given.cascade)),
     )
     return Response(202, "application/json", answer, headers=headers)
 
@@ -511,6 +580,71 @@ def list_secrets() -> dict[str, Any]:
 )
 def delete_secret(name: str) -> Response[str]:
     service.secrets.delete(_owner(), name)
+    return Response(204, None, "")
+
+
+# --- business calendars ------------------------------------------------------------------
+
+
+@app.put(
+    "/calendars/<name>",
+    summary="Keep a business calendar (a new one, or its next version), and re-plan the first"
+    " page of the jobs using it",
+    responses=doc.responses(200, doc.CalendarPut, "The calendar, changed", *doc.BODY, 409)
+    | doc.responses(201, doc.CalendarPut, "The calendar, made", limited=True),
+)
+def put_calendar(
+    name: str, body: Annotated[Calendar, Body(embed=False)]
+) -> Response[dict[str, Any]]:
+    meta, made, replan = service.calendars.put(_owner(), name, body)
+    answer = {**meta.shown(), "replan": replan}
+    return Response(201 if made else 200, "application/json", answer)
+
+
+@app.get(
+    "/calendars",
+    summary="The caller's business calendars",
+    responses=doc.responses(200, doc.CalendarPage, "The calendars, by name"),
+)
+def list_calendars() -> dict[str, Any]:
+    return {"calendars": [c.shown() for c in service.calendars.all(_owner())]}
+
+
+@app.get(
+    "/calendars/<name>",
+    summary="A business calendar, and the jobs using it",
+    responses=doc.responses(200, doc.CalendarUsers, "The calendar", 404),
+)
+def get_calendar(name: str) -> dict[str, Any]:
+    owner = _owner()
+    meta = service.calendars.get(owner, name)
+    return {**meta.shown(), "jobs": service.calendars.users(owner, name)}
+
+
+class ReplanRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    next_token: str | None = Field(default=None, max_length=100)
+
+
+@app.post(
+    "/calendars/<name>/replan",
+    summary="Re-plan the next page of the jobs using a calendar on its current rules",
+    responses=doc.responses(200, doc.CalendarReplan, "What was re-planned", *doc.BODY, 404),
+)
+def replan_calendar(
+    name: str, request: Annotated[ReplanRequest, Body(embed=False)]
+) -> dict[str, Any]:
+    return service.calendars.replan(_owner(), name, request.next_token)
+
+
+@app.delete(
+    "/calendars/<name>",
+    summary="Delete a business calendar no job uses",
+    responses=doc.responses(204, None, "Deleted", 404, 409),
+)
+def delete_calendar(name: str) -> Response[str]:
+    service.calendars.delete(_owner(), name)
     return Response(204, None, "")
 
 
@@ -620,7 +754,7 @@ def _invalid_change(error: ValidationError) -> Response[dict[str, Any]]:
 
 @app.exception_handler(Conflict)
 def _conflict(error: Conflict) -> Response[dict[str, Any]]:
-    jobs = error.jobs if isinstance(error, SecretInUse) else None
+    jobs = error.jobs if isinstance(error, SecretInUse | CalendarInUse) else None
     return _error(ApiError(409, CONFLICT, str(error), getattr(error, "field", None), jobs=jobs))
 
 

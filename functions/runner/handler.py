@@ -41,7 +41,8 @@ def _handle(event: dict[str, Any]) -> dict[str, Any]:
         return decision.model_dump()
     if contract.PREPARE_CONTAINER in event:
         prepare = contract.PrepareRequest.model_validate(event[contract.PREPARE_CONTAINER])
-        return runner.prepare_container(prepare.target, prepare.owner).model_dump()
+        context = prepare.values.context(prepare.run_id, prepare.scheduled_at)
+        return runner.prepare_container(prepare.target, prepare.owner, context).model_dump()
     if contract.COLLECT_CONTAINER in event:
         collect = contract.CollectRequest.model_validate(event[contract.COLLECT_CONTAINER])
         collected = runner.collect_container(collect).model_dump()

@@ -68,6 +68,7 @@ def test_given_the_document_when_read_then_every_operation_is_in_one_declared_gr
         "schedules",
         "notifications",
         "secrets",
+        "calendars",
         "archive",
         "status",
         "limits",

@@ -355,3 +355,24 @@ def test_given_a_directory_when_read_recursively_or_not_then_its_job_files_in_or
     assert [p.name for p in deep] == ["a.json", "b.yaml", "c.yml"]  # type: ignore[union-attr]
     with pytest.raises(BadInput, match="no such file"):
         applying.files_of((str(tmp_path / "nope"),), False)
+
+
+def test_given_a_job_on_a_business_calendar_when_applied_again_then_its_copy_of_the_calendar_is_no_change(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    from chronoq.domain.calendars import CalendarRules
+
+    api.fakes.calendars.put(OWNER, "holidays", CalendarRules(timezone="America/New_York"))
+    (tmp_path / "close.yaml").write_text(
+        "name: close\n"
+        "schedule: {type: cron, expression: '0 16 * * *', timezone: America/New_York,\n"
+        "           calendar: {name: holidays, on_excluded: next_business_day}}\n"
+        "target: {type: http, url: 'https://example.com/close'}\n"
+    )
+    chronoq("apply", "-f", str(tmp_path))
+    api.calls.clear()
+
+    again = chronoq("apply", "-f", str(tmp_path))
+
+    assert again.stdout.splitlines()[-1] == "apply: 0 created, 0 updated, 1 unchanged, 0 deleted"
+    assert api.calls == ["GET /jobs"]

@@ -152,7 +152,9 @@ class Local:
     def control(self, name: str) -> Any:
         """A control of chronoq local itself, e.g. ``ticker/stop``."""
         status, answer = self.call("POST", f"/_local/{name}", user=ADMIN)
-        assert status == 200, f"POST /_local/{name} answered {status}: {answer}"
+        assert status == 200, (
+            f"POST /_local/{name} answered {status}: {answer}\n{log_tail(self.data_dir)}"
+        )
         return answer
 
     def call(

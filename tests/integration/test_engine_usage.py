@@ -57,12 +57,15 @@ def _usage_of(engine: str) -> tuple[Counter[tuple[str, str]], dict[str, Any]]:
 #: on a flow (a query of them, a send) only when a run ends while some are parked, and whether
 #: one is depends on how long the runs took; the runner keeps the log of the attempt whose
 #: execution the workload stops (an UpdateItem of its run) when that attempt ends, which is
-#: before or after the workload does, as the machine goes; and on a loaded machine one engine
+#: before or after the workload does, as the machine goes; the notifier gives back the counts
+#: of runs in flight with one UpdateItem per owner per stream batch, and how the runs' ends
+#: fall into batches depends on when they end; and on a loaded machine one engine
 #: was seen to write one more of the runner's objects (an attempt's log or output) than the
 #: other, in a run whose every other count agreed.
 BY_TIME_OF = frozenset(
     {
         ("notifier", "dynamodb:Query"),
+        ("notifier", "dynamodb:UpdateItem"),
         ("notifier", "sqs:SendMessageBatch"),
         ("runner", "dynamodb:UpdateItem"),
         ("runner", "s3:PutObject"),

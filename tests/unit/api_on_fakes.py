@@ -104,5 +104,6 @@ def api_on_fakes(fakes: Fakes | None = None) -> Iterator[Api]:
         secrets=fakes.secrets,
         audit=fakes.audit_trails,
         archive=fakes.archive_links,
+        calendars=fakes.calendars,
     )
     yield Api(module, fakes)

@@ -182,6 +182,7 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
     assert api.call("POST", f"/jobs/{job}/trigger")[0] == 202
     assert api.call("PUT", "/secrets/token", body={"value": "t0ken"})[0] == 201
     assert api.call("PUT", "/secrets/other", user="bob", body={"value": "t0ken"})[0] == 201
+    assert api.call("PUT", "/calendars/holidays", body={"dates": ["2026-12-25"]})[0] == 201
     # three of alice's runs counted in flight, one of them by a worker long gone (its
     # bucket past its worst-case end), and one of bob's
     store, now = api.fakes.store, api.fakes.clock()
@@ -203,4 +204,5 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
         "runs_in_flight": {"limit": r.DEFAULT_MAX_RUNS_IN_FLIGHT, "used": 2},
         "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
         "secrets_per_owner": {"limit": r.DEFAULT_MAX_SECRETS_PER_OWNER, "used": 1},
+        "calendars_per_owner": {"limit": r.DEFAULT_MAX_CALENDARS_PER_OWNER, "used": 1},
     }

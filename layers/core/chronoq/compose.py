@@ -33,6 +33,7 @@ from chronoq.usecases.archive import ArchiveLinks, Archiver
 from chronoq.usecases.attempts import ContainerSettings, Runner
 from chronoq.usecases.audit import AuditOperations
 from chronoq.usecases.backfills import BackfillOperations
+from chronoq.usecases.calendars import CalendarOperations
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.erasure import Eraser, erase_archive
@@ -80,6 +81,8 @@ class Api:
     audit: AuditOperations
     #: The owner's archived runs, as links.
     archive: ArchiveLinks
+    #: Business calendars (their jobs re-planned by ``jobs``).
+    calendars: CalendarOperations
 
 
 def eraser(settings: EraserSettings) -> Eraser:
@@ -139,20 +142,21 @@ def api(settings: ApiSettings) -> Api:
     modules = settings.task_modules
     master_secret = cache(lambda: secret_value(settings.signing_secret_arn))
     trail = DynamoAuditTrail(clients.dynamodb(), settings.audit_table)
+    jobs = JobOperations(
+        store=store,
+        index=index,
+        clock=TIME.clock,
+        output_buckets=output_buckets,
+        is_task=lambda name: tasks.lookup(name, modules) is not None,
+        pages=PageTokens(master_secret),
+        audit=trail,
+        network=settings.network,
+        max_jobs_per_owner=settings.max_jobs_per_owner,
+        targets=settings.targets,
+        limits=settings.limits,
+    )
     return Api(
-        jobs=JobOperations(
-            store=store,
-            index=index,
-            clock=TIME.clock,
-            output_buckets=output_buckets,
-            is_task=lambda name: tasks.lookup(name, modules) is not None,
-            pages=PageTokens(master_secret),
-            audit=trail,
-            network=settings.network,
-            max_jobs_per_owner=settings.max_jobs_per_owner,
-            targets=settings.targets,
-            limits=settings.limits,
-        ),
+        jobs=jobs,
         runs=RunOperations(
             store=store,
             artifacts=artifacts,
@@ -183,6 +187,9 @@ def api(settings: ApiSettings) -> Api:
         ),
         audit=AuditOperations(trail=trail, jobs=store, pages=PageTokens(master_secret)),
         archive=ArchiveLinks(archive(settings.archive_bucket), TIME.clock),
+        calendars=CalendarOperations(
+            store=store, jobs=store, clock=TIME.clock, replan_job=jobs.recalendar
+        ),
     )
 
 

@@ -186,6 +186,40 @@ class SecretPage(BaseModel):
     secrets: list[Secret]
 
 
+class CalendarShown(BaseModel):
+    """A business calendar as the API shows it (README, "Business calendars")."""
+
+    name: str
+    dates: list[str]
+    ranges: list[list[str]]
+    timezone: str
+    business_days: list[str]
+    version: int = Field(description="moved on by every PUT")
+    created_at: str
+    updated_at: str
+
+
+class CalendarReplan(BaseModel):
+    """The jobs using a calendar re-planned on its rules by this request: at most a page
+    (``next_token``: go on with ``POST /calendars/{name}/replan``)."""
+
+    replanned: list[str]
+    failed: dict[str, str] = Field(description="job id -> why it was not re-planned")
+    next_token: str | None
+
+
+class CalendarPut(CalendarShown):
+    replan: CalendarReplan
+
+
+class CalendarPage(BaseModel):
+    calendars: list[CalendarShown]
+
+
+class CalendarUsers(CalendarShown):
+    jobs: list[str] = Field(description="the ids of the jobs using it")
+
+
 class SecretValue(BaseModel):
     """The body of ``PUT /secrets/{name}``: the value, write-only."""
 
@@ -247,6 +281,7 @@ class OwnerLimits(BaseModel):
         description="a job's manual triggers not started yet (counted as each trigger asks)"
     )
     secrets_per_owner: Used = Field(description="secrets kept")
+    calendars_per_owner: Used = Field(description="business calendars kept")
 
 
 class Status(BaseModel):
@@ -275,6 +310,46 @@ class ArchivePage(BaseModel):
     objects: list[ArchivedObject]
     next_token: str | None = Field(
         default=None, description="present when more may follow: pass it to get the next page"
+    )
+
+
+# --- many jobs at once: pause and resume by label ---------------------------------------------
+
+
+class BulkJob(BaseModel):
+    """A job a bulk pause or resume acted on: as it is after the request."""
+
+    id: str
+    name: str
+    state: jobs.JobState
+    next_run_at: datetime | None
+
+
+class BulkSkipped(BulkJob):
+    """A matching job left as it was, and why."""
+
+    reason: str = Field(
+        description="already_paused (pause), not_paused (resume), completed (no runs left),"
+        " conflict (changed meanwhile: ask again), deleted (deleted meanwhile)"
+    )
+    message: str = Field(description="for people")
+
+
+class PausedPage(BaseModel):
+    paused: list[BulkJob] = Field(description="the jobs this request paused")
+    skipped: list[BulkSkipped] = Field(description="the matching jobs it left as they were")
+    next_token: str | None = Field(
+        default=None,
+        description="present when more jobs may match: pass it (with the same label) to go on",
+    )
+
+
+class ResumedPage(BaseModel):
+    resumed: list[BulkJob] = Field(description="the jobs this request resumed")
+    skipped: list[BulkSkipped] = Field(description="the matching jobs it left as they were")
+    next_token: str | None = Field(
+        default=None,
+        description="present when more jobs may match: pass it (with the same label) to go on",
     )
 
 
@@ -508,6 +583,11 @@ TAGS = [
     {
         "name": "secrets",
         "description": "Named values that jobs refer to and never hold: put, list and delete",
+    },
+    {
+        "name": "calendars",
+        "description": "Business calendars: dates on which the jobs naming one do not run; put,"
+        " list, read, delete, and re-plan the jobs using one",
     },
     {
         "name": "archive",

@@ -149,11 +149,31 @@ DEFAULT_MAX_SECRETS_PER_OWNER = 50
 SECRET_CACHE_SECONDS = 300
 
 
+# --- run parameters (README, "Run parameters and placeholders") ------------------------------
+#: A run's parameters, and a job's defaults: a JSON object of at most this many bytes
+#: (compact JSON; the run's record keeps them, its execution input carries them), its names
+#: at most this long.
+MAX_PARAMETERS_BYTES = 8 * 1024
+MAX_PARAMETER_NAME_LENGTH = 64
+
+
 def secrets_path(deployment: str) -> str:
     """The SSM Parameter Store path under which the owners' secrets of a deployment live
     (ENV_SECRETS_PATH): ``deployment`` is the stack's name (locally ``local``)."""
     return f"/chronoq/{deployment}/secrets"
 
+
+#: Business calendars (README, "Business calendars"): a name's length; how many dates and
+#: ranges one holds (a job using it carries a copy: this bounds the job's item); a range's
+#: length in days; how many one owner may keep; how many jobs one PUT re-plans (the rest
+#: with the token it answers).
+MAX_CALENDAR_NAME_LENGTH = 64
+MAX_CALENDAR_ENTRIES = 500
+MAX_CALENDAR_RANGE_DAYS = 366
+DEFAULT_MAX_CALENDARS_PER_OWNER = 20
+CALENDAR_REPLAN_PAGE = 25
+#: How far a calendar schedule looks for a business day (then it fires no more).
+CALENDAR_HORIZON_DAYS = 2 * 366
 
 #: A cron expression's length, a job's name.
 MAX_CRON_EXPRESSION_LENGTH = 200

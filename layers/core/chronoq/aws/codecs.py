@@ -21,6 +21,7 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job, JobSpec, OnComplete
 from chronoq.domain.limits import Usage
+from chronoq.domain.parameters import stored as stored_parameters
 from chronoq.domain.runs import Attempt, Occurrence, Run
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent, check_minute
 from chronoq.domain.time import format_instant
@@ -107,6 +108,7 @@ UNSTORED_DEFAULTS: dict[str, Any] = {
     "labels": {},
     "flow": None,
     "expect": None,
+    "parameters": {},
 }
 
 
@@ -295,6 +297,9 @@ RUN_ATTRIBUTES: dict[str, str] = {
     #: true when its end triggers its job's followers again (a cascading re-run, backfill's
     #: run, or a run they made); absent otherwise.
     "cascade": "BOOL",
+    #: the parameters of a run asked for with some, or of a job with defaults (compact JSON;
+    #: absent when there are none).
+    "parameters": "S",
 }
 #: The attributes of each element of ``attempts`` (a map).
 ATTEMPT_ATTRIBUTES: dict[str, str] = {
@@ -361,6 +366,7 @@ def new_run_item(run: Run, now: datetime) -> dict[str, Any]:
         COUNTED: False if counts_end(run) else None,
         "triggered_by": list(run.triggered_by) if run.triggered_by else None,
         "cascade": True if run.cascade else None,
+        "parameters": stored_parameters(run.parameters),
     }
 
 
@@ -447,7 +453,10 @@ def backfill_item(backfill: Backfill) -> dict[str, Any]:
         "job_id": backfill.job_id,
         "run_id": BACKFILL_PREFIX + backfill.id,
         "owner": backfill.owner,
-        "backfill": backfill.model_dump_json(exclude={"state", "finished_at", "ended", "runs"}),
+        "backfill": backfill.model_dump_json(
+            exclude={"state", "finished_at", "ended", "runs"}
+            | ({"parameters"} if backfill.parameters is None else set())
+        ),
         "state": backfill.state.value,
         "finished_at": instant(backfill.finished_at),
         "expires_at": int(backfill.created_at.timestamp()) + r.RUN_RETENTION_SECONDS,

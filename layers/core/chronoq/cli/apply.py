@@ -230,6 +230,13 @@ def patch_for(desired: Desired, current: dict[str, Any]) -> dict[str, Any]:
         and have["schedule"].get("type") == "rate"
     ):
         want["schedule"] = {**want["schedule"], "start_at": have["schedule"].get("start_at")}
+    # a business calendar: the job's copy of its rules is chronoq's, not the files'
+    wanted_calendar = (want.get("schedule") or {}).get("calendar")
+    had = have.get("schedule") if isinstance(have.get("schedule"), dict) else {}
+    had_calendar = had.get("calendar") if isinstance(had, dict) else None
+    if isinstance(wanted_calendar, dict) and isinstance(had_calendar, dict):
+        copied = {k: had_calendar.get(k) for k in ("rules", "version")}
+        want["schedule"] = {**want["schedule"], "calendar": {**wanted_calendar, **copied}}
     return {key: value for key, value in want.items() if have.get(key, object()) != value}
 
 

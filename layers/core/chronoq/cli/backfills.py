@@ -16,6 +16,7 @@ from chronoq.cli.client import Api, quote
 from chronoq.cli.common import api_options, emit, emit_pages, output_option
 from chronoq.cli.jobs import jobs
 from chronoq.cli.jobspec import parse_duration, parse_instant
+from chronoq.cli.parameters import parameters_options, with_parameters
 from chronoq.cli.runs import runs
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -82,11 +83,18 @@ def _headers(key: str | None) -> dict[str, str] | None:
 @jobs.command("backfill")
 @click.argument("job_id")
 @range_options
+@parameters_options
 @key_option
 @output_option
 @api_options
 def backfill_job(
-    api: Api, output: str, job_id: str, start: str, to: str, idempotency_key: str | None
+    api: Api,
+    output: str,
+    job_id: str,
+    start: str,
+    to: str,
+    idempotency_key: str | None,
+    parameters: dict[str, Any] | None,
 ) -> None:
     """Run every fire time of the job's schedule from --from to --to (past), as backfill runs,
     at most 10 at once (1 for concurrency forbid or replace).
@@ -94,11 +102,12 @@ def backfill_job(
     \b
     chronoq jobs backfill JOB --from -1d --to now
     chronoq jobs backfill JOB --from 2026-11-01T00:00 --to 2026-11-02T00:00
+    chronoq jobs backfill JOB --from -1d --to now --param env=staging
     """
     backfill = api.call(
         "POST",
         f"/jobs/{quote(job_id)}/backfill",
-        {"from": start, "to": to},
+        with_parameters({"from": start, "to": to}, parameters),
         headers=_headers(idempotency_key),
     )
     emit(output, backfill, lambda: render.backfill_view(backfill))
@@ -161,12 +170,21 @@ def cancel_backfill(api: Api, output: str, job_id: str, backfill_id: str) -> Non
 
 @runs.command("rerun")
 @click.argument("run_id")
+@parameters_options
 @key_option
 @output_option
 @api_options
-def rerun_run(api: Api, output: str, run_id: str, idempotency_key: str | None) -> None:
-    """Run again a run that ended: a new run of the same job and fire time; prints it."""
-    run = api.call("POST", f"/runs/{quote(run_id)}/rerun", headers=_headers(idempotency_key))
+def rerun_run(
+    api: Api,
+    output: str,
+    run_id: str,
+    idempotency_key: str | None,
+    parameters: dict[str, Any] | None,
+) -> None:
+    """Run again a run that ended: a new run of the same job and fire time (its parameters,
+    overlaid by any given); prints it."""
+    body = with_parameters({}, parameters) or None
+    run = api.call("POST", f"/runs/{quote(run_id)}/rerun", body, headers=_headers(idempotency_key))
     emit(output, run, lambda: render.run_view(run))
 
 
@@ -180,6 +198,7 @@ def rerun_run(api: Api, output: str, run_id: str, idempotency_key: str | None) -
     metavar="STATUSES",
     help="the final statuses to re-run, e.g. FAILED,TIMED_OUT [default: FAILED,TIMED_OUT]",
 )
+@parameters_options
 @key_option
 @output_option
 @api_options
@@ -191,6 +210,7 @@ def rerun_job(
     to: str,
     statuses: tuple[str, ...],
     idempotency_key: str | None,
+    parameters: dict[str, Any] | None,
 ) -> None:
     """Run again every run of the job scheduled from --from to --to that ended so (at most
     100); prints the new runs.
@@ -203,6 +223,9 @@ def rerun_job(
     if chosen:
         body["statuses"] = chosen
     answer = api.call(
-        "POST", f"/jobs/{quote(job_id)}/rerun", body, headers=_headers(idempotency_key)
+        "POST",
+        f"/jobs/{quote(job_id)}/rerun",
+        with_parameters(body, parameters),
+        headers=_headers(idempotency_key),
     )
     emit(output, answer, lambda: render.runs_table(answer.get("runs", [])))

@@ -24,6 +24,7 @@ from chronoq.cli.common import (
 )
 from chronoq.cli.errors import NOT_FOUND, Failure
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
+from chronoq.cli.parameters import parameters_options, with_parameters
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -149,6 +150,22 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "type": click.IntRange(1, r.MAX_FLOW_STARTS_PER_SECOND),
             "help": "--flow: runs starting in any one second",
+        },
+    ),
+    # --- business calendars
+    (
+        ("--calendar",),
+        {
+            "metavar": "NAME",
+            "help": "one of your business calendars: no run on its excluded dates (--cron or"
+            " --every)",
+        },
+    ),
+    (
+        ("--on-excluded",),
+        {
+            "type": click.Choice(["skip", "next_business_day", "previous_business_day"]),
+            "help": "--calendar: what a fire time on an excluded date becomes (default skip)",
         },
     ),
     # --- limited runs and labels
@@ -344,25 +361,91 @@ def delete(api: Api, output: str, job_ids: tuple[str, ...]) -> None:
 
 def _action(name: str, summary: str) -> None:
     @jobs.command(name, help=summary)
-    @click.argument("job_id")
+    @click.argument("job_id", required=False)
+    @click.option(
+        "-l",
+        "--label",
+        "labels",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help=f"instead of JOB_ID: {name} every one of your jobs with this label (repeatable:"
+        " with every one of them), page after page",
+    )
+    @click.option(
+        "--limit",
+        type=click.IntRange(1, r.MAX_PAGE_LIMIT),
+        help=f"with -l: jobs per request [API default: {r.DEFAULT_PAGE_LIMIT}]",
+    )
     @output_option
     @api_options
-    def command(api: Api, output: str, job_id: str) -> None:
-        job = api.call("POST", f"/jobs/{quote(job_id)}/{name}")
+    def command(
+        api: Api, output: str, job_id: str | None, labels: tuple[str, ...], limit: int | None
+    ) -> None:
+        if (job_id is None) == (not labels):
+            raise click.UsageError(f"give a JOB_ID, or -l KEY=VALUE to {name} jobs by label")
+        if labels:
+            _by_label(api, output, name, labels, limit)
+            return
+        job = api.call("POST", f"/jobs/{quote(job_id or '')}/{name}")
         emit(output, job, lambda: render.job_view(job, _now()))
 
 
-_action("pause", "Pause a job: no scheduled run starts until it is resumed.")
-_action("resume", "Resume a paused job from its next fire time.")
+# --- many jobs at once: pause and resume by label --------------------------------------------
+
+
+def _by_label(
+    api: Api, output: str, action: str, labels: tuple[str, ...], limit: int | None
+) -> None:
+    """``POST /jobs/{action}?label=…`` page after page (each request acts on one page, and
+    its next_token goes on), each job acted on and each skipped printed as its page comes."""
+    done = f"{action}d"  # (paused, resumed)
+    found: dict[str, list[dict[str, Any]]] = {done: [], "skipped": []}
+    token: str | None = None
+    while True:
+        query = {"label": list(labels), "limit": limit, "next_token": token}
+        page = api.call("POST", f"/jobs/{action}", query=query)
+        for key in (done, "skipped"):
+            items = list(page.get(key, []))
+            found[key] += items
+            if output == "table":
+                for job in items:
+                    why = f"  {job['reason']}: {job['message']}" if key == "skipped" else ""
+                    click.echo(f"{key:<8} {job['id']}  {job['name']}{why}")
+        token = page.get("next_token")
+        if not token:
+            break
+    if output == "json":
+        click.echo(render.dump_json(found))
+    else:
+        click.echo(f"{len(found[done])} {done}, {len(found['skipped'])} skipped", err=True)
+
+
+_action(
+    "pause",
+    "Pause a job (or, with -l, every job with those labels): no scheduled run starts until"
+    " it is resumed.",
+)
+_action(
+    "resume",
+    "Resume a paused job (or, with -l, every paused job with those labels) from its next fire"
+    " time.",
+)
 
 
 @jobs.command()
 @click.argument("job_id")
+@parameters_options
 @output_option
 @api_options
-def trigger(api: Api, output: str, job_id: str) -> None:
-    """Run a job now (besides its schedule); prints the run."""
-    run = api.call("POST", f"/jobs/{quote(job_id)}/trigger")
+def trigger(api: Api, output: str, job_id: str, parameters: dict[str, Any] | None) -> None:
+    """Run a job now (besides its schedule); prints the run.
+
+    \b
+    chronoq jobs trigger JOB --param day=2026-11-01
+    chronoq jobs trigger JOB --params '{"day": "2026-11-01", "limit": 10}'
+    """
+    body = with_parameters({}, parameters) or None
+    run = api.call("POST", f"/jobs/{quote(job_id)}/trigger", body)
     emit(output, run, lambda: render.run_view(run))
 
 

@@ -126,6 +126,9 @@ class JobFlags:
     after: tuple[str, ...] = field(default_factory=tuple)
     after_on: str | None = None
     after_within: str | None = None
+    # --- business calendars ---
+    calendar: str | None = None
+    on_excluded: str | None = None
 
 
 def build(
@@ -182,7 +185,29 @@ def build(
         seconds = _seconds("--expect-within", flags.expect_within)
         job["expect"] = {"success_within_seconds": seconds}
     _run_features(flags, job)
+    _calendar(flags, job)
     return job
+
+
+def _calendar(flags: JobFlags, job: dict[str, Any]) -> None:
+    """``--calendar`` and ``--on-excluded`` into the schedule (given, or the file's)."""
+    if flags.calendar is None and flags.on_excluded is None:
+        return
+    schedule = job.get("schedule")
+    flag = "--calendar" if flags.calendar is not None else "--on-excluded"
+    if not isinstance(schedule, dict) or schedule.get("type") not in ("cron", "rate"):
+        raise BadInput(flag, "goes with a recurring schedule (--cron or --every)")
+    current = schedule.get("calendar")
+    calendar: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
+    if flags.calendar is not None:
+        calendar["name"] = flags.calendar
+    if flags.on_excluded is not None:
+        calendar["on_excluded"] = flags.on_excluded
+    if "name" not in calendar:
+        raise BadInput("--on-excluded", "goes with --calendar NAME")
+    calendar.pop("rules", None)  # (chronoq's copy, made again from the calendar)
+    calendar.pop("version", None)
+    job["schedule"] = {**schedule, "calendar": calendar}
 
 
 def _label(text: str) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.apply import apply, diff
 from chronoq.cli.backfills import backfills
+from chronoq.cli.calendars import calendars
 from chronoq.cli.client import Api
 from chronoq.cli.common import api_options
 from chronoq.cli.errors import USAGE
@@ -70,6 +71,7 @@ cli.add_command(apply)
 cli.add_command(diff)
 cli.add_command(migrate)
 cli.add_command(secrets)
+cli.add_command(calendars)
 
 
 # --- chronoq local and its tools ---------------------------------------------------------------

@@ -92,6 +92,14 @@ def schedule_words(schedule: dict[str, Any] | None) -> str:
         return json.dumps(schedule)
     if schedule.get("end_at"):
         text += f" until {short_time(schedule['end_at'])}"
+    calendar = schedule.get("calendar")
+    if isinstance(calendar, dict) and calendar.get("name"):  # (a business calendar)
+        moves = {
+            "next_business_day": ", moved to the next",
+            "previous_business_day": ", moved back",
+        }
+        moved = moves.get(str(calendar.get("on_excluded")), "")
+        text += f" on {calendar['name']} business days{moved}"
     return text
 
 
@@ -286,6 +294,11 @@ def _fields(rows: Iterable[tuple[str, Any]]) -> Table:
     return grid
 
 
+def parameters_words(parameters: dict[str, Any] | None) -> str | None:
+    """Run parameters as one line of JSON (ASCII: nothing in them can move the terminal)."""
+    return _clip(json.dumps(parameters, separators=(", ", ": "))) if parameters else None
+
+
 def value_words(value: Any) -> str:
     """A header's or a variable's value as the job holds it: text as it is (placeholders
     such as ``{{ secret.crm-token }}`` too), a reference as its JSON,
@@ -336,6 +349,7 @@ def job_view(job: dict[str, Any], now: datetime) -> Table:
             ("max runs", runs_words(job)),
             ("on complete", job.get("on_complete") if job.get("on_complete") == "delete" else None),
             ("labels", label_words(job.get("labels"))),
+            ("parameters", parameters_words(job.get("parameters"))),
             ("flow", _flow(job.get("flow"))),
             ("expect", expect_words(job)),
             ("last success", when(job.get("last_success_at"), now)),
@@ -362,6 +376,7 @@ def run_view(run: dict[str, Any]) -> Table:
             ("backfill", run.get("backfill_id")),
             ("triggered by", ", ".join(run.get("triggered_by") or [])),
             ("triggered", ", ".join(run.get("triggered") or [])),
+            ("parameters", parameters_words(run.get("parameters"))),
             ("queued", short_time(run.get("queued_at"))),
             ("started", short_time(run.get("started_at"))),
             ("finished", short_time(run.get("finished_at"))),
@@ -544,6 +559,22 @@ def secrets_table(items: Iterable[dict[str, Any]]) -> Table:
             str(secret.get("name", "")),
             str(secret.get("version", "")),
             short_time(secret.get("updated_at")),
+        )
+    return table
+
+
+def calendars_table(items: Iterable[dict[str, Any]]) -> Table:
+    """The caller's business calendars (``chronoq calendars list``)."""
+    table = _table("name", "timezone", "business days", "dates", "ranges", "version", "updated")
+    for calendar in items:
+        table.add_row(
+            str(calendar.get("name", "")),
+            str(calendar.get("timezone", "")),
+            ",".join(calendar.get("business_days") or []),
+            str(len(calendar.get("dates") or [])),
+            str(len(calendar.get("ranges") or [])),
+            str(calendar.get("version", "")),
+            short_time(calendar.get("updated_at")),
         )
     return table
 

@@ -20,6 +20,7 @@ from chronoq import resources as r
 from chronoq.domain import keys
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
+from chronoq.domain.parameters import Parameters
 from chronoq.domain.schedules import AnySchedule, Schedule, bounded_instant, next_fire
 from chronoq.domain.time import Instant, IsoInstant, format_instant
 
@@ -48,6 +49,10 @@ class BackfillRequest(Model):
     )
     #: Completion triggers: its runs' ends trigger the jobs following this one again.
     cascade: bool = Field(default=False, strict=True)
+
+    # --- run parameters (README, "Run parameters and placeholders") ---------------------
+    #: Its runs' parameters: they overlay the job's defaults.
+    parameters: Parameters | None = None
 
     @field_validator("start", "to")
     @classmethod
@@ -83,6 +88,8 @@ class Backfill(BaseModel):
     ended: int | None = None
     #: How many of its runs ended in each final status (as counted).
     runs: dict[str, int] = Field(default_factory=dict)
+    #: Its runs' parameters (the job's defaults overlaid by the request's); None: none.
+    parameters: dict[str, Any] | None = None
 
     @property
     def counted(self) -> bool:

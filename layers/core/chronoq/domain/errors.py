@@ -71,3 +71,11 @@ class TargetError(ChronoqError):
 
 class PermanentError(ChronoqError):
     """A failure that trying again cannot fix: the run is not retried."""
+
+
+class CalendarInUse(Conflict):
+    """A calendar that jobs use cannot be deleted (``jobs``: their ids)."""
+
+    def __init__(self, message: str, jobs: list[str]) -> None:
+        super().__init__(message)
+        self.jobs = jobs

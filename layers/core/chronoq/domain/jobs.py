@@ -23,6 +23,7 @@ from chronoq import resources as r
 from chronoq.domain import ids, secrets, windows
 from chronoq.domain.base import STORED, Model
 from chronoq.domain.labels import Labels
+from chronoq.domain.parameters import Parameters
 from chronoq.domain.runs import (
     REQUESTED,
     TERMINAL_STATUSES,
@@ -213,6 +214,10 @@ class JobSpec(Model):
     #: (or of the job's start), the job is silent and its owner is told (SILENT), once; the
     #: next success tells them it RECOVERED. None: no such promise.
     expect: Expect | None = None
+
+    # --- run parameters (README, "Run parameters and placeholders") -------------------------
+    #: The parameters of its runs by default: a request's parameters overlay them.
+    parameters: Parameters = Field(default_factory=dict)
 
     def plain_credentials(self) -> list[str]:
         """What looks like a credential written into the job rather than kept as a secret

@@ -11,6 +11,8 @@ The jobs table (partition key ``job_id``):
 - ``usage#<owner>``: what an owner's backfills and re-runs hold (see domain.limits);
 - ``secrets#<owner>``: an owner's secrets, names and versions (see domain.secrets);
 - ``uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a secret;
+- ``calendars#<owner>``: an owner's business calendars (see domain.calendars);
+- ``calendar-uses#<length of owner>#<owner>#<name>``: the ids of the jobs using a calendar;
 - ``expect#<job id>``: a job's expectation of success, for a job with ``expect`` (see
   domain.silence);
 - ``graph#<owner>``: an owner's pipeline graph, the edges of its ``after`` jobs, and
@@ -46,6 +48,8 @@ SECRET_USES = "uses#"  # noqa: S105 - a key prefix
 EXPECT = "expect#"
 GRAPH = "graph#"
 FANIN = "fanin#"
+CALENDARS = "calendars#"
+CALENDAR_USES = "calendar-uses#"
 
 BACKFILL = "backfill#"
 
@@ -65,6 +69,8 @@ JOBS_TABLE = (
     EXPECT,
     GRAPH,
     FANIN,
+    CALENDARS,
+    CALENDAR_USES,
 )
 RUNS_TABLE = (BACKFILL, EXPECT)  # (and the job id, which begins with JOB)
 SCHEDULE_TABLE = (CHECKPOINT_BUCKET,)
@@ -115,3 +121,14 @@ def graph_key(owner: str) -> str:
 def fanin_key(job_id: str, stamp: str) -> str:
     """The key of the fan-in item of ``after`` job ``job_id`` for the instant ``stamp``."""
     return f"{FANIN}{job_id}#{stamp}"
+
+
+def calendars_key(owner: str) -> str:
+    """The key of the item holding ``owner``'s business calendars."""
+    return f"{CALENDARS}{owner}"
+
+
+def calendar_uses_key(owner: str, name: str) -> str:
+    """The key of the item holding the ids of the jobs using ``owner``'s calendar ``name``
+    (the owner's length first, as in name_key)."""
+    return f"{CALENDAR_USES}{len(owner)}#{owner}#{name}"

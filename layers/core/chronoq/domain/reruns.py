@@ -11,6 +11,7 @@ from chronoq import resources as r
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import FinalStatus
+from chronoq.domain.parameters import Parameters
 from chronoq.domain.runs import RunStatus
 from chronoq.domain.schedules import bounded_instant
 from chronoq.domain.time import IsoInstant
@@ -39,6 +40,9 @@ class RerunRequest(Model):
 
     #: Completion triggers: the re-runs' ends trigger the jobs following this one again.
     cascade: bool = Field(default=False, strict=True)
+    # --- run parameters (README, "Run parameters and placeholders") ---------------------
+    #: Each re-run's parameters overlay the job's defaults and its original run's.
+    parameters: Parameters | None = None
 
     @field_validator("start", "to")
     @classmethod

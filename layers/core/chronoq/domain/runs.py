@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from chronoq.domain.ids import window_offset_of
 from chronoq.domain.time import Instant, format_instant
@@ -127,6 +129,15 @@ class Run(BaseModel):
     #: Why it waits, noted by the worker while it holds it back (a flow's slot, a flow's
     #: rate); shown as ``waiting_for``.
     wait_reason: str | None = Field(default=None, exclude=True)
+    #: The parameters it runs with (README, "Run parameters and placeholders"): a requested
+    #: run's, its job's defaults overlaid by the request's; None: none (nothing is kept).
+    parameters: dict[str, Any] | None = None
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _kept_as_json(cls, value: Any) -> Any:
+        """As the run's record keeps them: JSON text."""
+        return json.loads(value) if isinstance(value, str) else (value or None)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -22,6 +22,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from chronoq import resources as r
 from chronoq.domain import cron
 from chronoq.domain.base import Model
+from chronoq.domain.calendars import CalendarRules, CalendarUse, OnExcluded
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import IsoInstant, format_instant, utc_second
 
@@ -71,6 +72,9 @@ class _Recurring(Model):
     #: Each occurrence starts within this many seconds after its fire time, at an offset
     #: derived from the job and the instant (see chronoq.domain.windows); 0: at its fire time.
     window_seconds: int = Field(default=0, ge=0, le=r.MAX_WINDOW_SECONDS, strict=True)
+    #: A business calendar: fire times on its excluded dates are skipped or moved (see
+    #: chronoq.domain.calendars).
+    calendar: CalendarUse | None = None
 
     @field_validator("start_at")
     @classmethod
@@ -226,8 +230,20 @@ _SECOND = timedelta(seconds=1)
 
 def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
     """The first instant strictly after ``after`` at which ``schedule`` fires, in UTC; None
-    when it fires no more."""
+    when it fires no more. A schedule with a calendar (its copy of the rules filled in)
+    fires on its business days only (see _next_on_calendar)."""
     after = after.astimezone(UTC)
+    if (
+        not isinstance(schedule, AtSchedule | AfterSchedule)  # (neither names a calendar)
+        and schedule.calendar is not None
+        and schedule.calendar.rules is not None
+    ):
+        return _next_on_calendar(schedule, after)
+    return _plain_next(schedule, after)
+
+
+def _plain_next(schedule: AnySchedule, after: datetime) -> datetime | None:
+    """next_fire of the schedule as if it named no calendar."""
     if isinstance(schedule, AtSchedule):
         return schedule.at if schedule.at > after else None
     if isinstance(schedule, AfterSchedule):
@@ -242,6 +258,131 @@ def next_fire(schedule: AnySchedule, after: datetime) -> datetime | None:
     if schedule.end_at is not None and found > schedule.end_at:
         return None
     return found
+
+
+# --- Business calendars ----------------------------------------------------------------------
+
+
+def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) -> datetime | None:
+    """The first fire time after ``after`` of a schedule on a calendar. Its fire times lie on
+    business days only (local dates in the calendar's zone), and within one day in order:
+    so the answer is the first of one business day's fire times later than ``after``, from
+    the day of ``after`` on: the plain next fire time, on a day that takes none moved from
+    excluded days; else the least of that and of the first moved one from each excluded day
+    (_first_moved_after). Days with no fire time are jumped over to the day the next plain
+    fire time lands on."""
+    rules = _rules_of(schedule)
+    mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
+    zone = zone_named(rules.timezone)
+    first = after.astimezone(zone).date()
+    limit = first + timedelta(days=r.CALENDAR_HORIZON_DAYS)
+    day: date | None = first if rules.is_business_day(first) else rules.business_day(first, 1)
+    while day is not None and day <= limit:
+        if _takes_moved(rules, mode, day):
+            found = _first_moved_after(schedule, rules, mode, day, after)
+            if found is not None:
+                return found
+        else:  # (only its own fire times: the plain next one, if it is on this day)
+            start = _day_start(day, zone)
+            plain = _plain_next(schedule, max(after, start - _SECOND))
+            if plain is None:
+                return None
+            if plain < _day_start(day + timedelta(days=1), zone):
+                return plain
+        # the next day that receives a fire time: where the next plain one after this day
+        # (after the days whose fire times this day took, for next_business_day) lands
+        following = rules.business_day(day, 1)
+        if following is None:
+            return None
+        low = following if mode is OnExcluded.PREVIOUS_BUSINESS_DAY else day + timedelta(days=1)
+        plain = _plain_next(schedule, _day_start(low, zone))
+        if plain is None:
+            return None
+        landed = plain.astimezone(zone).date()
+        if not rules.is_business_day(landed):
+            step = -1 if mode is OnExcluded.PREVIOUS_BUSINESS_DAY else 1
+            landed = rules.business_day(landed, step) or following
+        day = max(following, landed)
+    return None
+
+
+def _takes_moved(rules: CalendarRules, mode: OnExcluded, day: date) -> bool:
+    """Does business day ``day`` take fire times moved from excluded days (the day before
+    it excluded, for next_business_day; the day after, for previous_business_day)?"""
+    if mode is OnExcluded.SKIP:
+        return False
+    step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
+    return not rules.is_business_day(day + timedelta(days=step))
+
+
+def _rules_of(schedule: CronSchedule | RateSchedule) -> CalendarRules:
+    if schedule.calendar is None or schedule.calendar.rules is None:
+        raise ValueError("the schedule carries no calendar rules")
+    return schedule.calendar.rules
+
+
+def _day_start(day: date, zone: ZoneInfo) -> datetime:
+    return to_instant(datetime.combine(day, time()), zone)
+
+
+def _first_moved_after(
+    schedule: CronSchedule | RateSchedule,
+    rules: CalendarRules,
+    mode: OnExcluded,
+    day: date,
+    after: datetime,
+) -> datetime | None:
+    """The first fire time after ``after`` on business day ``day``: its own, or one moved
+    to it from the excluded days before it (next_business_day) or after it
+    (previous_business_day), at its local time of day on ``day``."""
+    zone = zone_named(rules.timezone)
+    end = _day_start(day + timedelta(days=1), zone)
+    own = _plain_next(schedule, max(after, _day_start(day, zone) - _SECOND))
+    best = own if own is not None and own < end else None
+    step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
+    other = day + timedelta(days=step)
+    for _ in range(r.CALENDAR_HORIZON_DAYS):
+        if rules.is_business_day(other):
+            break
+        moved = _first_retimed_after(schedule, other, day, after, zone)
+        if moved is not None and (best is None or moved < best):
+            best = moved
+        other += timedelta(days=step)
+    return best
+
+
+def _retimed(fire: datetime, day: date, zone: ZoneInfo) -> datetime:
+    """Fire time ``fire`` at its local time of day (in ``zone``) on ``day``."""
+    wall = fire.astimezone(zone).replace(tzinfo=None, fold=0)
+    return to_instant(datetime.combine(day, wall.time()), zone)
+
+
+def _first_retimed_after(
+    schedule: AnySchedule, source: date, day: date, after: datetime, zone: ZoneInfo
+) -> datetime | None:
+    """The least of the plain fire times of date ``source``, each at its local time of day
+    on ``day``, that is later than ``after``. A fire time whose local time of day is earlier
+    than that of ``after`` (when ``after`` is on ``day``) lands no later than ``after``, and
+    so does each fire time before that local time's first instant on ``source`` (or the
+    moment the clocks jump, when that day skips it: a fire time may be that very instant):
+    the search starts there, and goes on through the day only on a day whose clocks change
+    (where local times of day are not in the order of the instants)."""
+    start, end = _day_start(source, zone), _day_start(source + timedelta(days=1), zone)
+    changes = start.astimezone(zone).utcoffset() != end.astimezone(zone).utcoffset()
+    low = start - _SECOND
+    if after >= _day_start(day, zone):
+        wall = after.astimezone(zone).replace(tzinfo=None, fold=0)
+        low = max(low, to_instant(datetime.combine(source, wall.time()), zone) - _SECOND)
+    best: datetime | None = None
+    current = _plain_next(schedule, low)
+    while current is not None and current < end:
+        moved = _retimed(current, day, zone)
+        if moved > after and (best is None or moved < best):
+            best = moved
+            if not changes:
+                break
+        current = _plain_next(schedule, current)
+    return best
 
 
 def _next_rate(schedule: RateSchedule, after: datetime) -> datetime:

@@ -13,6 +13,12 @@ is expanded in a single pass: a value put in is never read for placeholders agai
 holding ``{{ secret.x }}`` stays that text. Text in braces that is not a placeholder of a
 known namespace stays as it is.
 
+The same pass expands a run's own placeholders (README, "Run parameters and placeholders"):
+``{{ scheduled_at }}``, ``{{ run_id }}``, ``{{ job.name }}``, ``{{ params.NAME }}`` and, for
+after jobs, ``{{ upstream.NAME.output }}``, from a ``RunContext`` (see ``expand``). A
+substituted value is never read for placeholders either: a parameter holding
+``{{ secret.x }}`` puts that text in, never the secret.
+
 Values are resolved by the component that makes the call, at run time, and only there. Before
 a run's logs and output are kept, every value resolved for it is scrubbed from them.
 """
@@ -22,11 +28,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import Field
+from pydantic import Field as ModelField
 
 from chronoq import resources as r
 from chronoq.domain.base import Model
@@ -36,8 +43,16 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
 NAME = re.compile(NAME_PATTERN)
 #: A placeholder: ``{{ namespace.name }}``.
 PLACEHOLDER = re.compile(r"\{\{\s*([a-z]+)\.([A-Za-z0-9][A-Za-z0-9_-]*)\s*\}\}")
-#: The namespaces placeholders may name (a later one: run parameters, upstream outputs).
+#: Any placeholder of the language: ``{{ word }}`` or ``{{ word.name[.name...] }}`` (the
+#: words and names a run's placeholders use; a namespace no one knows stays as text).
+EXPRESSION = re.compile(r"\{\{\s*([a-z][a-z_]*(?:\.[A-Za-z0-9][A-Za-z0-9_-]*)*)\s*\}\}")
+#: The namespaces placeholders may name.
 SECRET_NAMESPACE = "secret"  # noqa: S105 - a placeholder namespace
+#: A run's own placeholders: the whole expression (``scheduled_at``, ``run_id``,
+#: ``job.name``) or its namespace (``params``, ``upstream``).
+RUN_WORDS = frozenset({"scheduled_at", "run_id", "job.name"})
+PARAMS_NAMESPACE = "params"
+UPSTREAM_NAMESPACE = "upstream"
 #: What a resolved value is replaced with in a run's logs and output.
 MASK = "***"
 
@@ -45,7 +60,9 @@ MASK = "***"
 class SecretRef(Model):
     """``{"secret": "name"}``: the whole value is the secret's."""
 
-    secret: str = Field(min_length=1, max_length=r.MAX_SECRET_NAME_LENGTH, pattern=NAME_PATTERN)
+    secret: str = ModelField(
+        min_length=1, max_length=r.MAX_SECRET_NAME_LENGTH, pattern=NAME_PATTERN
+    )
 
 
 class SecretMeta(Model):
@@ -53,7 +70,7 @@ class SecretMeta(Model):
     its version (the value store's, moved on by every change of the value) and times."""
 
     name: str
-    version: int = Field(ge=1)
+    version: int = ModelField(ge=1)
     created_at: datetime
     updated_at: datetime
 
@@ -106,29 +123,126 @@ def names_in(value: Any) -> set[str]:
 Lookup = Callable[[str], str]
 
 
-def render(text: str, lookup: Lookup) -> str:
-    """``text`` with each secret placeholder replaced by its value (``lookup``), in one pass:
-    what is put in is not read again."""
+@dataclass(frozen=True)
+class RunContext:
+    """What a run's own placeholders stand for: its fire time and id, its job's name, its
+    parameters (the job's defaults overlaid by the request's), and, for after jobs, the small
+    outputs of the upstream runs it follows (by upstream job name; empty otherwise)."""
+
+    scheduled_at: str = ""
+    run_id: str = ""
+    job_name: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    upstream: Mapping[str, str] = field(default_factory=dict)
+
+    def value(self, expression: str) -> Any:
+        """The value ``expression`` stands for; None if it is not a run placeholder (it
+        stays as text). Raises MissingValue for a known one without a value."""
+        if expression == "scheduled_at":
+            return self.scheduled_at
+        if expression == "run_id":
+            return self.run_id
+        if expression == "job.name":
+            return self.job_name
+        space, _, rest = expression.partition(".")
+        if space == PARAMS_NAMESPACE and rest and "." not in rest:
+            if rest not in self.params:
+                raise MissingValue(
+                    expression, "no such parameter: pass it, or give the job a default"
+                )
+            return self.params[rest]
+        if space == UPSTREAM_NAMESPACE and rest.endswith(".output") and rest.count(".") == 1:
+            name = rest.removesuffix(".output")
+            if name not in self.upstream:
+                raise MissingValue(expression, "no output of such an upstream job")
+            return self.upstream[name]
+        return None
+
+
+class MissingValue(LookupError):
+    """A placeholder of a known namespace without a value (a parameter not passed)."""
+
+    def __init__(self, expression: str, reason: str) -> None:
+        super().__init__(f"{{{{ {expression} }}}}: {reason}")
+        self.expression = expression
+
+
+def as_text(value: Any) -> str:
+    """A value as a placeholder puts it in text: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+
+
+#: How a substituted value goes into the text around it (e.g. percent-encoded in a URL).
+Encode = Callable[[str], str]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def render(
+    text: str,
+    lookup: Lookup,
+    context: RunContext | None = None,
+    encode: Encode = _same,
+    secret_encode: Encode | None = None,
+) -> str:
+    """``text`` with each placeholder replaced by its value, in one pass: what is put in is
+    not read again. Secrets come from ``lookup``, a run's own placeholders from ``context``
+    (None: they stay as text); each value goes in through ``encode`` (secrets through
+    ``secret_encode`` if given)."""
 
     def value(match: re.Match[str]) -> str:
-        space, key = match.group(1), match.group(2)
-        return lookup(key) if space == SECRET_NAMESPACE else match.group(0)
+        expression = match.group(1)
+        space, _, key = expression.partition(".")
+        if space == SECRET_NAMESPACE and key and "." not in key:
+            return (secret_encode or encode)(lookup(key))
+        found = context.value(expression) if context is not None else None
+        return match.group(0) if found is None else encode(as_text(found))
 
-    return PLACEHOLDER.sub(value, text)
+    return EXPRESSION.sub(value, text)
 
 
-def resolve(value: Any, lookup: Lookup) -> Any:
+def resolve(value: Any, lookup: Lookup, context: RunContext | None = None) -> Any:
     """``value`` (a JSON document, a dict of strings and references, a reference) with its
-    references and placeholders resolved."""
+    references and placeholders resolved. A string that is one run placeholder and nothing
+    else takes the value whole (a parameter's number or object stays one); other strings
+    take values as text. Values go into the document's strings, never its syntax: a value
+    holding quotes is escaped when the document is written as JSON."""
     if isinstance(value, SecretRef):
         return lookup(value.secret)
     if isinstance(value, str):
-        return render(value, lookup)
+        whole = EXPRESSION.fullmatch(value)
+        if whole is not None and context is not None:
+            space = whole.group(1).partition(".")[0]
+            if space != SECRET_NAMESPACE:
+                found = context.value(whole.group(1))
+                if found is not None:
+                    return found
+        return render(value, lookup, context)
     if isinstance(value, Mapping):
-        return {k: resolve(v, lookup) for k, v in value.items()}
+        return {k: resolve(v, lookup, context) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [resolve(v, lookup) for v in value]
+        return [resolve(v, lookup, context) for v in value]
     return value
+
+
+def run_placeholders_in(value: Any) -> set[str]:
+    """The run placeholders (not secrets) a value's strings hold, at any depth."""
+    if isinstance(value, str):
+        found = set()
+        for expression in EXPRESSION.findall(value):
+            space = expression.partition(".")[0]
+            if expression in RUN_WORDS or space in (PARAMS_NAMESPACE, UPSTREAM_NAMESPACE):
+                found.add(expression)
+        return found
+    if isinstance(value, Model):
+        return {n for f in type(value).model_fields for n in run_placeholders_in(getattr(value, f))}
+    if isinstance(value, Mapping):
+        return {n for v in value.values() for n in run_placeholders_in(v)}
+    if isinstance(value, list | tuple):
+        return {n for v in value for n in run_placeholders_in(v)}
+    return set()
 
 
 def scrub(text: str, values: Iterable[str]) -> str:

@@ -63,7 +63,7 @@ def http_url(value: str, info: ValidationInfo | None = None) -> str:
         before, _, query = value.partition("?")
         if not is_stored(info) and (secrets.names_in_text(before) or "#" in query):
             raise ValueError("may hold a secret placeholder in its query only")
-    checked = secrets.PLACEHOLDER.sub("x", value)
+    checked = secrets.EXPRESSION.sub("x", value)
     _plain_url(checked)
     return value
 
@@ -336,6 +336,18 @@ class ContainerTarget(Model):
     )
 
     _image = field_validator("image")(image_reference)
+
+    @field_validator("command")
+    @classmethod
+    def _fixed_program(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        """The program a container runs is the job's own: its first word takes no
+        placeholder (README, "Run parameters and placeholders")."""
+        if not is_stored(info) and secrets.EXPRESSION.search(value[0]):
+            raise ValueError(
+                "the program (the first word) must not hold a placeholder: pass values as"
+                " arguments after it"
+            )
+        return value
 
     @field_validator("environment")
     @classmethod

@@ -18,6 +18,7 @@ from chronoq.domain import after, inflight, silence
 from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
 from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Trigger
+from chronoq.domain.secrets import RunContext
 from chronoq.domain.targets import (
     ContainerTarget,
     EventBridgeTarget,
@@ -35,6 +36,19 @@ class _Contract(BaseModel):
 
 class AttemptNumber(_Contract):
     number: int = Field(ge=1)
+
+
+class RunValues(_Contract):
+    """What a run's own placeholders read besides its id and fire time (README, "Run
+    parameters and placeholders"): its job's name, its parameters and, for after jobs, the
+    small outputs of its upstream runs (by upstream job name)."""
+
+    job_name: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    upstream: dict[str, str] = Field(default_factory=dict)
+
+    def context(self, run_id: str, scheduled_at: str) -> RunContext:
+        return RunContext(scheduled_at, run_id, self.job_name, self.params, self.upstream)
 
 
 class ExecutionInput(_Contract):
@@ -85,6 +99,9 @@ class ExecutionInput(_Contract):
     #: turns out to have started already (a second delivery).
     in_flight: str = ""
     in_flight_bucket: str = ""
+    #: What the target's placeholders read (the runner expands them, with its secrets, in
+    #: one pass at each attempt).
+    values: RunValues = RunValues()
 
     @classmethod
     def of(
@@ -99,6 +116,8 @@ class ExecutionInput(_Contract):
         starts_at: datetime | None = None,
         flows: list[str] | None = None,
         in_flight: tuple[str, str] | None = None,
+        parameters: dict[str, Any] | None = None,
+        upstream: dict[str, str] | None = None,
     ) -> ExecutionInput:
         slots = [
             *(flows or ()),
@@ -129,6 +148,11 @@ class ExecutionInput(_Contract):
             slots=" ".join(slots),
             in_flight=in_flight[0] if in_flight else "",
             in_flight_bucket=in_flight[1] if in_flight else "",
+            values=RunValues(
+                job_name=job.name,
+                params=job.parameters if parameters is None else parameters,
+                upstream=upstream or {},
+            ),
         )
 
     def document(self) -> dict[str, Any]:
@@ -177,6 +201,8 @@ class AttemptRequest(BaseModel):
     attempt: int = 1
     target: Target
     output_location: str | None = None
+    #: What its placeholders read (see RunValues).
+    values: RunValues = RunValues()
     #: The state machine writes the attempt's log lines with the outcome (EXPRESS, whose
     #: executions are never stopped); else the runner keeps them itself (STANDARD: a stopped
     #: execution records nothing the runner answers).
@@ -209,6 +235,11 @@ class PrepareRequest(BaseModel):
     target: ContainerTarget
     #: Whose secrets the target's environment names (ECS hands them to the task).
     owner: str = ""
+    #: The run, and what its placeholders read: the command and environment are expanded
+    #: here, and the command goes back for RunTask.
+    run_id: str = ""
+    scheduled_at: str = ""
+    values: RunValues = RunValues()
 
 
 class DecideRequest(BaseModel):
@@ -256,6 +287,8 @@ class AttemptResult(_Contract):
 
 class PrepareResult(_Contract):
     task_definition: str
+    #: The container's command, its placeholders expanded.
+    command: list[str] = Field(default_factory=list)
 
 
 class DecideResult(_Contract):

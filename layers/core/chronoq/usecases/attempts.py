@@ -7,19 +7,17 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
-from chronoq.domain import secrets
+from chronoq.domain import placeholders, secrets
 from chronoq.domain.errors import PermanentError, TargetError
 from chronoq.domain.retry import decide
 from chronoq.domain.runs import log_size
-from chronoq.domain.secrets import SecretUnavailable
+from chronoq.domain.secrets import RunContext, SecretUnavailable
 from chronoq.domain.targets import (
     ContainerTarget,
     HttpTarget,
     LambdaTarget,
     PythonTarget,
-    has_controls,
 )
 from chronoq.execution import targets
 from chronoq.execution.contract import (
@@ -80,8 +78,14 @@ class Runner:
         decision = decide(request.retry, request.attempt, request.error)
         return DecideResult(**asdict(decision), summary=summary(request.error, request.cause))
 
-    def prepare_container(self, target: ContainerTarget, owner: str = "") -> PrepareResult:
-        """The task definition of ``target`` (its secrets: ``owner``'s, read by ECS)."""
+    def prepare_container(
+        self, target: ContainerTarget, owner: str = "", context: RunContext | None = None
+    ) -> PrepareResult:
+        """The task definition of ``target`` (its secrets: ``owner``'s, read by ECS), and its
+        command: its placeholders and its environment's expanded with the run's values
+        (``context``), and checked (see ``placeholders.expand_container``)."""
+        if context is not None:
+            target = _expanded(lambda: placeholders.expand_container(target, context))
         ecs = self.ecs_client()
         arn = targets.prepare_container(
             ecs,
@@ -93,7 +97,7 @@ class Runner:
             owner,
             self.containers.secret_parameter,
         )
-        return PrepareResult(task_definition=arn)
+        return PrepareResult(task_definition=arn, command=list(target.command))
 
     def collect_container(self, request: CollectRequest) -> AttemptResult:
         logs, group = self.logs_client(), self.containers.log_group
@@ -174,8 +178,8 @@ class Runner:
         target = request.target
         deadline = targets.runner_deadline(request.timeout_seconds)
         resolved.update(self._values(request.owner, target))
-        if resolved:
-            target = with_secrets(target, resolved)
+        values = request.values.context(request.run_id, request.scheduled_at)
+        target = _expanded(lambda: placeholders.expand(target, resolved, values))
         if isinstance(target, HttpTarget):
             headers = {
                 "X-Chronoq-Job-Id": request.job_id,
@@ -218,49 +222,13 @@ def _scrubbed(error: BaseException, values: Iterable[str]) -> BaseException:
     return TargetError(f"{type(error).__name__}: {clean}")
 
 
-def _header(name: str, value: str, secret_names: Iterable[str]) -> str:
-    """A header's value once its secrets are in: refused (for good) if a value would break
-    the header, naming the header and the secret, never the value."""
-    if has_controls(value):
-        named = ", ".join(sorted(secret_names))
-        raise PermanentError(
-            f"header {name}: the value of secret {named} holds characters a header cannot carry"
-            " (CR, LF, NUL or other control characters)"
-        )
+def _expanded(expand: Callable[[], Any]) -> Any:
+    """A target expanded: a placeholder without a value, or a value the target's checks
+    refuse, fails the attempt for good (trying again would put in the same values)."""
     try:
-        value.encode("latin-1")
-    except UnicodeEncodeError:
-        named = ", ".join(sorted(secret_names))
-        raise PermanentError(
-            f"header {name}: the value of secret {named} is not Latin-1 text"
-        ) from None
-    return value
-
-
-def with_secrets(target: Any, values: Mapping[str, str]) -> Any:
-    """``target`` with the secrets it names resolved (built without validation: the values
-    are checked here, and are never shown back)."""
-
-    def lookup(name: str) -> str:
-        return values[name]
-
-    if isinstance(target, HttpTarget):
-        base, mark, query = target.url.partition("?")
-        url = base + mark + secrets.render(query, lambda n: quote(lookup(n), safe=""))
-        headers = {
-            name: _header(name, secrets.resolve(value, lookup), secrets.names_in(value))
-            for name, value in target.headers.items()
-        }
-        body = secrets.resolve(target.body, lookup)
-        return target.model_copy(update={"url": url, "headers": headers, "body": body})
-    if isinstance(target, PythonTarget):
-        return target.model_copy(
-            update={
-                "args": secrets.resolve(target.args, lookup),
-                "environment": secrets.resolve(target.environment, lookup),
-            }
-        )
-    return target
+        return expand()
+    except (secrets.MissingValue, placeholders.Refused) as error:
+        raise PermanentError(str(error)) from None
 
 
 def resolved_environment(target: PythonTarget) -> dict[str, str]:

@@ -26,6 +26,7 @@ from chronoq.domain.backfills import (
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.limits import Limits, check_backfill
+from chronoq.domain.parameters import overlay
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.usecases.audit import record
@@ -85,6 +86,7 @@ class BackfillOperations:
             start_deadline_seconds=request.start_deadline_seconds,
             cascade=request.cascade,
             ended=0,
+            parameters=overlay(job.parameters, request.parameters),
         )
         self._start(backfill)
         first = [self._run(job, backfill, fire, now) for fire in fires[: backfill.max_in_flight]]
@@ -186,6 +188,7 @@ class BackfillOperations:
                 "backfill_id": backfill.id,
                 "start_deadline_seconds": backfill.start_deadline_seconds,
                 "cascade": backfill.cascade,
+                "parameters": backfill.parameters,
             }
         )
 

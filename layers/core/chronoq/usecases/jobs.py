@@ -12,16 +12,19 @@ from chronoq.domain import ids, windows
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.base import STORED
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken, NotFound, QuotaExceeded
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.labels import Selector, matches
 from chronoq.domain.limits import Limits, check_trigger
 from chronoq.domain.network import OPEN, NetworkPolicy
+from chronoq.domain.parameters import overlay
 from chronoq.domain.runs import Occurrence, Run, Trigger
 from chronoq.domain.schedules import AfterSchedule, AtSchedule, anchored, first_fire, next_fire
+from chronoq.domain.secrets import EXPRESSION
 from chronoq.domain.targets import HttpTarget, PythonTarget, split_location
 from chronoq.domain.time import utc_second
-from chronoq.usecases import secrets
+from chronoq.usecases import calendars, secrets
 from chronoq.usecases.after import Pipelines, upstreams_of
 from chronoq.usecases.audit import record, spec_change, state_change
 from chronoq.usecases.limits import end_backfills_of, owner_limits
@@ -68,6 +71,10 @@ class JobOperations:
         self._check(spec)
         now = self.clock()
         spec = spec.model_copy(update={"schedule": anchored(spec.schedule, now)})
+        # business calendars: the job carries a copy of its calendar's rules
+        spec = spec.model_copy(
+            update={"schedule": calendars.resolve(self.store, owner, spec.schedule)}
+        )
         # --- completion triggers: an after job's upstreams, as ids; it has no fire time
         if isinstance(spec.schedule, AfterSchedule):
             resolved = self.pipelines.resolved(owner, spec.schedule, None, spec.max_runs)
@@ -96,10 +103,15 @@ class JobOperations:
             self.store.count_job(owner, -1)
             raise
         names = spec.secret_names()
+        calendar = calendars.calendar_of(spec.schedule)
         try:
             secrets.use(self.store, owner, job.id, spec, names)
+            if calendar is not None and not self.store.use_calendar(owner, job.id, calendar):
+                raise calendars.unknown(calendar)  # (deleted meanwhile)
             self.store.put_new_job(job)
         except Exception:
+            if calendar is not None:
+                self.store.unuse_calendar(owner, job.id, calendar)
             self.store.unuse_secrets(owner, job.id, names)
             self.store.release_name(owner, job.name, job.id)
             self.store.count_job(owner, -1)
@@ -116,7 +128,7 @@ class JobOperations:
             remove_job(self.store, job, now)  # (its schedule item, if written, is dropped unsent)
             raise
         record(self.audit, now, owner, job.id, Action.CREATE, by, spec_change(None, job))
-        return job
+        return self._calendar_caught_up(job)
 
     def get_job(self, owner: str, job_id: str) -> Job:
         """The job as of now (its next_run_at brought up to date; a job with ``expect``, its
@@ -203,6 +215,10 @@ class JobOperations:
         changes = patch.changes()
         spec = JobSpec.model_validate({**job.spec().model_dump(), **changes})
         self._check(spec)
+        if "schedule" in changes:  # (a copy of its calendar's rules, as of now)
+            spec = spec.model_copy(
+                update={"schedule": calendars.resolve(self.store, owner, spec.schedule)}
+            )
         # --- completion triggers: a new schedule's upstreams, as ids, linked in the owner's
         # graph (refused if that closes a cycle) before the job is written; linked back if it
         # is not. Other changes leave them alone (an upstream deleted since stays named).
@@ -222,16 +238,23 @@ class JobOperations:
         if renamed:
             self._claim_name(job, spec.name, now)
         before, after = job.secret_names(), spec.secret_names()
+        was, becomes = calendars.calendar_of(job.schedule), calendars.calendar_of(spec.schedule)
         try:
             secrets.use(self.store, owner, job.id, spec, after - before)
+            if becomes not in (None, was) and not self.store.use_calendar(owner, job.id, becomes):
+                raise calendars.unknown(becomes)  # (deleted meanwhile)
             changed = self._change(job, spec, changes, now)
         except Exception:
             if following != followed:
                 self.pipelines.link(owner, job.id, followed)
+            if becomes not in (None, was):
+                self.store.unuse_calendar(owner, job.id, becomes)
             self.store.unuse_secrets(owner, job.id, after - before)
             if renamed:
                 self.store.release_name(owner, spec.name, job.id)
             raise
+        if was not in (None, becomes):
+            self.store.unuse_calendar(owner, job.id, was)
         self.store.unuse_secrets(owner, job.id, before - after)
         if following != followed or following != upstreams_of(job):
             self.pipelines.settle(job.id, followed | upstreams_of(job), following)
@@ -239,7 +262,26 @@ class JobOperations:
             self.store.release_name(owner, job.name, job.id)
         record(self.audit, now, owner, job.id, Action.CHANGE, by, spec_change(job, changed))
         kept = self.silence.changed(job, changed, now)  # (nothing unless ``expect`` changed)
+        if "schedule" in changes:
+            changed = self._calendar_caught_up(changed)
         return self.silence.shown(self._settle(changed, now), kept)
+
+    def _calendar_caught_up(self, job: Job) -> Job:
+        """A job just saved with a copy of its calendar: planned again on the calendar's
+        latest version if it changed meanwhile (a change whose re-planning looked for the
+        job's item before it was saved would have missed it; one after this read finds it
+        in the calendar's index). One read of the owner's calendars."""
+        name = calendars.calendar_of(job.schedule)
+        use = getattr(job.schedule, "calendar", None)
+        if name is None or use is None:
+            return job
+        meta = self.store.get_calendars(job.owner, consistent=True).get(name)
+        if meta is None or (use.version or 0) >= meta.version:
+            return job
+        try:
+            return self.recalendar(self._stored(job.owner, job.id), meta)
+        except (Conflict, NotFound):  # (changed or deleted meanwhile: that change re-plans it)
+            return job
 
     def _change(self, job: Job, spec: JobSpec, changes: dict[str, Any], now: datetime) -> Job:
         if "schedule" not in changes and (spec.priority, spec.max_runs) == (
@@ -274,6 +316,18 @@ class JobOperations:
             job, now, **spec.model_dump(), state=state, next_run_at=first, runs_before=counted
         )
         return self._replace_occurrences(job, updated, now)
+
+    def recalendar(self, job: Job, meta: CalendarMeta) -> Job:
+        """Re-plan ``job`` (as read) on its calendar's new rules (``meta``), as a change of
+        its schedule is: a new generation whose first occurrence is the new rules' next fire
+        time; a run already claimed still runs, the old pending occurrence never does.
+        Raises Conflict if the job changed since it was read."""
+        now = self.clock()
+        spec = job.spec()
+        spec = spec.model_copy(update={"schedule": calendars.with_rules(spec.schedule, meta)})
+        changed = self._change(job, spec, {"schedule": spec.schedule}, now)
+        record(self.audit, now, job.owner, job.id, Action.CHANGE, None, spec_change(job, changed))
+        return self._settle(changed, now)
 
     def pause_job(self, owner: str, job_id: str, by: Caller | None = None) -> Job:
         """No scheduled run of a paused job starts; its pending occurrence is dropped."""
@@ -336,16 +390,24 @@ class JobOperations:
             remove_job(self.store, job, now)
         return job
 
-    def trigger_job(self, owner: str, job_id: str, by: Caller | None = None) -> Run:
-        """One run now, outside the schedule (also for a paused or completed job)."""
+    def trigger_job(
+        self,
+        owner: str,
+        job_id: str,
+        by: Caller | None = None,
+        parameters: dict[str, Any] | None = None,
+    ) -> Run:
+        """One run now, outside the schedule (also for a paused or completed job), with the
+        job's default parameters overlaid by ``parameters`` (kept on its record)."""
         job = self._stored(owner, job_id)
+        given = overlay(job.parameters, parameters)
         now = self.clock()
         since = now - timedelta(seconds=job.start_deadline_seconds)
         most = max(r.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
         check_trigger(self.limits, job.id, self.store.count_waiting_triggers(job.id, since, most))
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
-        run = run.model_copy(update={"queued_at": now})  # sent right below
+        run = run.model_copy(update={"queued_at": now, "parameters": given})  # sent below
         self.store.create_run(run, now)
         try:
             self.index.enqueue([Occurrence.of(run)], now)
@@ -377,7 +439,9 @@ class JobOperations:
         if isinstance(spec.target, HttpTarget):
             urls["target.url"] = spec.target.url
         for name, url in urls.items():
-            refusal = self.network.url_refusal(url) if url else None
+            # (a placeholder's value is checked at each run, the whole URL with it)
+            plain = EXPRESSION.sub("x", url) if url else None
+            refusal = self.network.url_refusal(plain) if plain else None
             if refusal:
                 raise InvalidRequest(
                     name,
@@ -419,6 +483,13 @@ def _first_fire(spec: JobSpec, now: datetime) -> datetime:
     if first is None:
         if isinstance(spec.schedule, AtSchedule):
             raise InvalidRequest("schedule.at", "must be in the future")
+        if calendars.calendar_of(spec.schedule) is not None and first_fire(
+            spec.schedule.model_copy(update={"calendar": None}), now
+        ):
+            raise InvalidRequest(
+                "schedule.calendar",
+                f"excludes every fire time of the schedule for {r.CALENDAR_HORIZON_DAYS} days",
+            )
         raise InvalidRequest("schedule.end_at", "leaves no future fire time")
     return first
 
@@ -450,5 +521,8 @@ def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
     store.count_job(job.owner, -1)
     store.release_name(job.owner, job.name, job.id)
     store.unuse_secrets(job.owner, job.id, job.secret_names())
+    calendar = calendars.calendar_of(job.schedule)
+    if calendar is not None:
+        store.unuse_calendar(job.owner, job.id, calendar)
     end_backfills_of(store, job, now)
     return True

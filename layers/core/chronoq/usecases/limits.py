@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from chronoq import resources as r
 from chronoq.domain import flow, inflight
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
@@ -42,8 +43,8 @@ def owner_limits(
     """Each of the owner's limits and how much of it is used (``GET /limits``): its jobs (one
     read of its count), its backfills and re-runs (see ``owner_usage``), its runs asked for
     under way (one read of its flow item), all its runs in flight (one read of its count),
-    its secrets (one read); a job's triggers waiting are counted per job, as a trigger asks
-    (its limit only)."""
+    its secrets (one read), its calendars (one read); a job's triggers waiting are counted
+    per job, as a trigger asks (its limit only)."""
     in_flight = store.get_flow(flow.owner_item_key(owner))
     running = store.get_in_flight(inflight.item_key(owner)).live(now)
     return {
@@ -59,6 +60,11 @@ def owner_limits(
         "secrets_per_owner": {
             "limit": limits.secrets_per_owner,
             "used": len(store.get_secrets(owner)),
+        },
+        # business calendars: a fixed limit (resources.DEFAULT_MAX_CALENDARS_PER_OWNER)
+        "calendars_per_owner": {
+            "limit": r.DEFAULT_MAX_CALENDARS_PER_OWNER,
+            "used": len(store.get_calendars(owner)),
         },
     }
 

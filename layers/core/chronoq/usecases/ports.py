@@ -12,6 +12,7 @@ from typing import Generic, Literal, Protocol, TypeVar
 from chronoq.domain.after import FanIn, Graph
 from chronoq.domain.audit import AuditEntry
 from chronoq.domain.backfills import Backfill, BackfillState
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
@@ -614,6 +615,39 @@ class SecretStore(Protocol):
         ...
 
 
+class CalendarStore(Protocol):
+    """Each owner's business calendars and which jobs use each: one item of the jobs table per
+    owner holds its calendars (names, rules, versions), one per calendar the ids of the jobs
+    using it (the index a change re-plans from, and a delete is refused by)."""
+
+    def get_calendars(self, owner: str, consistent: bool = False) -> dict[str, CalendarMeta]:
+        """The owner's calendars by name (one read)."""
+        ...
+
+    def put_calendar(self, owner: str, meta: CalendarMeta, limit: int) -> bool:
+        """Keep ``meta``: a new calendar (version 1; False, nothing kept, if the owner has
+        ``limit`` already or one of that name appeared meanwhile), or the next version of a
+        kept one (False if the kept one is no longer at ``meta.version - 1``)."""
+        ...
+
+    def remove_calendar(self, owner: str, name: str) -> list[str]:
+        """Forget the calendar unless a job uses it: [] (forgotten, or not there), else the
+        ids of the jobs using it (nothing changed). Atomic with use_calendar."""
+        ...
+
+    def use_calendar(self, owner: str, job_id: str, name: str) -> bool:
+        """Note that the job uses the calendar, if it exists (False: it does not)."""
+        ...
+
+    def unuse_calendar(self, owner: str, job_id: str, name: str) -> None:
+        """The job no longer uses the calendar (idempotent)."""
+        ...
+
+    def calendar_users(self, owner: str, name: str) -> list[str]:
+        """The ids of the jobs using the calendar, sorted."""
+        ...
+
+
 class SecretValues(Protocol):
     """Secrets' values, per owner (on AWS: SSM Parameter Store SecureStrings under the
     deployment's path; locally: the engine's storage). Write-only to the API: only the runner
@@ -676,6 +710,7 @@ class JobRunStore(
     SecretStore,
     ExpectStore,
     AfterStore,
+    CalendarStore,
     Protocol,
 ):
     """The jobs and runs tables (what the worker, a cancellation and the notifier use; the
@@ -694,6 +729,7 @@ class Store(
     ErasureStore,
     ExpectStore,
     AfterStore,
+    CalendarStore,
     Protocol,
 ):
     """All three tables (what the API and the dispatcher use)."""

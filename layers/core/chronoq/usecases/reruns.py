@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -14,6 +15,7 @@ from chronoq.domain.audit import Action, Caller
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits, check_reruns
+from chronoq.domain.parameters import overlay
 from chronoq.domain.reruns import RerunRequest, check_range
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, Trigger
 from chronoq.domain.time import format_instant
@@ -38,10 +40,16 @@ class RerunOperations:
     limits: Limits = field(default_factory=Limits)
 
     def rerun_run(
-        self, owner: str, run_id: str, by: Caller | None = None, cascade: bool = False
+        self,
+        owner: str,
+        run_id: str,
+        by: Caller | None = None,
+        parameters: dict[str, Any] | None = None,
+        cascade: bool = False,
     ) -> Run:
         """A new run of the run's job and fire time (``trigger: "rerun"``, ``rerun_of`` the
-        run), sent now; the run must have ended and its job must still exist."""
+        run), sent now; the run must have ended and its job must still exist. Its parameters:
+        the job's defaults, overlaid by the run's, overlaid by ``parameters``."""
         try:
             job_id = ids.job_id_of_run(run_id)
         except ValueError:
@@ -56,7 +64,7 @@ class RerunOperations:
         job = self.store.get_job(job_id)
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id} of run {run_id} not found: it was deleted")
-        (run,) = self._send(job, [original], at_fault=None, cascade=cascade)
+        (run,) = self._send(job, [original], at_fault=None, parameters=parameters, cascade=cascade)
         detail = {"run_id": run.id, "rerun_of": original.id}
         record(self.audit, self.clock(), owner, job_id, Action.RERUN, by, detail=detail)
         return run
@@ -92,6 +100,7 @@ class RerunOperations:
             sorted(found, key=lambda run: run.id),
             request.start_deadline_seconds,
             "to",
+            parameters=request.parameters,
             cascade=request.cascade,
         )
         if made:
@@ -110,6 +119,7 @@ class RerunOperations:
         originals: list[Run],
         deadline: int | None = None,
         at_fault: str | None = "to",
+        parameters: dict[str, Any] | None = None,
         cascade: bool = False,
     ) -> list[Run]:
         """Record a re-run of each run and send them, once the owner's usage holds them
@@ -117,11 +127,16 @@ class RerunOperations:
         they cannot be sent. ``deadline``: their start deadline (None: the default)."""
         if not originals:
             return []
+        given = {o.id: overlay(job.parameters, o.parameters, parameters) for o in originals}
         self._reserve(job.owner, len(originals), at_fault)
         now = self.clock()
         runs = [
             _rerun(job, original, now).model_copy(
-                update={"start_deadline_seconds": deadline, "cascade": cascade}
+                update={
+                    "start_deadline_seconds": deadline,
+                    "parameters": given[original.id],
+                    "cascade": cascade,
+                }
             )
             for original in originals
         ]

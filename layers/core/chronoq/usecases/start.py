@@ -328,6 +328,8 @@ class RunStarter:
             starts_at=starts_at,
             flows=flows,
             in_flight=(counted.key, counted.bucket) if counted is not None else None,
+            parameters=run.parameters,  # (a requested run's, kept on its record; else none:
+            # its job's defaults)
         )
 
     # --- flows ------------------------------------------------------------------------------
@@ -636,6 +638,7 @@ class RunStarter:
                 "backfill_id": backfill.id,
                 "start_deadline_seconds": backfill.start_deadline_seconds,
                 "cascade": backfill.cascade,  # (completion triggers)
+                "parameters": backfill.parameters,
             }
         )
         if not self.store.create_run(run, now):

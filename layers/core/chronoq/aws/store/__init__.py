@@ -1,14 +1,15 @@
 """The DynamoDB adapter of the store ports, one module per port (see usecases.ports):
 ``jobs`` (JobStore), ``runs`` (RunStore), ``schedule`` (ScheduleStore), ``idempotency``
 (KeyStore), ``flows`` (FlowStore), ``backfills`` (BackfillStore), ``usage`` (UsageStore),
-``secrets`` (SecretStore) and ``expect`` (ExpectStore). The key layout they share is
-domain.keys. chronoq local's engine serves the same calls from SQLite
+``secrets`` (SecretStore), ``expect`` (ExpectStore) and ``calendars`` (CalendarStore). The
+key layout they share is domain.keys. chronoq local's engine serves the same calls from SQLite
 (chronoq.local.engine.tables), so these modules are its adapters too."""
 
 from __future__ import annotations
 
 from chronoq.aws.store.after import DynamoAfter
 from chronoq.aws.store.backfills import DynamoBackfills
+from chronoq.aws.store.calendars import DynamoCalendars
 from chronoq.aws.store.erasure import DynamoErasure
 from chronoq.aws.store.expect import DynamoExpect
 from chronoq.aws.store.flows import DynamoFlows
@@ -22,6 +23,7 @@ from chronoq.aws.store.usage import DynamoUsage
 __all__ = [
     "DynamoAfter",
     "DynamoBackfills",
+    "DynamoCalendars",
     "DynamoErasure",
     "DynamoExpect",
     "DynamoFlows",
@@ -47,6 +49,7 @@ class DynamoStore(
     DynamoSecrets,
     DynamoErasure,
     DynamoExpect,
+    DynamoCalendars,
 ):
     """Every store port over the jobs, runs and schedule tables, for a function that uses
     several (any table may be left unnamed by a function that does not use it)."""

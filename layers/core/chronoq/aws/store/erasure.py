@@ -53,6 +53,7 @@ def owner_item_keys(owner: str) -> tuple[str, ...]:
         keys.count_key(owner),
         keys.usage_key(owner),
         keys.secrets_key(owner),
+        keys.calendars_key(owner),
         inflight.item_key(owner),
         flow.owner_item_key(owner),
         keys.graph_key(owner),  # (completion triggers: its pipeline graph)

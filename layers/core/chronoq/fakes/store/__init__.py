@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from chronoq.fakes.store.after import FakeAfter
 from chronoq.fakes.store.backfills import FakeBackfills
+from chronoq.fakes.store.calendars import FakeCalendars
 from chronoq.fakes.store.erasure import FakeErasure
 from chronoq.fakes.store.expect import FakeExpect
 from chronoq.fakes.store.flows import FakeFlows
@@ -20,6 +21,7 @@ from chronoq.fakes.store.usage import FakeUsage
 __all__ = [
     "FakeAfter",
     "FakeBackfills",
+    "FakeCalendars",
     "FakeErasure",
     "FakeExpect",
     "FakeFlows",
@@ -46,5 +48,6 @@ class FakeStore(
     FakeSecrets,
     FakeErasure,
     FakeExpect,
+    FakeCalendars,
 ):
     """Every store port over the same tables in memory."""

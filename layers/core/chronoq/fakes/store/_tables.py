@@ -11,6 +11,7 @@ from typing import TypeVar
 from chronoq import resources as r
 from chronoq.domain.after import FanIn, Graph
 from chronoq.domain.backfills import Backfill
+from chronoq.domain.calendars import CalendarMeta
 from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
@@ -105,6 +106,10 @@ class FakeTables:
     secrets: dict[str, dict[str, SecretMeta]] = field(default_factory=dict)
     #: (owner, secret name) -> the ids of the jobs using it
     secret_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    #: owner -> name -> the calendar
+    calendars: dict[str, dict[str, CalendarMeta]] = field(default_factory=dict)
+    #: (owner, calendar name) -> the ids of the jobs using it
+    calendar_uses: dict[tuple[str, str], set[str]] = field(default_factory=dict)
     #: job id -> its expectation of success (a job with ``expect``)
     expectations: dict[str, Expectation] = field(default_factory=dict)
     #: owner -> its pipeline graph; (job id, instant) -> an after job's fan-in

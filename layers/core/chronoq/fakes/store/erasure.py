@@ -25,6 +25,7 @@ class FakeErasure(FakeTables):
                 self.job_counts.pop(owner, None) is not None,
                 self.usage.pop(owner, None) is not None,
                 self.secrets.pop(owner, None) is not None,
+                self.calendars.pop(owner, None) is not None,
                 self.in_flight.pop(inflight.item_key(owner), None) is not None,
                 self.flows.pop(flow.owner_item_key(owner), None) is not None,
                 self.graphs.pop(owner, None) is not None,  # (its pipeline graph)

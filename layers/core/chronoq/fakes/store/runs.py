@@ -36,6 +36,7 @@ class FakeRuns(FakeTables):
                 start_deadline_seconds=run.start_deadline_seconds,
                 triggered_by=run.triggered_by,
                 cascade=run.cascade,
+                parameters=run.parameters,
             )
             return True
 
