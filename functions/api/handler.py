@@ -786,21 +786,44 @@ def _unauthorized(_: Unauthorized) -> Response[dict[str, Any]]:
     return _error(ApiError(401, UNAUTHORIZED, "Unauthorized"))
 
 
+def _allowed(path: str) -> list[str]:
+    """The methods routed on ``path``: a path of its own (``/jobs/pause``) is its routes'
+    alone, never those of a pattern it also matches (``/jobs/{job_id}``)."""
+    static = {route.method for route in app._static_routes if route.rule.match(path)}
+    dynamic = {route.method for route in app._dynamic_routes if route.rule.match(path)}
+    return sorted(static or dynamic)
+
+
+def _not_allowed(allowed: list[str]) -> Response[dict[str, Any]]:
+    event = app.current_event
+    message = f"{event.http_method} is not allowed on {event.path}"
+    return _error(ApiError(405, METHOD_NOT_ALLOWED, message), {"Allow": ", ".join(allowed)})
+
+
+def _refused_on_own_path(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A method a path of its own does not route is refused there (405), before any route
+    or validation sees it: ``DELETE /jobs/pause`` is not a job's delete."""
+    path = event.get("rawPath") or "/"
+    method = ((event.get("requestContext") or {}).get("http") or {}).get("method", "")
+    static = sorted({route.method for route in app._static_routes if route.rule.match(path)})
+    if not static or method in static:
+        return None
+    error = ApiError(405, METHOD_NOT_ALLOWED, f"{method} is not allowed on {path}")
+    return {
+        "statusCode": error.status,
+        "headers": {"Content-Type": "application/json", "Allow": ", ".join(static)},
+        "body": json.dumps(error.body()),
+        "isBase64Encoded": False,
+    }
+
+
 @app.not_found
 def _no_route(_: Exception) -> Response[dict[str, Any]]:
     """404 for a path no route has; 405 (with Allow) for one that routes other methods."""
-    event = app.current_event
-    allowed = sorted(
-        {
-            route.method
-            for route in app._static_routes + app._dynamic_routes
-            if route.rule.match(event.path)
-        }
-    )
+    allowed = _allowed(app.current_event.path)
     if allowed:
-        message = f"{event.http_method} is not allowed on {event.path}"
-        return _error(ApiError(405, METHOD_NOT_ALLOWED, message), {"Allow": ", ".join(allowed)})
-    return _error(ApiError(404, NOT_FOUND, f"no route {event.path}"))
+        return _not_allowed(allowed)
+    return _error(ApiError(404, NOT_FOUND, f"no route {app.current_event.path}"))
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
@@ -816,4 +839,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             "body": json.dumps(refused.body()),
             "isBase64Encoded": False,
         }
-    return app.resolve(as_json_body(event), context)
+    return _refused_on_own_path(event) or app.resolve(as_json_body(event), context)

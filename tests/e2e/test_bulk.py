@@ -99,5 +99,5 @@ def test_given_the_bulk_path_when_asked_wrongly_then_a_json_refusal(
 ) -> None:
     status, answer = local.call(method, path)
 
-    expected = {"GET": (404, "not_found"), "POST": (422, "invalid_field")}[method]
+    expected = {"GET": (405, "method_not_allowed"), "POST": (422, "invalid_field")}[method]
     assert (status, answer["error"]["code"]) == expected, answer

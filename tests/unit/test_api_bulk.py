@@ -255,24 +255,27 @@ def test_given_no_selector_or_a_bad_one_when_posted_then_422_names_label_and_not
 
 
 @pytest.mark.parametrize(
-    ("method", "path"),
+    ("method", "path", "expected"),
     [
-        ("GET", "/jobs/pause"),
-        ("DELETE", "/jobs/pause"),
-        ("GET", "/jobs/resume?label=team=data"),
-        ("POST", "/jobs/pause/pause"),
+        ("GET", "/jobs/pause", (405, "method_not_allowed")),
+        ("DELETE", "/jobs/pause", (405, "method_not_allowed")),
+        ("PATCH", "/jobs/pause", (405, "method_not_allowed")),
+        ("GET", "/jobs/resume?label=team=data", (405, "method_not_allowed")),
+        ("POST", "/jobs/pause/pause", (404, "not_found")),
     ],
 )
-def test_given_the_bulk_paths_when_asked_with_another_method_then_a_json_404_and_nothing_changes(
-    api: Api, method: str, path: str
+def test_given_the_bulk_paths_when_asked_with_another_method_then_a_json_refusal_and_nothing_changes(
+    api: Api, method: str, path: str, expected: tuple[int, str]
 ) -> None:
     job = created(api, labels={"team": "data"})
     before = dict(api.fakes.store.jobs)
 
     status, answer, headers = api.call(method, path)
 
-    assert (status, answer["error"]["code"]) == (404, "not_found"), answer
+    assert (status, answer["error"]["code"]) == expected, answer
     assert headers.get("Content-Type") == "application/json"
+    if status == 405:  # (the bulk paths are paths of their own: not a job's)
+        assert headers.get("Allow") == "POST"
     assert api.fakes.store.jobs == before
     assert state(api, job) is JobState.ACTIVE
 

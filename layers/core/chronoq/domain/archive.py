@@ -92,6 +92,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("logs", "array<string>"),
     ("log_objects", "array<string>"),
     ("version", "string"),
+    # (a run's parameters, a JSON object of any shape: its JSON text, json_extract reads it)
+    ("parameters", "string"),
 )
 #: The table's partitions: the owner's segment (given by every query: ``injected``) and the
 #: day (``YYYY-MM-DD``), as the objects' keys name them.
@@ -191,8 +193,10 @@ class Archived:
 
     def line(self) -> dict[str, Any]:
         """Its line of an archive object."""
+        parameters = self.run.parameters
         return {
             **self.run.model_dump(mode="json", exclude=set(_INTERNAL)),
+            "parameters": None if parameters is None else json.dumps(parameters),
             "logs": list(self.logs),
             "log_objects": list(self.log_objects),
             "version": self.version,
