@@ -828,6 +828,9 @@ MAX_UPSTREAMS = 10
 #: owner's pipeline graph, that every change of an ``after`` job rewrites: see
 #: chronoq.domain.after).
 MAX_AFTER_JOBS_PER_OWNER = 1000
+#: The largest upstream output an after job's target may take (``{{ upstream.NAME.output }}``):
+#: ten of them stay well within an execution's input (256 KB).
+UPSTREAM_OUTPUT_BYTES = 8 * 1024
 #: How long an instant waits for the rest of its upstreams by default, and at most (seconds).
 DEFAULT_AFTER_WITHIN_SECONDS = 24 * 3600
 MAX_AFTER_WITHIN_SECONDS = 7 * 24 * 3600

@@ -134,3 +134,32 @@ def test_given_a_started_process_when_its_heap_is_frozen_then_what_it_built_leav
         assert gc.get_freeze_count() >= before + len(built)
     finally:
         gc.unfreeze()
+
+
+def test_given_requests_that_never_stop_when_a_thread_has_just_made_way_then_it_goes_on_before_making_way_again() -> (
+    None
+):
+    now = [100.0]
+    foreground = Foreground(pause_seconds=0.01, clock=lambda: now[0])
+    steps: list[str] = []
+    again = threading.Event()
+
+    def background() -> None:
+        foreground.make_way()  # (waits the pause: the request does not end)
+        foreground.pause_seconds = FOREVER
+        foreground.make_way()  # (it made way a moment ago: it goes on at once)
+        steps.append("went on")
+        again.wait(timeout=10)
+        foreground.make_way()  # (a while later: it makes way again)
+        steps.append("made way again")
+
+    with foreground.serving():
+        thread = threading.Thread(target=background, daemon=True)
+        thread.start()
+        wait_for(lambda: steps == ["went on"], timeout=10)
+        now[0] += 2 * FOREVER
+        again.set()
+        wait_for(lambda: foreground.waiting == 1, timeout=10)
+        assert steps == ["went on"]
+    thread.join(timeout=10)
+    assert steps == ["went on", "made way again"]

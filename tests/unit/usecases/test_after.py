@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from chronoq import resources as r
 from chronoq.domain import after, ids
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import Job, JobPatch, JobState
@@ -552,3 +553,73 @@ def test_given_a_deleted_upstream_when_the_after_job_changes_otherwise_then_the_
         lambda: fakes.jobs.update_job(OWNER, load.id, JobPatch.model_validate({"max_runs": 2}))
     )
     assert refused.field == "max_runs"
+
+
+# --- upstream outputs in the target ({{ upstream.NAME.output }}) ------------------------------
+
+
+def _kept(fakes: Fakes, job: Job, at: datetime, output: str) -> Run:
+    """``job``'s run of ``at``, ended with ``output`` on its record."""
+    run = ended(job, at).model_copy(update={"output": output})
+    fakes.store.runs[(job.id, run.id)] = run
+    return run
+
+
+def _started_values(fakes: Fakes, load: Job, extract: Job, clean: Job) -> Any:
+    fakes.pipelines.upstream_ended(
+        fakes.store.runs[(extract.id, ids.run_id(extract.id, T1))], [load.id]
+    )
+    (created,) = fakes.pipelines.upstream_ended(
+        fakes.store.runs[(clean.id, ids.run_id(clean.id, T1))], [load.id]
+    )
+    (sent,) = fakes.queues.take()
+    assert fakes.starter.start_run(sent) == "started"
+    return fakes.executor.started[created].values
+
+
+def test_given_a_target_naming_an_upstreams_output_when_the_after_run_starts_then_its_execution_carries_that_output_alone(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    _kept(fakes, extract, T1, '{"rows": 42}')
+    _kept(fakes, clean, T1, '{"dropped": 3}')
+    target = {
+        "type": "http",
+        "url": "https://example.com/load",
+        "method": "POST",
+        "body": {"rows": "{{ upstream.extract.output }}"},
+    }
+    spec = job_spec({"type": "after", "jobs": ["extract", "clean"]}, target, name="load")
+    load = fakes.jobs.create_job(OWNER, spec)
+
+    values = _started_values(fakes, load, extract, clean)
+
+    assert values.upstream == {"extract": '{"rows": 42}'}
+
+
+def test_given_a_target_naming_no_upstream_output_when_the_after_run_starts_then_none_is_read(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    _kept(fakes, extract, T1, '{"rows": 42}')
+    _kept(fakes, clean, T1, '{"dropped": 3}')
+    load = follower(fakes, ["extract", "clean"])
+
+    assert _started_values(fakes, load, extract, clean).upstream == {}
+
+
+def test_given_an_upstream_output_over_the_limit_when_the_after_run_starts_then_it_is_left_out(
+    fakes: Fakes,
+) -> None:
+    extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
+    _kept(fakes, extract, T1, '"' + "x" * r.UPSTREAM_OUTPUT_BYTES + '"')
+    _kept(fakes, clean, T1, '"small"')
+    target = {
+        "type": "http",
+        "url": "https://example.com/load?a={{ upstream.extract.output }}"
+        "&b={{ upstream.clean.output }}",
+    }
+    spec = job_spec({"type": "after", "jobs": ["extract", "clean"]}, target, name="load")
+    load = fakes.jobs.create_job(OWNER, spec)
+
+    assert _started_values(fakes, load, extract, clean).upstream == {"clean": '"small"'}

@@ -245,6 +245,16 @@ def run_placeholders_in(value: Any) -> set[str]:
     return set()
 
 
+def upstream_outputs_named(value: Any) -> set[str]:
+    """The upstream jobs whose output a value's strings name (``{{ upstream.NAME.output }}``)."""
+    found = set()
+    for expression in run_placeholders_in(value):
+        space, _, rest = expression.partition(".")
+        if space == UPSTREAM_NAMESPACE and rest.endswith(".output") and rest.count(".") == 1:
+            found.add(rest.removesuffix(".output"))
+    return found
+
+
 def scrub(text: str, values: Iterable[str]) -> str:
     """``text`` with every value (as it is, as JSON would escape it, as a URL's query would
     carry it) replaced by ``***``, the longest first (so a value holding another is masked

@@ -4,9 +4,10 @@ AWS calls it makes, so that a request is answered in about the time its own work
 however busy the system is (one process shares its cores between all of them: without this,
 a request waits its turn behind every busy thread at each call it makes).
 
-A background call waits at most ``pause_seconds`` for the requests in flight to end, so the
-background's work goes on, a little slower, whatever the requests do (and a background
-thread holding something a request waits for delays that request by that much at most).
+A background call waits at most ``pause_seconds`` for the requests in flight to end, and a
+thread that has just made way does not make way again for as long: under requests that never
+stop, the background's work goes on at half its pace or better (and a background thread
+holding something a request waits for delays that request by ``pause_seconds`` at most).
 """
 
 from __future__ import annotations
@@ -14,22 +15,28 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 #: Does this context answer an API request? (A context, not a thread: what a request hands
 #: to a pool of threads in a copy of its context is the request's work too.)
 _serving: contextvars.ContextVar[bool] = contextvars.ContextVar("chronoq_serving", default=False)
 
 #: How long a background call waits at most for the requests in flight.
-PAUSE_SECONDS = 0.1
+PAUSE_SECONDS = 0.05
 
 
 class Foreground:
-    def __init__(self, pause_seconds: float = PAUSE_SECONDS) -> None:
+    def __init__(
+        self, pause_seconds: float = PAUSE_SECONDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.pause_seconds = pause_seconds
+        self._clock = clock
         self._in_flight = 0
         self._waiting = 0
         self._ended = threading.Condition()
+        #: When each background thread last went on after making way.
+        self._went_on = threading.local()
 
     @property
     def in_flight(self) -> int:
@@ -58,12 +65,17 @@ class Foreground:
 
     def make_way(self) -> None:
         """Called by background work between its calls: wait for the requests in flight to
-        end (at most ``pause_seconds``). A request's own calls never wait."""
+        end (at most ``pause_seconds``, and not again within ``pause_seconds`` of going on).
+        A request's own calls never wait."""
         if not self._in_flight or _serving.get():
             return
+        went_on: float | None = getattr(self._went_on, "at", None)
+        if went_on is not None and self._clock() - went_on < self.pause_seconds:
+            return  # (it made way a moment ago: its turn to go on)
         with self._ended:
             self._waiting += 1
             try:
                 self._ended.wait_for(lambda: not self._in_flight, timeout=self.pause_seconds)
             finally:
                 self._waiting -= 1
+        self._went_on.at = self._clock()

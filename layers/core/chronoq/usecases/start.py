@@ -18,6 +18,7 @@ from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.retry import worst_case_seconds
 from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.secrets import upstream_outputs_named
 from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.resources import Priority
@@ -330,7 +331,32 @@ class RunStarter:
             in_flight=(counted.key, counted.bucket) if counted is not None else None,
             parameters=run.parameters,  # (a requested run's, kept on its record; else none:
             # its job's defaults)
+            upstream=self._upstream_outputs(job, run) if run.trigger is Trigger.AFTER else None,
         )
+
+    def _upstream_outputs(self, job: Job, run: Run) -> dict[str, str]:
+        """For an after job's run whose target names ``{{ upstream.NAME.output }}``: the
+        outputs of the upstream runs that made it, by upstream job name: those their records
+        keep (not one kept in S3) of at most UPSTREAM_OUTPUT_BYTES; any other is left out, and
+        its placeholder fails the run, naming it. Nothing is read for a target that names no
+        upstream output (README, "Run parameters and placeholders")."""
+        wanted = upstream_outputs_named(job.target)
+        if not wanted:
+            return {}
+        triggered_by = run.triggered_by
+        if triggered_by is None:  # (an after run's record is not read to start it otherwise)
+            kept = self.store.get_run(job.id, run.id)
+            triggered_by = kept.triggered_by if kept is not None else None
+        by_job = {ids.job_id_of_run(triggering): triggering for triggering in triggered_by or ()}
+        outputs: dict[str, str] = {}
+        for job_id, upstream_job in self.store.get_jobs(list(by_job)).items():
+            if upstream_job.name not in wanted:
+                continue
+            upstream_run = self.store.get_run(job_id, by_job[job_id])
+            output = upstream_run.output if upstream_run is not None else None
+            if output is not None and len(output.encode()) <= r.UPSTREAM_OUTPUT_BYTES:
+                outputs[upstream_job.name] = output
+        return outputs
 
     # --- flows ------------------------------------------------------------------------------
 
