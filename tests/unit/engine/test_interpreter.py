@@ -891,6 +891,7 @@ def run_input(target: str) -> dict[str, Any]:
         "exclusive": False,
         "flows": [],
         "slots": "",
+        "parameters": "",
     }
 
 

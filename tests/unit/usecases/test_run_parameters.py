@@ -68,6 +68,19 @@ def test_given_a_scheduled_run_of_a_job_with_defaults_when_started_then_its_exec
     assert fakes.starter.start_run(message(fakes, run)) == "started"
 
     assert fakes.executor.started[run.id].values.params == {"day": "today"}
+    assert mark_running(fakes, run)  # (the state machine's first write)
+    assert stored(fakes, run).parameters == {"day": "today"}
+
+
+def test_given_a_scheduled_run_of_a_job_without_defaults_when_it_runs_then_it_records_none(
+    fakes: Fakes,
+) -> None:
+    _job, run = due_job(fakes)
+
+    assert fakes.starter.start_run(message(fakes, run)) == "started"
+    assert fakes.executor.started[run.id].parameters == ""
+    assert mark_running(fakes, run)
+    assert stored(fakes, run).parameters is None
 
 
 def test_given_parameters_too_big_with_the_defaults_when_triggered_then_refused_naming_parameters_and_no_run(

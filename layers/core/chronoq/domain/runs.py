@@ -136,8 +136,11 @@ class Run(BaseModel):
     @field_validator("parameters", mode="before")
     @classmethod
     def _kept_as_json(cls, value: Any) -> Any:
-        """As the run's record keeps them: JSON text."""
-        return json.loads(value) if isinstance(value, str) else (value or None)
+        """As the run's record keeps them: JSON text (``""``: none, as the state machine's
+        first write records a run without parameters)."""
+        if isinstance(value, str):
+            return json.loads(value) if value else None
+        return value or None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -102,6 +102,10 @@ class ExecutionInput(_Contract):
     #: What the target's placeholders read (the runner expands them, with its secrets, in
     #: one pass at each attempt).
     values: RunValues = RunValues()
+    #: The parameters the run runs with, as its record keeps them (JSON text; ``""``: none):
+    #: MarkRunning writes them on a record that has none (a scheduled run's: its job's
+    #: defaults), so that every run records what it ran with.
+    parameters: str = ""
 
     @classmethod
     def of(
@@ -119,6 +123,7 @@ class ExecutionInput(_Contract):
         parameters: dict[str, Any] | None = None,
         upstream: dict[str, str] | None = None,
     ) -> ExecutionInput:
+        params = job.parameters if parameters is None else parameters
         slots = [
             *(flows or ()),
             *([inflight.slot(*in_flight)] if in_flight else []),
@@ -148,11 +153,8 @@ class ExecutionInput(_Contract):
             slots=" ".join(slots),
             in_flight=in_flight[0] if in_flight else "",
             in_flight_bucket=in_flight[1] if in_flight else "",
-            values=RunValues(
-                job_name=job.name,
-                params=job.parameters if parameters is None else parameters,
-                upstream=upstream or {},
-            ),
+            values=RunValues(job_name=job.name, params=params, upstream=upstream or {}),
+            parameters=json.dumps(params, separators=(",", ":")) if params else "",
         )
 
     def document(self) -> dict[str, Any]:

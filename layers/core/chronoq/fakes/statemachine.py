@@ -4,6 +4,7 @@ file gives its state (see chronoq.fakes.asl): for tests that play the state mach
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
@@ -65,8 +66,16 @@ def mark_running(store: FakeStore, execution: ExecutionInput, now: datetime) -> 
                 queued_at=datetime.fromisoformat(execution.queued_at),
                 notify=execution.notify,
             )
+        recorded = kept.parameters  # (if_not_exists: the record's, else the input's)
+        if recorded is None and execution.parameters:
+            recorded = json.loads(execution.parameters)
         store.runs[(kept.job_id, kept.id)] = kept.model_copy(
-            update={"status": RunStatus.RUNNING, "started_at": now, "wait_reason": None}
+            update={
+                "status": RunStatus.RUNNING,
+                "started_at": now,
+                "wait_reason": None,
+                "parameters": recorded,
+            }
         )
         store.parked.pop((kept.job_id, kept.id), None)  # (REMOVE waits_on, wait_order, wait_reason)
         return True
