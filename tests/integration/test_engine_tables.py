@@ -419,6 +419,7 @@ DOCUMENT: dict[str, Any] = {
     "notify": True,
     "flow": "flow#alice#f",
     "slots": "flow#alice#f",
+    "parameters": '{"day":"2026-11-26"}',
     "in_flight": "flow#nalice",
     "in_flight_bucket": "b1900000000",
     "attempt": {"number": 1},

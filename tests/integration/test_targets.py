@@ -71,7 +71,7 @@ def test_given_a_lambda_target_when_run_then_the_function_gets_the_run_context_a
 
     run = harness.run(job)
 
-    assert run.status is RunStatus.SUCCEEDED
+    assert run.status is RunStatus.SUCCEEDED, (run.error, run.attempts)
     output = json.loads(run.output or "")
     assert output["ok"] is True
     assert output["event"] == {
