@@ -240,6 +240,9 @@ def drive(harness: Harness, sink_url: str) -> None:
     harness.deliver(run["id"])
     store = harness.wiring().runs.store
     wait_for(lambda: store.get_run(slow["id"], run["id"]).status is RunStatus.RUNNING)  # type: ignore[union-attr]
+    # (its attempt under way: cancelled before the runner took it, it would keep no log)
+    execution = harness.wiring().executor.execution_arn(run["id"])
+    wait_for(lambda: "RunTarget" in harness.states_entered(execution, run["id"]))
     status, _ = api(api_event("get_job", path=f"/runs/{run['id']}/cancel", method="POST"))
     assert status == 200
     # its attempt runs on after the stop (a Lambda invocation is not stopped): it ends, and
