@@ -16,6 +16,7 @@ from typing import Any
 from chronoq import heartbeat
 from chronoq import resources as r
 from chronoq.aws import fanout
+from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.domain import flow
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.aws import LocalAWS
@@ -241,7 +242,9 @@ def drive(harness: Harness, sink_url: str) -> None:
     store = harness.wiring().runs.store
     wait_for(lambda: store.get_run(slow["id"], run["id"]).status is RunStatus.RUNNING)  # type: ignore[union-attr]
     # (its attempt under way: cancelled before the runner took it, it would keep no log)
-    execution = harness.wiring().executor.execution_arn(run["id"])
+    executor = harness.wiring().executor
+    assert isinstance(executor, StepFunctionsExecutor)
+    execution = executor.execution_arn(run["id"])
     wait_for(lambda: "RunTarget" in harness.states_entered(execution, run["id"]))
     status, _ = api(api_event("get_job", path=f"/runs/{run['id']}/cancel", method="POST"))
     assert status == 200
