@@ -15,7 +15,7 @@ PORT ?= 8080
 #: environment that turns this off makes collecting the suite alone twice as slow)
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install run test test-fast lint format synth bench mutants clean
+.PHONY: install run test test-fast lint format synth docs bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,7 +46,7 @@ test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes
 test-fast: $(STAMP) ## the fast layer: unit and contract tests
 	$(BIN)/pytest -n 2 tests/unit tests/contract
 
-lint: $(STAMP) ## ruff, mypy (strict), and cfn-lint on the synthesized template
+lint: $(STAMP) ## ruff, mypy (strict), cfn-lint on the synthesized template, and the docs site built strictly (a broken link or anchor fails)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy layers/core functions cdk tests bench
@@ -54,6 +54,10 @@ lint: $(STAMP) ## ruff, mypy (strict), and cfn-lint on the synthesized template
 	# W3005 (a DependsOn that a Ref or GetAtt already implies): the CDK writes both, and the
 	# redundant dependency changes nothing in the order CloudFormation creates resources.
 	$(BIN)/cfn-lint --ignore-checks W3005 -- $(TEMPLATE)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs: $(STAMP) ## serve the documentation site on http://127.0.0.1:8000, rebuilt as its pages change
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

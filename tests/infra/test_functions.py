@@ -427,11 +427,11 @@ def test_given_the_synthesized_template_when_sam_reads_it_then_every_function_an
         assert metadata.get("aws:asset:property") == expected, logical_id
 
 
-def test_given_the_readmes_sam_table_when_read_then_each_logical_id_is_a_function_of_the_template(
+def test_given_the_local_mode_pages_sam_table_when_read_then_each_logical_id_is_a_function_of_the_template(
     synth: Synthesis,
 ) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme[readme.index("| Function | Logical id |") :].split("\n\n", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "local.md").read_text()
+    table = page[page.index("| Function | Logical id |") :].split("\n\n", 1)[0]
     named = dict(re.findall(r"^\| (\w+) \| `(\w+)` \|", table, re.MULTILINE))
 
     functions = synth.of_type("AWS::Lambda::Function")
