@@ -15,7 +15,7 @@ PORT ?= 8080
 #: environment that turns this off makes collecting the suite alone twice as slow)
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install run test test-fast lint format synth docs bench mutants clean
+.PHONY: install run test test-fast lint format synth docs screenshots bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,9 @@ lint: $(STAMP) ## ruff, mypy (strict), cfn-lint on the synthesized template, and
 	# redundant dependency changes nothing in the order CloudFormation creates resources.
 	$(BIN)/cfn-lint --ignore-checks W3005 -- $(TEMPLATE)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+screenshots: $(STAMP) ## the console's browser tests, also writing the steps the docs show into docs/images/ (tests/browser/screens.py)
+	CHRONOQ_DOCS_SCREENSHOTS=1 $(BIN)/pytest -p no:xdist tests/browser
 
 docs: $(STAMP) ## serve the documentation site on http://127.0.0.1:8000, rebuilt as its pages change
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000

@@ -19,6 +19,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from tests.browser.screens import documented_image
 from tests.e2e.harness import Local
 
 pytestmark = pytest.mark.e2e
@@ -81,7 +82,12 @@ def element(driver: webdriver.Chrome, css: str, timeout: float = UI_TIMEOUT) -> 
 
 
 def shot(driver: webdriver.Chrome, artifacts: Path, name: str) -> None:
-    driver.save_screenshot(str(artifacts / f"{name}.png"))
+    """The step's screenshot, kept in ``artifacts``; a documented step's also written into the
+    site's images when they are being regenerated (tests/browser/screens.py)."""
+    assert driver.save_screenshot(str(artifacts / f"{name}.png")), name
+    image = documented_image(name)
+    if image is not None:
+        assert driver.save_screenshot(str(image)), image
 
 
 def sign_in(driver: webdriver.Chrome, local: Local, user: str) -> None:
