@@ -38,6 +38,8 @@ LEFT_OUT = (
     ".pytest_cache",
     "__pycache__",
     ".hypothesis",
+    "build",
+    "test-artifacts",
 )
 FAST = ("tests/unit", "tests/contract")
 
