@@ -16,6 +16,8 @@
 
 A file no rule covers fails, as does a file no page includes, a page showing a JSON, YAML or
 Python sample inline, and a page including lines of a JSON file that are not a part of it.
+The runs page's table names every field of a run's answer, and the jobs page's every field a
+job takes, so that neither falls behind what the API returns or accepts.
 ``examples/getting-started/`` is the walk-through's, checked by its own test."""
 
 from __future__ import annotations
@@ -424,3 +426,25 @@ def test_given_lines_of_a_json_example_then_they_are_members_of_its_object(
     whole = json.loads("\n".join(text))
     assert part
     assert {key: whole.get(key) for key in part} == part
+
+
+def table_fields(page: Path) -> set[str]:
+    """The fields the first table of a page names in its first column (``a``, ``b``)."""
+    fields: set[str] = set()
+    for line in page.read_text().split("\n\n| Field |", 1)[1].split("\n\n", 1)[0].splitlines():
+        first = line.split("|")[1] if line.startswith("|") else ""
+        fields |= set(re.findall(r"`([a-z_]+)`", first))
+    return fields
+
+
+def test_given_the_runs_page_then_its_table_names_every_field_a_run_answer_has() -> None:
+    from chronoq.openapi import Run
+
+    schema = Run.model_json_schema(mode="serialization")
+    assert table_fields(DOCS / "api" / "runs.md") == set(schema["properties"])
+
+
+def test_given_the_jobs_page_then_its_table_names_every_field_a_job_takes() -> None:
+    from chronoq.domain.jobs import JobSpec
+
+    assert table_fields(DOCS / "api" / "jobs.md") == set(JobSpec.model_fields)
