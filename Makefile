@@ -49,7 +49,7 @@ test-fast: $(STAMP) ## the fast layer: unit and contract tests
 lint: $(STAMP) ## ruff, mypy (strict), cfn-lint on the synthesized template, and the docs site built strictly (a broken link or anchor fails)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/core functions cdk tests bench
+	$(BIN)/mypy layers/core functions cdk tests bench examples
 	$(BIN)/python cdk/app.py
 	# W3005 (a DependsOn that a Ref or GetAtt already implies): the CDK writes both, and the
 	# redundant dependency changes nothing in the order CloudFormation creates resources.
