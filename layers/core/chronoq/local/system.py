@@ -27,7 +27,7 @@ from chronoq.local import endpoint, instance, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
 from chronoq.local.backup import ENGINE_DIR, running
 from chronoq.local.clock import LocalClock
-from chronoq.local.drivers import StreamPoller, Ticker, queue_pollers
+from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker, queue_pollers
 from chronoq.local.engine import recovery
 from chronoq.local.engine.objects import LINK_PATH, LinkRefused
 from chronoq.local.foreground import Foreground
@@ -487,10 +487,16 @@ class LocalSystem:
         return f"http://{self.host}:{self._aws_server.server_address[1]}"
 
     def stop(self) -> None:
+        """Stop promptly: every thread is told at once (the halt event; the idle pollers
+        woken rather than left to their next look; the servers' loops woken rather than left
+        to their poll interval: chronoq.local.serving), then waited for."""
         self._halt.set()
         if not hasattr(self, "aws"):  # (never started)
             return
         try:
+            for thread in self._threads:
+                if isinstance(thread, QueuePoller):
+                    thread.wake()
             if self._aws_server is not None:
                 self._aws_server.shutdown()
                 self._aws_server.server_close()
