@@ -589,6 +589,7 @@ def preview(
     from chronoq.domain import windows
     from chronoq.domain.errors import InvalidRequest
     from chronoq.domain.schedules import Schedule, preview
+    from chronoq.http_api import field_path
 
     given = [
         name
@@ -622,8 +623,8 @@ def preview(
         parsed = TypeAdapter(Schedule).validate_python(document)
     except ValidationError as error:
         for e in error.errors():
-            field = ".".join(str(p) for p in ("schedule", *e["loc"]))
-            click.echo(f"{field}: {e['msg']}", err=True)
+            field = field_path(("schedule", *e["loc"]))  # (as the API names it)
+            click.echo(f"{field}: {e['msg'].removeprefix('Value error, ')}", err=True)
         raise click.exceptions.Exit(USAGE) from None
     try:
         now = datetime.now(UTC)
