@@ -266,7 +266,8 @@ function signInView(message) {
     input,
     h("p", { class: "hint" },
       "Locally: ", h("code", {}, "chronoq token alice"),
-      " (or ", h("code", {}, "chronoq login"), "). On AWS: a Cognito ID token of the stack's user pool."),
+      ", run in the directory chronoq local runs in (or the admin token it printed at start-up).",
+      " On AWS: a Cognito ID token of the stack's user pool."),
     h("button", { type: "submit", id: "sign-in" }, "Sign in"),
     config.cognito ? h("p", {}, "or ", h("a", { href: "#", id: "cognito", onclick: signInWithCognito }, "sign in with Cognito")) : null);
   form.addEventListener("submit", (event) => {
