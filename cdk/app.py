@@ -52,9 +52,11 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from aws_cdk import App
+from aws_cdk import App, Stack
 from chronoq import resources as r
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
@@ -117,9 +119,41 @@ def stack_from_context(app: App) -> ChronoqStack:
     )
 
 
-def main() -> None:
+#: ``python cdk/app.py --rules`` (make synth): check the stack against cdk-nag's packs first.
+RULES_FLAG = "--rules"
+
+
+def rule_findings(stack: Stack) -> list[str]:
+    """What cdk-nag's AwsSolutions and Serverless packs find in ``stack`` and nobody
+    acknowledged (cdk/chronoq_cdk/rules.py), one ``rule at construct path`` each."""
+    from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+
+    return [
+        f"{violation.rule_name} at {resource.construct_path or '?'}"
+        for pack in (AwsSolutionsChecks(), ServerlessChecks())
+        for violation in pack.validate_scope(stack).violations
+        for resource in violation.violating_resources
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Synthesize the stack into cdk.out/ (or $CDK_OUTDIR); with ``--rules``, only once
+    cdk-nag's packs find nothing left unacknowledged in it (else exit 1, listing them).
+    (``cdk synth``/``deploy`` run it without: deploying does not need cdk-nag.)"""
+    args = sys.argv[1:] if argv is None else list(argv)
     app = new_app(os.environ.get("CDK_OUTDIR", str(Path(__file__).parents[1] / "cdk.out")))
-    stack_from_context(app)
+    stack = stack_from_context(app)
+    if RULES_FLAG in args:
+        left = rule_findings(stack)
+        if left:
+            listed = "\n".join(f"  {finding}" for finding in left)
+            print(
+                f"cdk-nag (AwsSolutions, Serverless): fix or acknowledge in"
+                f" cdk/chronoq_cdk/rules.py:\n{listed}",
+                file=sys.stderr,
+            )
+            sys.exit(1)
+        print("cdk-nag (AwsSolutions, Serverless): nothing left unacknowledged", file=sys.stderr)
     app.synth()
 
 

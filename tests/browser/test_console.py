@@ -287,3 +287,30 @@ def test_another_users_jobs_are_absent(
     # nor can bob open it by its address
     driver.get(f"{local.url}/#/jobs/{job['id']}")
     assert "not found" in element(driver, "p.error").text
+
+
+def test_a_token_of_another_data_directory_is_refused_naming_the_likely_cause(
+    browser: webdriver.Chrome, local: Local, artifacts: Path, tmp_path: Path
+) -> None:
+    from chronoq.local import tokens
+
+    driver = browser
+    elsewhere = tokens.mint(tmp_path / "elsewhere", "alice")  # (another directory's secret)
+    driver.get(local.url + "/")
+    driver.execute_script("localStorage.clear()")
+    driver.get(local.url + "/#/")
+
+    def typed() -> bool:  # (the form may be drawn again as the console starts: tried again)
+        field = element(driver, "#token")
+        field.clear()
+        field.send_keys(elsewhere)
+        return field.get_attribute("value") == elsewhere
+
+    wait(driver, typed, "the token typed in", UI_TIMEOUT)
+    element(driver, "#sign-in").click()
+
+    said = element(driver, "#sign-in-form .error").text
+    shot(driver, artifacts, "refused-token")
+    assert "not signed with this chronoq local's secret" in said
+    assert '"chronoq token NAME", run in the directory chronoq local runs in' in said
+    assert driver.execute_script("return localStorage.getItem('chronoq.token')") is None

@@ -192,3 +192,15 @@ def test_given_a_job_on_stdin_as_json_when_watched_then_a_triggered_run_is_seen_
 
 def test_given_the_version_flag_when_run_then_the_version_is_printed(env: dict[str, str]) -> None:
     assert chronoq(env, "--version").stdout.startswith("chronoq ")
+
+
+def test_given_chronoq_local_on_a_port_of_its_own_when_logging_in_locally_then_the_profile_names_that_port(
+    local: Local, tmp_path: Path
+) -> None:
+    config = tmp_path / "profile.json"
+    env = {"CHRONOQ_CONFIG": str(config), "CHRONOQ_URL": "", "CHRONOQ_TOKEN": ""}
+
+    chronoq(env, "login", "--local", "--data-dir", str(local.data_dir), "--user", "alice")
+
+    assert json.loads(config.read_text())["profiles"]["default"]["url"] == local.url
+    chronoq(env, "jobs", "list")  # (the token it saved is good there)

@@ -376,3 +376,35 @@ def test_given_a_job_on_a_business_calendar_when_applied_again_then_its_copy_of_
 
     assert again.stdout.splitlines()[-1] == "apply: 0 created, 0 updated, 1 unchanged, 0 deleted"
     assert api.calls == ["GET /jobs"]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "field"),
+    [
+        ({"type": "cron", "expression": "61 * * * *"}, "schedule.expression"),
+        ({"type": "rate", "every": "30 seconds"}, "schedule.every"),
+        ({"type": "at", "at": "tomorrow"}, "schedule.at"),
+    ],
+)
+def test_given_a_bad_schedule_in_a_file_when_applied_then_the_field_is_named_as_the_api_names_it(
+    api: FakeApi,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    schedule: dict[str, Any],
+    field: str,
+) -> None:
+    from tests.unit.api_on_fakes import api_on_fakes
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")  # (the API's handler is imported)
+    job = {"name": "bad", "schedule": schedule, "target": {"type": "http", "url": "https://e.x"}}
+    with api_on_fakes() as real:
+        status, answer, _ = real.call("POST", "/jobs", body=job)
+    assert (status, answer["error"]["field"]) == (422, field)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(job))
+
+    result = chronoq("apply", "-f", str(path), "--managed-by", "mine", code=2)
+
+    assert f"{path}: {field}: " in result.stderr
+    assert f"schedule.{schedule['type']}." not in result.stderr
+    assert api.calls == []

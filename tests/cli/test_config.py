@@ -96,6 +96,7 @@ def test_given_login_local_when_done_then_the_profile_holds_a_token_for_the_user
 ) -> None:
     path = tmp_path / "conf" / "profile.json"
     monkeypatch.setenv("CHRONOQ_CONFIG", str(path))
+    tokens.secret(tmp_path / "data")  # (chronoq local made it at its first start)
 
     code = main(
         [

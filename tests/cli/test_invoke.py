@@ -85,3 +85,36 @@ def test_given_an_unknown_function_when_invoked_then_it_is_a_usage_error(
 
     assert code == 2
     assert "nope" in capsys.readouterr().err
+
+
+#: Every sample event, by the function it is for (its folder).
+SAMPLES = sorted(EVENTS.glob("*/*.json"))
+
+
+def test_given_the_sample_events_when_listed_then_every_function_has_one() -> None:
+    from chronoq import console
+    from chronoq import resources as r
+
+    assert {p.parent.name for p in SAMPLES} == {f.name for f in (*r.FUNCTIONS, console.FUNCTION)}
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_given_a_sample_event_when_invoked_on_its_function_then_the_handler_answers(
+    sample: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["invoke", sample.parent.name, str(sample)])
+
+    out, err = capsys.readouterr()
+    assert code == 0, err[-2000:]
+    json.loads(out)  # (the handler's answer, alone, as JSON)
+
+
+def test_given_the_consoles_sample_when_invoked_then_the_asset_it_names_is_answered(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["invoke", "console", str(EVENTS / "console" / "get_asset.json")])
+
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert answer["statusCode"] == 200
+    assert answer["headers"]["Content-Type"].startswith("text/javascript")

@@ -36,7 +36,7 @@ def test_given_an_invalid_rate_when_previewed_then_the_field_is_named_and_the_ex
     code = main(["schedule", "preview", "--rate", "30 seconds"])
 
     assert code == 2
-    assert capsys.readouterr().err.startswith("schedule.rate.every:")
+    assert capsys.readouterr().err.startswith("schedule.every:")  # (as the API names it)
 
 
 def test_given_a_schedule_as_json_when_previewed_then_it_is_used_as_given(

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from chronoq.local import persist, tokens
+from chronoq.local import instance, persist, tokens
 
 from tests.e2e.harness import (
     ENDED,
@@ -252,6 +252,7 @@ def test_given_a_job_when_chronoq_local_is_stopped_with_ctrl_c_and_started_again
             said = first.process.stdout.read()
         assert "stopped" in said, said
         assert "data: kept in" in said, said
+        assert not (tmp_path / instance.RUNNING_FILE).exists()  # (no chronoq local answers)
         sleep_until(due + timedelta(seconds=2))
 
         with start_local(tmp_path) as second:

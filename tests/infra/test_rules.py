@@ -5,6 +5,7 @@ beside its construct, with its reason (cdk/chronoq_cdk/rules.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from aws_cdk import App, Stack
@@ -54,3 +55,38 @@ def test_given_a_queue_breaking_the_rules_when_checked_then_its_findings_are_rep
     rules = {f.rule for f in findings(stack)}
 
     assert {"AwsSolutions-SQS3", "AwsSolutions-SQS4", "Serverless-SQSRedrivePolicy"} <= rules
+
+
+def _plain_queue_stack(app: App) -> Stack:
+    stack = Stack(app, "Rules")
+    sqs.Queue(stack, "Plain")
+    return stack
+
+
+def test_given_a_stack_breaking_the_rules_when_synthesized_as_make_synth_does_then_it_fails_listing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import app as cdk_app
+
+    monkeypatch.setenv("CDK_OUTDIR", str(tmp_path / "out"))
+    monkeypatch.setattr(cdk_app, "stack_from_context", _plain_queue_stack)
+
+    with pytest.raises(SystemExit) as exited:
+        cdk_app.main([cdk_app.RULES_FLAG])
+
+    assert exited.value.code == 1
+    said = capsys.readouterr().err
+    assert "AwsSolutions-SQS3 at Rules/Plain" in said
+    assert "Serverless-SQSRedrivePolicy at Rules/Plain" in said
+    assert not list((tmp_path / "out").glob("*.template.json"))  # nothing synthesized
+
+    cdk_app.main([])  # (cdk synth and deploy: no check, as before)
+    assert (tmp_path / "out" / "Rules.template.json").is_file()
+
+
+def test_given_the_stack_when_its_findings_are_listed_as_make_synth_does_then_none_is_left(
+    synth: Synthesis,
+) -> None:
+    from app import rule_findings
+
+    assert rule_findings(synth.stack) == []

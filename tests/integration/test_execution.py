@@ -273,9 +273,18 @@ def test_given_a_malformed_record_when_the_worker_gets_a_batch_then_only_that_re
 
 
 def runner_event(sink: Sink, **target: Any) -> dict[str, Any]:
-    event = load_event("runner/attempt")
-    event["target"] = {**event["target"], "url": sink.url + "/hook", **target}
+    event = load_event("runner/attempt")  # (its target: a python task, called offline)
+    event["target"] = {**HTTP_TARGET, "url": sink.url + "/hook", **target}
     return event
+
+
+#: An http target like the sample's task: a POST with a header and a JSON body.
+HTTP_TARGET = {
+    "type": "http",
+    "method": "POST",
+    "headers": {"X-Team": "data"},
+    "body": {"report": "daily"},
+}
 
 
 def test_given_an_http_target_when_the_runner_calls_it_then_the_request_carries_the_body_headers_and_run_id(
@@ -342,7 +351,7 @@ def test_given_an_unreachable_endpoint_when_the_runner_calls_then_the_attempt_fa
     harness: Harness,
 ) -> None:
     event = load_event("runner/attempt")
-    event["target"]["url"] = "http://127.0.0.1:9/closed"
+    event["target"] = {**HTTP_TARGET, "url": "http://127.0.0.1:9/closed"}
 
     with pytest.raises(FunctionError, match="failed"):
         harness.invoke(r.RUNNER_FUNCTION, event)

@@ -162,11 +162,11 @@ def test_given_no_way_to_run_containers_when_a_task_is_run_then_there_is_no_comm
 def test_given_the_token_command_with_admin_when_run_then_the_token_is_admin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    key = tokens.secret(tmp_path)  # (made by chronoq local's first start)
     assert main(["token", "bob", "--admin", "--data-dir", str(tmp_path)]) == 0
     admin = capsys.readouterr().out.strip()
     assert main(["token", "bob", "--data-dir", str(tmp_path)]) == 0
     ordinary = capsys.readouterr().out.strip()
-    key = tokens.secret(tmp_path)
 
     assert tokens.is_admin(tokens.verify(key, f"Bearer {admin}"))
     assert not tokens.is_admin(tokens.verify(key, f"Bearer {ordinary}"))

@@ -141,6 +141,7 @@ def desired_jobs(found: list[tuple[str, Any]], managed_by: str) -> list[Desired]
     from pydantic import ValidationError
 
     from chronoq.domain.jobs import JobSpec
+    from chronoq.http_api import field_path
 
     desired: list[Desired] = []
     for source, job in found:
@@ -159,8 +160,8 @@ def desired_jobs(found: list[tuple[str, Any]], managed_by: str) -> list[Desired]
         try:
             spec = JobSpec.model_validate(document)
         except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'] if p != '[key]') or '(job)'}: {e['msg']}"
+            problems = "; ".join(  # (each field named by the path the API names it by)
+                f"{field_path(e['loc']) or '(job)'}: {e['msg'].removeprefix('Value error, ')}"
                 for e in error.errors()
             )
             raise BadInput("-f", f"{source}: {problems}") from None

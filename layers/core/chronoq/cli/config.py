@@ -32,6 +32,10 @@ LEGACY_URL_ENV = "CHRONOQ_API"
 TOKEN_ENV = "CHRONOQ_TOKEN"  # noqa: S105 - an environment variable's name
 PROFILE_ENV = "CHRONOQ_PROFILE"
 CONFIG_ENV = "CHRONOQ_CONFIG"
+#: chronoq local's data directory (its --data-dir), for chronoq local, token and login --local.
+DATA_DIR_ENV = "CHRONOQ_DATA_DIR"
+#: Its default, relative to the directory chronoq local is started in.
+DEFAULT_DATA_DIR = Path(".chronoq")
 #: Endpoint.url_source / token_source of a value the profile gave.
 FROM_PROFILE = "profile"
 #: A token expiring sooner than this is renewed first, if its profile says how.
@@ -144,6 +148,19 @@ def expires_soon(token: str, now: float | None = None) -> bool:
     return float(expiry) - (time.time() if now is None else now) < RENEW_MARGIN_SECONDS
 
 
+def no_local_data(data_dir: Path) -> click.ClickException:
+    """The refusal to mint a token from a directory chronoq local never ran on: a secret made
+    here would sign tokens every chronoq local refuses."""
+    return click.ClickException(
+        f"no chronoq local data in {data_dir}: it has no jwt-secret, the secret chronoq local"
+        " signs and checks tokens with (a token signed with another secret is refused)."
+        " chronoq local creates it at its first start and keeps its data in its --data-dir:"
+        f" by default {DEFAULT_DATA_DIR} in the directory it is started in (make run: the"
+        f" repository's), or ${DATA_DIR_ENV}. Run this command in the directory chronoq local"
+        f" runs in, or point at its data directory with --data-dir or ${DATA_DIR_ENV}."
+    )
+
+
 def renewed_token(profile: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """A fresh token for a profile that says how to get one, and the profile to save; None
     if it says nothing of the kind."""
@@ -152,7 +169,11 @@ def renewed_token(profile: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | No
 
         local = profile["local"]
         # whoever reads the data directory can mint any token: its profile is chronoq local's admin
-        token = tokens.mint(Path(local["data_dir"]), str(local["user"]), admin=True)
+        data_dir = Path(local["data_dir"])
+        try:
+            token = tokens.mint(data_dir, str(local["user"]), admin=True, create=False)
+        except tokens.NoSecret:
+            raise no_local_data(data_dir) from None
         return token, {**profile, "token": token}
     if isinstance(profile.get("cognito"), dict):
         cognito = profile["cognito"]

@@ -19,7 +19,10 @@ from chronoq.cli.jobspec import parse_duration
     help="name to save it as (and make current)",
 )
 @click.option(
-    "--url", metavar="URL", help=f"the API's base URL [default with --local: {config.DEFAULT_URL}]"
+    "--url",
+    metavar="URL",
+    help="the API's base URL [default with --local: where the chronoq local running on"
+    " --data-dir answers, as its local.json there says]",
 )
 @click.option(
     "--local", "is_local", is_flag=True, help="chronoq local: mint a token from its data directory"
@@ -27,9 +30,10 @@ from chronoq.cli.jobspec import parse_duration
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=Path(".chronoq"),
+    default=config.DEFAULT_DATA_DIR,
     show_default=True,
-    help="with --local",
+    envvar=config.DATA_DIR_ENV,
+    help=f"with --local: chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
 )
 @click.option(
     "--user", default="local-user", show_default=True, help="with --local: the user to act as"
@@ -84,16 +88,28 @@ def login(
         raise click.UsageError("give one of --local, --token, --client-id")
     saved: dict[str, Any]
     if is_local:
-        from chronoq.local import tokens
+        from chronoq.local import instance, tokens
 
         try:
             seconds = parse_duration(ttl)
         except ValueError as error:
             raise click.BadParameter(str(error), param_hint="--ttl") from None
         directory = data_dir.resolve()
+        try:  # (whoever reads the secret may mint any token: the profile is an admin's)
+            minted = tokens.mint(directory, user, seconds, admin=True, create=False)
+        except tokens.NoSecret:
+            raise config.no_local_data(directory) from None
+        if not url:
+            try:
+                url = instance.find(directory).url
+            except instance.NotRunning as why:
+                raise click.ClickException(
+                    f"{why}: start it (chronoq local --data-dir {directory}, or make run"
+                    " PORT=...), or give the URL it answers at with --url"
+                ) from None
         saved = {
-            "url": (url or config.DEFAULT_URL).rstrip("/"),
-            "token": tokens.mint(directory, user, seconds, admin=True),  # reads the secret: admin
+            "url": url.rstrip("/"),
+            "token": minted,
             "local": {"data_dir": str(directory), "user": user},
         }
         who = user

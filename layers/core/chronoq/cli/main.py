@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from chronoq import resources as r
-from chronoq.cli import render
+from chronoq.cli import config, render
 from chronoq.cli.apply import apply, diff
 from chronoq.cli.backfills import backfills
 from chronoq.cli.calendars import calendars
@@ -114,7 +114,14 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @cli.group(invoke_without_command=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
-@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option(
+    "--data-dir",
+    type=_DATA_DIR,
+    default=config.DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar=config.DATA_DIR_ENV,
+    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
+)
 @click.option("--shards", type=int, default=r.DEFAULT_SHARDS, show_default=True)
 @click.option(
     "--dispatch-groups",
@@ -328,7 +335,14 @@ def local(
 
 @local.command("backup")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option(
+    "--data-dir",
+    type=_DATA_DIR,
+    default=config.DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar=config.DATA_DIR_ENV,
+    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
+)
 def local_backup(file: Path, data_dir: Path) -> None:
     """Copy chronoq local's data (its engine's databases and its secrets) into FILE, a tar
     file: online, while it runs, or stopped. FILE holds the secrets: keep it as private as
@@ -344,7 +358,14 @@ def local_backup(file: Path, data_dir: Path) -> None:
 
 @local.command("restore")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option(
+    "--data-dir",
+    type=_DATA_DIR,
+    default=config.DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar=config.DATA_DIR_ENV,
+    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
+)
 def local_restore(file: Path, data_dir: Path) -> None:
     """Put the backup FILE into --data-dir, chronoq local stopped (the data it replaces is
     kept beside it, in engine.before-restore-<time>); start chronoq local to carry on."""
@@ -359,7 +380,14 @@ def local_restore(file: Path, data_dir: Path) -> None:
 
 @cli.command()
 @click.argument("user")
-@click.option("--data-dir", type=_DATA_DIR, default=Path(".chronoq"), show_default=True)
+@click.option(
+    "--data-dir",
+    type=_DATA_DIR,
+    default=config.DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar=config.DATA_DIR_ENV,
+    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
+)
 @click.option(
     "--ttl", type=int, default=7 * 24 * 3600, show_default=True, help="seconds the token is valid"
 )
@@ -369,10 +397,14 @@ def local_restore(file: Path, data_dir: Path) -> None:
     help="the token may also use chronoq local's controls (/_local/*: ticker, usage)",
 )
 def token(user: str, data_dir: Path, ttl: int, admin: bool) -> None:
-    """Print a token for USER, valid for chronoq local."""
+    """Print a token for USER, valid for the chronoq local that keeps its data in --data-dir
+    (refused for a directory chronoq local never ran on)."""
     from chronoq.local import tokens
 
-    click.echo(tokens.mint(data_dir, user, ttl, admin=admin))
+    try:
+        click.echo(tokens.mint(data_dir, user, ttl, admin=admin, create=False))
+    except tokens.NoSecret:
+        raise config.no_local_data(data_dir.resolve()) from None
 
 
 @cli.command()
@@ -557,6 +589,7 @@ def preview(
     from chronoq.domain import windows
     from chronoq.domain.errors import InvalidRequest
     from chronoq.domain.schedules import Schedule, preview
+    from chronoq.http_api import field_path
 
     given = [
         name
@@ -590,8 +623,8 @@ def preview(
         parsed = TypeAdapter(Schedule).validate_python(document)
     except ValidationError as error:
         for e in error.errors():
-            field = ".".join(str(p) for p in ("schedule", *e["loc"]))
-            click.echo(f"{field}: {e['msg']}", err=True)
+            field = field_path(("schedule", *e["loc"]))  # (as the API names it)
+            click.echo(f"{field}: {e['msg'].removeprefix('Value error, ')}", err=True)
         raise click.exceptions.Exit(USAGE) from None
     try:
         now = datetime.now(UTC)

@@ -154,6 +154,12 @@ class Pace:
             self._busy = True
             self._changed.notify_all()
 
+    def wake(self) -> None:
+        """The pollers waiting in ``idle`` look at once (at their halt event: see
+        QueuePoller.wake)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def idle(self, halt: threading.Event) -> None:
         """A poller found the queues empty: wait for its next look."""
         with self._changed:
@@ -239,6 +245,11 @@ class QueuePoller(threading.Thread):
             except Exception:
                 logger.exception("poller failed")
                 self._halt.wait(1)
+
+    def wake(self) -> None:
+        """Stop waiting for the queues now (its halt event was set: the poller ends at once
+        rather than at its next look, up to IDLE_LOOK_SECONDS later)."""
+        self._pace.wake()
 
     def poll_once(self) -> int:
         with calling_as(EVENT_SOURCES):  # AWS's event source mapping makes these calls

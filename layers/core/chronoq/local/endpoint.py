@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chronoq.local import sigv4
+from chronoq.local.serving import PromptServer
 from chronoq.local.sigv4 import Credentials
 from chronoq.local.usage import uncounted
 
@@ -101,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug("aws endpoint: " + format, *args)
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(PromptServer):
     daemon_threads = True
 
 

@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from chronoq import console
 from chronoq import resources as r
+from chronoq.local.serving import PromptServer
 from chronoq.local.tokens import InvalidToken, is_admin, verify
 
 logger = logging.getLogger(__name__)
@@ -295,7 +296,7 @@ def serve(
     return server
 
 
-class _Server(ThreadingHTTPServer):
+class _Server(PromptServer):
     #: Connections the kernel holds while the server accepts (the default, 5, resets bursts
     #: of concurrent clients).
     request_queue_size = LISTEN_BACKLOG

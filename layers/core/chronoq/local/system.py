@@ -7,6 +7,7 @@ import gc
 import ipaddress
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -22,11 +23,11 @@ from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.limits import Limits
-from chronoq.local import endpoint, persist, tokens
+from chronoq.local import endpoint, instance, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
 from chronoq.local.backup import ENGINE_DIR, running
 from chronoq.local.clock import LocalClock
-from chronoq.local.drivers import StreamPoller, Ticker, queue_pollers
+from chronoq.local.drivers import QueuePoller, StreamPoller, Ticker, queue_pollers
 from chronoq.local.engine import recovery
 from chronoq.local.engine.objects import LINK_PATH, LinkRefused
 from chronoq.local.foreground import Foreground
@@ -128,6 +129,9 @@ class LocalSystem:
     _aws_server: Any = None
     #: What the system holds while it runs (its data directory's engine).
     _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    #: What ``local.json`` in the data directory says of it while it runs (see
+    #: chronoq.local.instance).
+    _announced: instance.Running | None = None
 
     def _warm(self, first: bool) -> None:
         """Idle containers started with the system (``first``: one of each function a run
@@ -294,10 +298,23 @@ class LocalSystem:
         if self.engine == ENGINE_LOCAL and not self.in_memory:
             self._held.enter_context(running(self.data_dir))
         try:
-            return self._start()
+            self._start()
         except BaseException:
             self._held.close()
             raise
+        self._announced = instance.Running(
+            instance.reachable_url(self.host, self.port),
+            None
+            if self._aws_server is None
+            else instance.reachable_url(self.host, self._aws_server.server_address[1]),
+            os.getpid(),
+        )
+        try:
+            instance.announce(self.data_dir, self._announced)
+        except BaseException:
+            self.stop()
+            raise
+        return self
 
     def _start(self) -> LocalSystem:
         # The ports first: targets are kept from them (see LocalAWS.own_ports).
@@ -470,10 +487,16 @@ class LocalSystem:
         return f"http://{self.host}:{self._aws_server.server_address[1]}"
 
     def stop(self) -> None:
+        """Stop promptly: every thread is told at once (the halt event; the idle pollers
+        woken rather than left to their next look; the servers' loops woken rather than left
+        to their poll interval: chronoq.local.serving), then waited for."""
         self._halt.set()
         if not hasattr(self, "aws"):  # (never started)
             return
         try:
+            for thread in self._threads:
+                if isinstance(thread, QueuePoller):
+                    thread.wake()
             if self._aws_server is not None:
                 self._aws_server.shutdown()
                 self._aws_server.server_close()
@@ -486,5 +509,8 @@ class LocalSystem:
             for thread in self._threads:
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
         finally:
+            if self._announced is not None:
+                instance.withdraw(self.data_dir, self._announced)
+                self._announced = None
             self.aws.stop()
             self._held.close()

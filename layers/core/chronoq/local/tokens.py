@@ -67,8 +67,20 @@ def aws_credentials(data_dir: Path) -> Credentials:
     return Credentials(profile["aws_access_key_id"], profile["aws_secret_access_key"])
 
 
-def secret(data_dir: Path) -> str:
-    """The token signing secret of this data directory."""
+class NoSecret(Exception):
+    """The data directory has no token secret: chronoq local never ran on it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(f"no {SECRET_FILE} in {data_dir}")
+        self.data_dir = data_dir
+
+
+def secret(data_dir: Path, *, create: bool = True) -> str:
+    """The token signing secret of this data directory (``create``: made on first use, as
+    chronoq local does at its first start; else NoSecret if there is none: a token signed
+    with a secret of its own would be refused by every chronoq local)."""
+    if not create and not (data_dir / SECRET_FILE).is_file():
+        raise NoSecret(data_dir)
     return _kept(data_dir, SECRET_FILE)
 
 
@@ -79,8 +91,15 @@ def signing_secret(data_dir: Path) -> str:
 
 
 def mint(
-    data_dir: Path, user: str, ttl_seconds: int = DEFAULT_TTL_SECONDS, *, admin: bool = False
+    data_dir: Path,
+    user: str,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    *,
+    admin: bool = False,
+    create: bool = True,
 ) -> str:
+    """A token for ``user`` signed with the data directory's secret (``create``: see
+    ``secret``)."""
     now = int(time.time())
     claims: dict[str, Any] = {
         "sub": user,
@@ -92,7 +111,7 @@ def mint(
     }
     if admin:
         claims[ADMIN_CLAIM] = True
-    return jwt.encode(claims, secret(data_dir), algorithm="HS256")
+    return jwt.encode(claims, secret(data_dir, create=create), algorithm="HS256")
 
 
 class InvalidToken(Exception):

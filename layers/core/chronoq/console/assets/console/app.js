@@ -3,6 +3,7 @@
 
 import { entryWords } from "./audit.js";
 import { authorizeUrl, redeem } from "./pkce.js";
+import { refusalWords } from "./refusal.js";
 import { showHeartbeat } from "./status.js";
 import { jobsNaming, notifyText, secretRows } from "./secrets.js";
 
@@ -209,7 +210,8 @@ class ApiError extends Error {
 }
 
 async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${token()}` };
+  const sent = token();
+  const headers = { Authorization: `Bearer ${sent}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const answer = await fetch(config.api + path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -222,7 +224,9 @@ async function api(method, path, body) {
     data = text;
   }
   if (answer.status === 401) {
-    signOut("Your token was refused (missing, expired or not valid here): sign in again.");
+    // the likely cause, from the token this request sent (another request's refusal may have
+    // signed out meanwhile), and what to do
+    signOut(refusalWords(claims(sent || ""), Date.now()));
     throw new ApiError(401, { message: "Unauthorized" });
   }
   if (!answer.ok) throw new ApiError(answer.status, (data && data.error) || { message: text });
@@ -262,7 +266,8 @@ function signInView(message) {
     input,
     h("p", { class: "hint" },
       "Locally: ", h("code", {}, "chronoq token alice"),
-      " (or ", h("code", {}, "chronoq login"), "). On AWS: a Cognito ID token of the stack's user pool."),
+      ", run in the directory chronoq local runs in (or the admin token it printed at start-up).",
+      " On AWS: a Cognito ID token of the stack's user pool."),
     h("button", { type: "submit", id: "sign-in" }, "Sign in"),
     config.cognito ? h("p", {}, "or ", h("a", { href: "#", id: "cognito", onclick: signInWithCognito }, "sign in with Cognito")) : null);
   form.addEventListener("submit", (event) => {
