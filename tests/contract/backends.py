@@ -22,13 +22,12 @@ from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec, JobState
-from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution import batches
 from chronoq.fakes import FakeArchive, FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
 from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
-from chronoq.resources import Priority
 from chronoq.usecases.ports import (
     Archive,
     Artifacts,

@@ -24,10 +24,9 @@ from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
 from chronoq.domain.limits import Usage
-from chronoq.domain.runs import Attempt, Occurrence, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Priority, RunStatus
 from chronoq.domain.schedules import CronSchedule
 from chronoq.local.engine.tables import SqliteTables
-from chronoq.resources import Priority
 from chronoq.usecases.ports import RunEnd, RunFilter, Tally, TallyRefused
 from moto import mock_aws
 

@@ -11,8 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from chronoq import resources as r
-from chronoq.domain.runs import RunMessage
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, RunMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

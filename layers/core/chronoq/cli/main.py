@@ -34,6 +34,7 @@ from chronoq.cli.login import login, logout
 from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
 from chronoq.cli.secrets import secrets
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 
@@ -178,7 +179,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @click.option(
     "--max-jobs-per-owner",
     type=int,
-    default=r.DEFAULT_MAX_JOBS_PER_OWNER,
+    default=lim.DEFAULT_MAX_JOBS_PER_OWNER,
     show_default=True,
     help="jobs one owner may have",
 )

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from chronoq import resources as r
 from chronoq.domain import after, ids, keys
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import Conflict, InvalidRequest
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunStatus, Trigger
@@ -104,11 +104,11 @@ class Pipelines:
                 if cycle is not None:
                     names = " -> ".join(self._name(j) for j in [*cycle, cycle[0]])
                     raise InvalidRequest(after.FIELD, f"would make a cycle: {names}")
-                if job_id not in graph.edges and len(graph.edges) >= r.MAX_AFTER_JOBS_PER_OWNER:
+                if job_id not in graph.edges and len(graph.edges) >= lim.MAX_AFTER_JOBS_PER_OWNER:
                     raise InvalidRequest(
                         after.FIELD,
                         f"you have {len(graph.edges)} after jobs, the most allowed"
-                        f" ({r.MAX_AFTER_JOBS_PER_OWNER})",
+                        f" ({lim.MAX_AFTER_JOBS_PER_OWNER})",
                     )
             if self.store.save_graph(changed):
                 return before

@@ -15,6 +15,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.backfills import (
     Backfill,
@@ -62,13 +63,14 @@ class BackfillOperations:
         job = self._job(owner, job_id)
         now = self.clock()
         check_range(request, now)
-        fires = fire_times(job.schedule, request.start, request.to, r.MAX_BACKFILL_RUNS)
+        fires = fire_times(job.schedule, request.start, request.to, lim.MAX_BACKFILL_RUNS)
         if not fires:
             raise InvalidRequest("from", "the job's schedule has no fire time in this range")
-        if len(fires) > r.MAX_BACKFILL_RUNS:
+        if len(fires) > lim.MAX_BACKFILL_RUNS:
             raise InvalidRequest(
                 "to",
-                f"the range holds more than {r.MAX_BACKFILL_RUNS} fire times: backfill it in parts",
+                f"the range holds more than {lim.MAX_BACKFILL_RUNS} fire times:"
+                " backfill it in parts",
             )
         # a forbid or replace job allows one active run: its backfill runs one at a time
         exclusive = job.concurrency is not Concurrency.ALLOW
@@ -80,7 +82,7 @@ class BackfillOperations:
             to=request.to,
             state=BackfillState.RUNNING,
             total=len(fires),
-            max_in_flight=1 if exclusive else r.BACKFILL_MAX_IN_FLIGHT,
+            max_in_flight=1 if exclusive else lim.BACKFILL_MAX_IN_FLIGHT,
             schedule=job.schedule,
             created_at=now,
             start_deadline_seconds=request.start_deadline_seconds,

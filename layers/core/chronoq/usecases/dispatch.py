@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.silence import Deadline
 from chronoq.usecases.after import Pipelines
@@ -70,7 +71,7 @@ class Dispatcher:
         its minute each shard got (the next invocation resumes there: each run is dispatched
         once)."""
         now = self.clock()
-        last = ids.minute_of(now + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS))
+        last = ids.minute_of(now + timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS))
         mine = list(range(self.shards)) if shards is None else list(shards)
         checkpoints, progress = self.store.dispatch_marks(self.shards)
         report = DispatchReport()

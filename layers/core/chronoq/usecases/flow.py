@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from chronoq import resources as r
 from chronoq.domain import flow, ids
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import RunStatus
@@ -39,7 +39,7 @@ def flows_of(
     job: Job,
     backfill: Backfill | None,
     asked: bool = False,
-    asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
+    asked_in_flight: int = lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
 ) -> tuple[tuple[str, flow.Limits], ...]:
     """The flow items a run of ``job`` (of ``backfill``, if any; ``asked``: a run asked for,
     see ids.is_asked) goes through, in order: its backfill's pacing first, then its job's

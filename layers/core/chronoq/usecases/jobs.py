@@ -9,6 +9,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.base import STORED
@@ -51,7 +52,7 @@ class JobOperations:
     #: Which addresses http targets and webhooks may name (the SSRF guard).
     network: NetworkPolicy = OPEN
     #: Jobs one owner may have.
-    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    max_jobs_per_owner: int = lim.DEFAULT_MAX_JOBS_PER_OWNER
     #: What service targets may reach, which images containers may run and how large.
     targets: TargetPolicy = ANY_TARGET
     #: What each owner may hold at once (here: a job's triggers not started yet).
@@ -403,7 +404,7 @@ class JobOperations:
         given = overlay(job.parameters, parameters)
         now = self.clock()
         since = now - timedelta(seconds=job.start_deadline_seconds)
-        most = max(r.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
+        most = max(lim.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
         check_trigger(self.limits, job.id, self.store.count_waiting_triggers(job.id, since, most))
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
@@ -425,9 +426,9 @@ class JobOperations:
         """What the models cannot know: registered tasks, writable buckets, addresses the
         deployment may call; and the size of the whole job."""
         size = len(spec.model_dump_json().encode())
-        if size > r.MAX_JOB_BYTES:
+        if size > lim.MAX_JOB_BYTES:
             raise InvalidRequest(
-                None, f"the job is {size} bytes of JSON; at most {r.MAX_JOB_BYTES} are kept"
+                None, f"the job is {size} bytes of JSON; at most {lim.MAX_JOB_BYTES} are kept"
             )
         windows.check(spec.schedule, self.clock())
         if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
@@ -488,7 +489,7 @@ def _first_fire(spec: JobSpec, now: datetime) -> datetime:
         ):
             raise InvalidRequest(
                 "schedule.calendar",
-                f"excludes every fire time of the schedule for {r.CALENDAR_HORIZON_DAYS} days",
+                f"excludes every fire time of the schedule for {lim.CALENDAR_HORIZON_DAYS} days",
             )
         raise InvalidRequest("schedule.end_at", "leaves no future fire time")
     return first

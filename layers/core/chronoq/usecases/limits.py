@@ -8,8 +8,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from chronoq import resources as r
 from chronoq.domain import flow, inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits, Usage
@@ -61,9 +61,9 @@ def owner_limits(
             "limit": limits.secrets_per_owner,
             "used": len(store.get_secrets(owner)),
         },
-        # business calendars: a fixed limit (resources.DEFAULT_MAX_CALENDARS_PER_OWNER)
+        # business calendars: a fixed limit (lim.DEFAULT_MAX_CALENDARS_PER_OWNER)
         "calendars_per_owner": {
-            "limit": r.DEFAULT_MAX_CALENDARS_PER_OWNER,
+            "limit": lim.DEFAULT_MAX_CALENDARS_PER_OWNER,
             "used": len(store.get_calendars(owner)),
         },
     }

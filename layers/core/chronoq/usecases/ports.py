@@ -17,11 +17,10 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
-from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Priority, Run, RunMessage, RunStatus
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.execution.contract import ExecutionInput
-from chronoq.resources import Priority
 
 #: What time it is (UTC, milliseconds).
 Clock = Callable[[], datetime]

@@ -11,6 +11,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job
@@ -86,10 +87,10 @@ class RerunOperations:
         while True:
             page = self.store.page_runs(job_id, owner, r.MAX_PAGE_LIMIT, after, where)
             found += page.items
-            if len(found) > r.MAX_RERUN_RUNS:
+            if len(found) > lim.MAX_RERUN_RUNS:
                 raise InvalidRequest(
                     "to",
-                    f"more than {r.MAX_RERUN_RUNS} runs of the range ended so: re-run a "
+                    f"more than {lim.MAX_RERUN_RUNS} runs of the range ended so: re-run a "
                     "shorter range at a time",
                 )
             if page.after is None:

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from chronoq import resources as r
 from chronoq.domain import after, flow, inflight, keys
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunMessage
 from chronoq.usecases.ports import Clock, JobRunStore, Queues
 
@@ -43,7 +43,7 @@ class SlotWaker:
     queues: Queues
     clock: Clock
     #: An owner's runs in flight (deployment setting ``max_runs_in_flight``).
-    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
+    runs_in_flight: int = lim.DEFAULT_MAX_RUNS_IN_FLIGHT
 
     def runs_ended(self, ended: Iterable[Ended]) -> int:
         """Give back the ended runs' counts among their owners' runs in flight (one write
