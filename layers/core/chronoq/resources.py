@@ -1,21 +1,21 @@
-"""Every resource name, key schema and default of a chronoq deployment, in one place.
+"""Every resource name, key schema and infrastructure default of a chronoq deployment, in one
+place.
 
 The CDK stack and the local runtime both build their resources from these definitions, and
 the handlers find them through the environment variables named here. Nothing in this module
-performs I/O.
+performs I/O. The domain's own limits and defaults (what a job, a run or an owner may be or
+hold) are in chronoq.domain.limits; the run state machines' definitions in
+chronoq.execution.machines.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from importlib import resources as _pkg_resources
 from pathlib import Path
 
 from chronoq.domain.limits import MAX_TIMEOUT_SECONDS, Limits
 from chronoq.domain.runs import Priority
-from chronoq.execution.batches import in_batches
 
 # --- Deployment defaults ------------------------------------------------------------------
 
@@ -556,8 +556,10 @@ EXPRESS_BUDGET_SECONDS = 240
 #: What AWS bills an Express execution for: its duration in 100 ms steps, at 64 MB.
 EXPRESS_BILLING_STEP_MS = 100
 EXPRESS_MEMORY_MB = 64
+#: The ASL file both run state machines are built from (chronoq.execution.machines).
 STATE_MACHINE_FILE = "execution/statemachine/run.asl.json"
-#: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
+#: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime
+#: (see chronoq.execution.machines).
 ASL_RUNS_TABLE = "RunsTable"
 ASL_JOBS_TABLE = "JobsTable"
 ASL_RUNNER_FUNCTION = "RunnerFunctionArn"
@@ -565,45 +567,6 @@ ASL_CONTAINER_CLUSTER = "ContainerCluster"
 ASL_CONTAINER_SUBNETS = "ContainerSubnets"  # comma-separated
 ASL_CONTAINER_SECURITY_GROUP = "ContainerSecurityGroup"
 
-
-@dataclass(frozen=True)
-class StateMachine:
-    """A run state machine; both kinds are built from the one ASL file."""
-
-    id: str = STATE_MACHINE_ID
-    express: bool = False
-    substitutions: tuple[str, ...] = field(
-        default=(
-            ASL_RUNS_TABLE,
-            ASL_JOBS_TABLE,
-            ASL_RUNNER_FUNCTION,
-            ASL_CONTAINER_CLUSTER,
-            ASL_CONTAINER_SUBNETS,
-            ASL_CONTAINER_SECURITY_GROUP,
-        )
-    )
-
-    @property
-    def path(self) -> Path:
-        return Path(str(_pkg_resources.files("chronoq") / STATE_MACHINE_FILE))
-
-    def text(self) -> str:
-        """The ASL text, placeholders unfilled: the file, or the batches made from it."""
-        text = self.path.read_text()
-        if not self.express:
-            return text
-        return json.dumps(in_batches(json.loads(text)), indent=2) + "\n"
-
-    def definition(self, values: dict[str, str]) -> str:
-        """The ASL text with every ``${Placeholder}`` replaced by ``values``."""
-        text = self.text()
-        for name in self.substitutions:
-            text = text.replace("${" + name + "}", values[name])
-        return text
-
-
-STATE_MACHINE = StateMachine()
-EXPRESS_STATE_MACHINE = StateMachine(id=EXPRESS_STATE_MACHINE_ID, express=True)
 
 # --- Notifications, outputs, containers -------------------------------------------------------
 

@@ -25,6 +25,7 @@ from chronoq.domain import limits as lim
 from chronoq.domain import notifications
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.execution import machines
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import stream_filter
 from chronoq.local.emulation.containers import container_mode, run_containers_as_subprocesses
@@ -575,7 +576,7 @@ class LocalAWS:
         }
         sfn = self.client("stepfunctions")
         standard, express = (
-            m.definition(values) for m in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
+            m.definition(values) for m in (machines.STATE_MACHINE, machines.EXPRESS_STATE_MACHINE)
         )
         self.state_machine_arn = sfn.create_state_machine(
             name=f"{PREFIX}-run", definition=standard, roleArn=role
