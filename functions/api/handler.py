@@ -1,4 +1,9 @@
-"""API: the HTTP interface of chronoq (API Gateway HTTP API, JWT authorizer in front)."""
+"""API: the HTTP interface of chronoq (API Gateway HTTP API, JWT authorizer in front).
+
+Why this module is long: it declares every route of the HTTP API (37 of them), each a few lines
+from the request to one use case; Powertools' resolver takes the routes from one app, and the
+list reads as the API's table of contents. The work is in chronoq.usecases.
+"""
 
 from __future__ import annotations
 

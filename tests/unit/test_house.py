@@ -1,15 +1,24 @@
 """The house rules a maintainer can lean on, checked on the code itself: the import graph has no
-cycle (the layers themselves are import-linter's contracts in pyproject.toml, run by make lint)."""
+cycle (the layers themselves are import-linter's contracts in pyproject.toml, run by make lint);
+no module is long without saying why."""
 
 from __future__ import annotations
 
+import ast
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 import grimp
 import pytest
 
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("chronoq", "functions")
+#: Where the code a maintainer changes lives (tests apart).
+SOURCES = ("layers/core/chronoq", "functions", "cdk", "bench")
+#: Longer than this, a module says why in its docstring, on a line of this form.
+MOST_LINES = 500
+WHY_LONG = "Why this module is long: "
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +107,41 @@ def test_given_chronoq_when_its_imports_are_read_by_subpackage_then_none_imports
     """E.g. chronoq.resources importing chronoq.execution while chronoq.execution imports
     chronoq.resources: no module cycle, but the two can no longer be layered."""
     assert cycles(subpackage_edges(graph, depth)) == []
+
+
+def modules(*folders: str) -> list[Path]:
+    return sorted(
+        path
+        for folder in folders
+        for path in (ROOT / folder).rglob("*.py")
+        if not {"cdk.out", "__pycache__", "node_modules"} & set(path.parts)
+    )
+
+
+def says_why_long(source: str) -> bool:
+    """Does the module's docstring hold a line ``Why this module is long: <the reason>``?"""
+    docstring = ast.get_docstring(ast.parse(source)) or ""
+    return any(
+        line.startswith(WHY_LONG) and line.removeprefix(WHY_LONG).strip()
+        for line in docstring.splitlines()
+    )
+
+
+def test_given_a_docstring_when_read_then_only_a_line_giving_a_reason_says_why_it_is_long() -> None:
+    assert says_why_long('"""Big.\n\nWhy this module is long: one grammar."""\n')
+    assert not says_why_long('"""Big.\n\nWhy this module is long:"""\n')
+    assert not says_why_long('"""Big, and why this module is long: no."""\n')
+    assert not says_why_long("x = 1\n# Why this module is long: not in a docstring\n")
+
+
+def test_given_the_code_when_measured_then_every_module_over_500_lines_says_why() -> None:
+    found = modules(*SOURCES)
+    lines = {path: path.read_text() for path in found}
+    silent = [
+        f"{path.relative_to(ROOT)}: {len(text.splitlines())} lines"
+        for path, text in lines.items()
+        if len(text.splitlines()) > MOST_LINES and not says_why_long(text)
+    ]
+
+    assert len(found) > 200  # (the walk finds the code)
+    assert silent == []

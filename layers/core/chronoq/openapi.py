@@ -5,6 +5,9 @@ scheme, the one error shape instead of its own 422, the ``Idempotency-Key`` head
 The routes themselves (paths, parameters, request bodies) come from the api function's
 resolver, so the document cannot describe a route that does not exist; this module gives the
 route decorators their ``responses=`` and builds the final document. Pure: no I/O.
+
+Why this module is long: it declares the shape of every answer of the HTTP API (one pydantic
+model each) and each route's statuses; declarations one after another, with little logic.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ the handlers find them through the environment variables named here. Nothing in 
 performs I/O. The domain's own limits and defaults (what a job, a run or an owner may be or
 hold) are in chronoq.domain.limits; the run state machines' definitions in
 chronoq.execution.machines.
+
+Why this module is long: it is every resource definition of a deployment, in one place by
+design (variables, tables, queues, functions with their variables, the state machines' names,
+the archive, operations' defaults), so that the CDK stack and the local runtime cannot
+disagree; each definition is a few lines.
 """
 
 from __future__ import annotations

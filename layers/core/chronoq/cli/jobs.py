@@ -1,5 +1,9 @@
 """``chronoq jobs``: create, list, read, change, pause, resume, trigger and delete jobs, and read
-a job's audit trail."""
+a job's audit trail.
+
+Why this module is long: ``chronoq jobs`` has one command per job operation, sharing the dozen
+job flags that build a job document from the command line.
+"""
 
 from __future__ import annotations
 

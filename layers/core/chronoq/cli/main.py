@@ -2,7 +2,12 @@
 login), and chronoq local with its tools (``local``, ``token``, ``cost``).
 
 Exit codes: see chronoq.cli.errors (0 ok, 1 API error, 2 usage, 3 not found, 4 run did not
-succeed with ``--exit-status``)."""
+succeed with ``--exit-status``).
+
+Why this module is long: it holds the top-level command and chronoq local's own commands
+(``local`` and its many options, ``token``, ``cost``, backup, restore, the admin group); every
+other group of commands has its own module.
+"""
 
 from __future__ import annotations
 

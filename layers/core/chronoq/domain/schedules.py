@@ -7,6 +7,10 @@ to instants the way users expect across daylight-saving changes:
 - a local time that does not exist (skipped by spring-forward) fires once, at the first valid
   instant after the gap (the moment the clocks jump);
 - a local time that exists twice (repeated by fall-back) fires once, at its first occurrence.
+
+Why this module is long: the schedule models and their pure functions (next fire, previews,
+bounds, the DST rules, business calendars' days, completion triggers) are one subject, each
+function short.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""The embedded AWS: moto, with every chronoq resource created from chronoq.resources."""
+"""The embedded AWS: moto, with every chronoq resource created from chronoq.resources.
+
+Why this module is long: it creates every chronoq resource in the embedded AWS from
+chronoq.resources (tables, queues, functions, state machines, buckets, topic, secrets,
+containers) and wires their event sources, all on one LocalAWS's state.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The API's job operations: create, read, list, change, pause, resume, delete, trigger."""
+"""The API's job operations: create, read, list, change, pause, resume, delete, trigger.
+
+Why this module is long: JobOperations is every job operation of the API (create, read, list,
+change, pause, resume, delete, trigger), which share the job's optimistic writes, its name
+item, its audit entry and its time-index writes.
+"""
 
 from __future__ import annotations
 

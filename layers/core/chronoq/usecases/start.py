@@ -1,4 +1,10 @@
-"""The worker: start a batch's runs, each at its second, once, unless it must not start."""
+"""The worker: start a batch's runs, each at its second, once, unless it must not start.
+
+Why this module is long: starting a run is one decision over many rules (the claim, duplicate
+and stale messages, pause, the overlap policy, the start deadline, flow control, an owner's
+runs in flight, a backfill's pacing), taken for a whole batch with batched reads and writes;
+the rules share the batch's reads, so they live in one class.
+"""
 
 from __future__ import annotations
 
