@@ -17,6 +17,7 @@ from chronoq.execution import batches
 from chronoq.local.aws import PREFIX, LocalAWS, function_name
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
+from chronoq.local.emulation.stepfunctions import container_checks_every
 from chronoq.local.usage import stream_caller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
@@ -398,16 +399,13 @@ def shards() -> int:
 
 
 @pytest.fixture
-def container_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+def container_polls() -> Iterator[None]:
     """moto's Step Functions looks whether a container task (ECS RunTask .sync) has
     stopped every half second of the wall clock, so that each container run ends on average
     a quarter of a second after its task: here it looks every twentieth of a second (how
     often it looks is what no test here is about)."""
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_callback,
-    )
-
-    monkeypatch.setattr(state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", 0.05)
+    with container_checks_every(0.05):
+        yield
 
 
 @pytest.fixture

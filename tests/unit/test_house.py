@@ -1,6 +1,6 @@
 """The house rules a maintainer can lean on, checked on the code itself: the import graph has no
 cycle (the layers themselves are import-linter's contracts in pyproject.toml, run by make lint);
-no module is long without saying why."""
+no module is long without saying why; no test reaches into moto's internals."""
 
 from __future__ import annotations
 
@@ -145,3 +145,44 @@ def test_given_the_code_when_measured_then_every_module_over_500_lines_says_why(
 
     assert len(found) > 200  # (the walk finds the code)
     assert silent == []
+
+
+def moto_imports(source: str) -> list[str]:
+    """The imports of moto in ``source`` but ``from moto import mock_aws``: whatever else of
+    moto a test needs, chronoq.local.emulation owns (and moto_version lists)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "moto"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "moto":
+            names = [a.name for a in node.names]
+            if node.module != "moto" or names != ["mock_aws"]:
+                found.append(f"from {node.module} import {', '.join(names)}")
+    return found
+
+
+def test_given_imports_of_moto_when_read_then_only_mock_aws_is_allowed() -> None:
+    assert moto_imports("from moto import mock_aws\n") == []
+    assert moto_imports("import motor\nfrom motorway import x\n") == []
+    assert sorted(
+        moto_imports(
+            "import moto\n"
+            "def f():\n"
+            "    from moto.core.models import botocore_stubber\n"
+            "from moto import mock_aws, settings\n"
+        )
+    ) == [
+        "from moto import mock_aws, settings",
+        "from moto.core.models import botocore_stubber",
+        "import moto",
+    ]
+
+
+def test_given_the_tests_when_read_then_none_reaches_into_motos_internals() -> None:
+    found = {
+        str(path.relative_to(ROOT)): imports
+        for path in modules("tests")
+        if path != Path(__file__).resolve() and (imports := moto_imports(path.read_text()))
+    }
+
+    assert found == {}
