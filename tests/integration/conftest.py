@@ -11,6 +11,7 @@ import pytest
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients, fanout
+from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution import batches
@@ -267,10 +268,16 @@ class Harness:
     def wiring(self, clock: Clock | None = None) -> Wiring:
         """Every use case over the AWS adapters of this deployment (as the api, dispatcher
         and worker functions build them), with ``clock`` (by default the deployment's)."""
-        api = compose.api(self.aws.settings(ApiSettings))
+        settings = self.aws.settings(ApiSettings)
+        api = compose.api(settings)
         worker = compose.worker(self.aws.settings(WorkerSettings))
         return Wiring(
-            store=api.jobs.store,
+            store=DynamoStore(
+                clients.dynamodb(),
+                settings.jobs_table,
+                settings.runs_table,
+                settings.schedule_table,
+            ),
             queues=api.jobs.index.queues,
             executor=worker.executor,
             artifacts=api.runs.artifacts,

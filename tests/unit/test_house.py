@@ -1,16 +1,26 @@
 """The house rules a maintainer can lean on, checked on the code itself: the import graph has no
 cycle (the layers themselves are import-linter's contracts in pyproject.toml, run by make lint);
-no module is long without saying why; no test reaches into moto's internals."""
+no module is long without saying why; no test reaches into moto's internals; the store's split
+along its ports holds (the fakes mirror the DynamoDB adapter's modules, each use case is given
+the ports it uses and no more)."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import pkgutil
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import grimp
 import pytest
+from chronoq import heartbeat, usecases
+from chronoq.aws import store as aws_store
+from chronoq.fakes import store as fake_store
+from chronoq.usecases import ports
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("chronoq", "functions")
@@ -186,3 +196,201 @@ def test_given_the_tests_when_read_then_none_reaches_into_motos_internals() -> N
     }
 
     assert found == {}
+
+
+#: The store's ports (usecases.ports) by the module of chronoq.aws.store and chronoq.fakes.store
+#: that implements each.
+PORT_MODULES = {
+    "after": ports.AfterStore,
+    "backfills": ports.BackfillStore,
+    "calendars": ports.CalendarStore,
+    "erasure": ports.ErasureStore,
+    "expect": ports.ExpectStore,
+    "flows": ports.FlowStore,
+    "idempotency": ports.KeyStore,
+    "jobs": ports.JobStore,
+    "runs": ports.RunStore,
+    "schedule": ports.ScheduleStore,
+    "secrets": ports.SecretStore,
+    "usage": ports.UsageStore,
+}
+STORE_PORTS = frozenset(PORT_MODULES.values())
+
+
+def own_methods(port: type) -> set[str]:
+    return {n for n, v in vars(port).items() if inspect.isfunction(v) and not n.startswith("_")}
+
+
+def port_modules(package: Any) -> dict[str, Any]:
+    return {
+        m.name: importlib.import_module(f"{package.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(package.__path__)
+        if not m.name.startswith("_")
+    }
+
+
+def test_given_the_store_when_split_then_its_ports_are_all_of_the_store_and_share_no_method() -> (
+    None
+):
+    composed = {c for c in ports.Store.__mro__ if c is not ports.Store and own_methods(c)}
+    names = [n for port in STORE_PORTS for n in own_methods(port)]
+
+    assert composed == STORE_PORTS
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("package", [aws_store, fake_store], ids=["aws", "fakes"])
+def test_given_a_store_adapter_when_read_then_each_port_has_its_module_implementing_it(
+    package: Any,
+) -> None:
+    """One module per port, the same names in chronoq.aws.store and chronoq.fakes.store, each
+    with one class that defines every method of its port, with the port's parameters."""
+    modules = port_modules(package)
+    assert set(modules) == set(PORT_MODULES)
+    for name, module in modules.items():
+        port = PORT_MODULES[name]
+        [adapter] = [
+            c
+            for c in vars(module).values()
+            if inspect.isclass(c)
+            and c.__module__ == module.__name__
+            and not issubclass(c, Exception)
+        ]
+        for method in own_methods(port):
+            assert method in vars(adapter), f"{adapter.__qualname__} lacks {port.__name__}.{method}"
+            wanted = list(inspect.signature(getattr(port, method)).parameters)
+            given = list(inspect.signature(getattr(adapter, method)).parameters)
+            assert given == wanted, f"{adapter.__qualname__}.{method}"
+
+
+def store_ports(hint: Any) -> frozenset[type]:
+    """The store's ports a type annotation asks for (a port, or a protocol made of some)."""
+    return frozenset(c for c in getattr(hint, "__mro__", ()) if c in STORE_PORTS)
+
+
+METHOD_PORT = {method: port for port in STORE_PORTS for method in own_methods(port)}
+
+
+def _is(node: ast.expr, name: str, on_self: bool) -> bool:
+    if on_self:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == name
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        )
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def hints_of(thing: Any) -> dict[str, Any]:
+    """The annotations of a function or a class's fields, each evaluated in its module (None
+    for one naming what the module imports for type checking only: never one of the ports)."""
+    namespace = vars(inspect.getmodule(thing))
+    annotations: dict[str, Any] = {}
+    for holder in reversed(getattr(thing, "__mro__", (thing,))):
+        annotations.update(getattr(holder, "__annotations__", {}))
+    hints = {}
+    for name, text in annotations.items():
+        try:
+            hints[name] = eval(text, namespace) if isinstance(text, str) else text  # noqa: S307
+        except (NameError, TypeError, SyntaxError):
+            hints[name] = None
+    return hints
+
+
+def _parameters(callee: Any) -> tuple[list[str], dict[str, Any]]:
+    hints = hints_of(callee)
+    names = list(inspect.signature(callee).parameters)
+    if inspect.isfunction(callee) and names[:1] == ["self"]:
+        names = names[1:]
+    return names, hints
+
+
+def ports_used(
+    scope: ast.AST, name: str, on_self: bool, namespace: dict[str, Any], owner: type | None
+) -> frozenset[type]:
+    """The ports whose methods ``scope`` calls on ``name`` (``self.name``), and those of each
+    parameter it passes it to (what that callee asks for: held to the same rule)."""
+    used: set[type] = set()
+    for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Attribute)
+            and _is(node.value, name, on_self)
+            and node.attr in METHOD_PORT
+        ):
+            used.add(METHOD_PORT[node.attr])
+        if not isinstance(node, ast.Call):
+            continue
+        positions = [i for i, a in enumerate(node.args) if _is(a, name, on_self)]
+        keywords = [k.arg for k in node.keywords if k.arg and _is(k.value, name, on_self)]
+        if not positions and not keywords:
+            continue
+        text = ast.unparse(node.func)
+        if text.startswith("self.") and owner is not None:
+            callee = getattr(owner, text.removeprefix("self."))
+        else:
+            callee = eval(text, namespace)  # noqa: S307 - a dotted name of chronoq's own code
+        names, hints = _parameters(callee)
+        for parameter in [names[i] for i in positions] + keywords:
+            used |= store_ports(hints.get(parameter))
+    return frozenset(used)
+
+
+def given_stores(module: Any) -> list[tuple[str, frozenset[type], frozenset[type]]]:
+    """(where, the ports asked for, the ports used) of every field and parameter of the
+    module's classes and functions typed with the store's ports."""
+    tree = ast.parse(inspect.getsource(module))
+    namespace = vars(module)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name in namespace:
+            cls = namespace[node.name]
+            if getattr(cls, "_is_protocol", False):
+                continue
+            for field, hint in hints_of(cls).items():
+                if asked := store_ports(hint):
+                    used = ports_used(node, field, True, namespace, cls)
+                    found.append((f"{module.__name__}.{node.name}.{field}", asked, used))
+        if isinstance(node, ast.FunctionDef):
+            owner = next(
+                (
+                    namespace.get(c.name)
+                    for c in ast.walk(tree)
+                    if isinstance(c, ast.ClassDef) and node in c.body
+                ),
+                None,
+            )
+            function = getattr(owner, node.name, None) if owner else namespace.get(node.name)
+            if function is None or not inspect.isfunction(function):
+                continue
+            hints = hints_of(function)
+            for parameter in list(inspect.signature(function).parameters)[1 if owner else 0 :]:
+                if asked := store_ports(hints.get(parameter)):
+                    used = ports_used(node, parameter, False, namespace, owner)
+                    where = f"{module.__name__}.{node.name}({parameter})"
+                    found.append((where, asked, used))
+    return found
+
+
+def use_cases() -> list[Any]:
+    return [
+        importlib.import_module(f"chronoq.usecases.{m.name}")
+        for m in pkgutil.iter_modules(usecases.__path__)
+        if m.name != "ports"
+    ] + [heartbeat]
+
+
+def test_given_the_use_cases_when_read_then_each_is_given_only_the_ports_of_the_store_it_uses() -> (
+    None
+):
+    """A use case (or a function of one) typed with more of the store than it calls, itself or
+    through what it passes its store to, is given more than it uses."""
+    found = [given for module in use_cases() for given in given_stores(module)]
+    wider = {
+        where: sorted(p.__name__ for p in asked - used)
+        for where, asked, used in found
+        if asked - used
+    }
+
+    assert len(found) > 20  # (the reading finds the use cases' stores)
+    assert wider == {}

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq.domain import after, ids, keys
 from chronoq.domain import limits as lim
@@ -29,7 +29,7 @@ from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import AfterSchedule
 from chronoq.domain.silence import Deadline
-from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.ports import AfterStore, Clock, ExpectStore, JobStore, RunStore
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 logger = logging.getLogger(__name__)
@@ -45,9 +45,13 @@ def upstreams_of(job: Job) -> frozenset[str]:
     return frozenset()
 
 
+class PipelineStore(AfterStore, ExpectStore, JobStore, RunStore, Protocol):
+    """What the completion triggers read and write."""
+
+
 @dataclass
 class Pipelines:
-    store: Store
+    store: PipelineStore
     index: TimeIndex
     clock: Clock
 

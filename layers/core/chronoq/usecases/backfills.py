@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -34,7 +34,15 @@ from chronoq.usecases.audit import record
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
+from chronoq.usecases.ports import (
+    AuditTrail,
+    BackfillStore,
+    Clock,
+    JobStore,
+    RunFilter,
+    RunStore,
+    UsageStore,
+)
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a backfill is asked for again when another request of its owner changed the
@@ -42,9 +50,13 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 START_ATTEMPTS = 5
 
 
+class BackfillOperationsStore(BackfillStore, JobStore, RunStore, UsageStore, Protocol):
+    """What backfills read and write."""
+
+
 @dataclass
 class BackfillOperations:
-    store: Store
+    store: BackfillOperationsStore
     index: TimeIndex
     canceller: Canceller
     clock: Clock

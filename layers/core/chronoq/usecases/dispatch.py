@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -15,7 +16,14 @@ from chronoq.domain import limits as lim
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.silence import Deadline
 from chronoq.usecases.after import Pipelines
-from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.ports import (
+    AfterStore,
+    Clock,
+    ExpectStore,
+    JobStore,
+    RunStore,
+    ScheduleStore,
+)
 from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, end_unstarted, new_run
 
@@ -44,9 +52,13 @@ class DispatchReport:
 TimeLeft = Callable[[], float]
 
 
+class DispatcherStore(AfterStore, ExpectStore, JobStore, RunStore, ScheduleStore, Protocol):
+    """What the dispatcher reads and writes (its completion triggers and silences too)."""
+
+
 @dataclass
 class Dispatcher:
-    store: Store
+    store: DispatcherStore
     index: TimeIndex
     shards: int
     clock: Clock

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids, windows
@@ -33,9 +33,25 @@ from chronoq.domain.time import utc_second
 from chronoq.usecases import calendars, secrets
 from chronoq.usecases.after import Pipelines, upstreams_of
 from chronoq.usecases.audit import record, spec_change, state_change
-from chronoq.usecases.limits import end_backfills_of, owner_limits
+from chronoq.usecases.limits import (
+    OwnerLimitsStore,
+    OwnerUsageStore,
+    end_backfills_of,
+    owner_limits,
+)
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import AuditTrail, Clock, JobRunStore, Page, Position, Store
+from chronoq.usecases.ports import (
+    AfterStore,
+    AuditTrail,
+    CalendarStore,
+    Clock,
+    ExpectStore,
+    JobStore,
+    Page,
+    Position,
+    RunStore,
+    SecretStore,
+)
 from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
@@ -43,9 +59,18 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 TaskCheck = Callable[[str], bool]
 
 
+class JobRemovalStore(OwnerUsageStore, CalendarStore, ExpectStore, JobStore, SecretStore, Protocol):
+    """What a job's removal gives back (``remove_job``): its item, count, name, secrets,
+    calendar, expectation and backfills."""
+
+
+class JobOperationsStore(JobRemovalStore, OwnerLimitsStore, AfterStore, RunStore, Protocol):
+    """What the API's job operations read and write."""
+
+
 @dataclass
 class JobOperations:
-    store: Store
+    store: JobOperationsStore
     index: TimeIndex
     clock: Clock
     #: Buckets a job's output_location may name (the runner may write there); None: any.
@@ -515,7 +540,7 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
     ).with_final_run()
 
 
-def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
+def remove_job(store: JobRemovalStore, job: Job, now: datetime) -> bool:
     """Delete a job, and give back what it held: its place in its owner's quota, its name,
     its running backfills (cancelled: their later fire times would never be made), its
     expectation of success (a job with ``expect``) (False: it was gone already). Its runs

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -21,8 +21,8 @@ from chronoq.domain.reruns import RerunRequest, check_range
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.usecases.audit import record
-from chronoq.usecases.limits import owner_usage
-from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
+from chronoq.usecases.limits import OwnerUsageStore, owner_usage
+from chronoq.usecases.ports import AuditTrail, Clock, JobStore, RunFilter, RunStore
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a re-run is asked for again when another request of its owner changed the
@@ -30,9 +30,13 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 RESERVE_ATTEMPTS = 5
 
 
+class RerunOperationsStore(OwnerUsageStore, JobStore, RunStore, Protocol):
+    """What re-runs read and write."""
+
+
 @dataclass
 class RerunOperations:
-    store: Store
+    store: RerunOperationsStore
     index: TimeIndex
     clock: Clock
     #: Jobs' audit trails: an entry for each request that re-ran runs.

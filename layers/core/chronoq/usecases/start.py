@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from chronoq import resources as r
 from chronoq.domain import flow, ids, inflight
@@ -30,7 +30,16 @@ from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.flow import SAVE_ATTEMPTS, Answer, Ask, FlowGate, flows_of
-from chronoq.usecases.ports import Clock, Executor, JobRunStore, Queues, Sleep
+from chronoq.usecases.ports import (
+    BackfillStore,
+    Clock,
+    Executor,
+    FlowStore,
+    JobStore,
+    Queues,
+    RunStore,
+    Sleep,
+)
 from chronoq.usecases.timeindex import end_unstarted, new_run
 
 #: How often the worker re-reads a job that changed under it before giving the run back.
@@ -102,9 +111,13 @@ class Counted:
     bucket: str
 
 
+class RunStarterStore(BackfillStore, FlowStore, JobStore, RunStore, Protocol):
+    """What the worker reads and writes to start runs."""
+
+
 @dataclass
 class RunStarter:
-    store: JobRunStore
+    store: RunStarterStore
     executor: Executor
     canceller: Canceller
     clock: Clock
