@@ -99,8 +99,8 @@ DELIVERY_HEADER = "X-Chronoq-Delivery"
 #: The container of a container target's task definition, and its log stream prefix.
 CONTAINER_NAME = "job"
 CONTAINER_LOG_PREFIX = "chronoq"
-#: Limits of what the API accepts, each checked before anything is written (see README,
-#: "Limits"). A request body:
+#: The HTTP API's own limits on a request, checked before anything is written (see README,
+#: "Limits"; what a job, a run or an owner may hold is in domain.limits). A request body:
 MAX_REQUEST_BYTES = 256 * 1024
 #: JSON nesting anywhere in a body (free-form ``args``, ``body``, ``payload`` included).
 MAX_JSON_DEPTH = 32
