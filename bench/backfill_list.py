@@ -34,9 +34,10 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.jobs import Job
-from chronoq.domain.runs import Run, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunStatus, Trigger
 from chronoq.domain.schedules import CronSchedule
 from chronoq.domain.time import format_instant
 from chronoq.local.aws import table_name
@@ -82,7 +83,7 @@ def _backfills(job: Job, count: int, each: int, now: datetime) -> list[Backfill]
                 to=to,
                 state=BackfillState.COMPLETED,
                 total=each,
-                max_in_flight=r.BACKFILL_MAX_IN_FLIGHT,
+                max_in_flight=lim.BACKFILL_MAX_IN_FLIGHT,
                 schedule=CronSchedule(type="cron", expression=EVERY_MINUTE),
                 created_at=now,
                 finished_at=now,
@@ -103,7 +104,7 @@ def _runs(backfill: Backfill) -> Iterator[dict[str, Any]]:
             job_id=backfill.job_id,
             owner=backfill.owner,
             status=RunStatus.SUCCEEDED,
-            priority=r.Priority.NORMAL,
+            priority=Priority.NORMAL,
             trigger=Trigger.BACKFILL,
             scheduled_at=at,
             queued_at=backfill.created_at,

@@ -32,6 +32,9 @@ Every figure is printed beside its value in ``--before`` (bench/before.json: mea
 the cost work, on the commit it names); ``--save-before`` writes this run's figures there.
 The last line of output is one JSON object with the main figures. Exits 1 if a run did not
 end as planned or the time limit was reached.
+
+Why this module is long: one benchmark: its three phases, the planning of their workload, the
+measuring and the table of figures beside the before values, read top to bottom as a script is.
 """
 
 from __future__ import annotations

@@ -24,13 +24,13 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   loopback, private, link-local, unique-local and metadata addresses refused);
   ``allowed_target_networks``: CIDRs they may call all the same (default: none);
 - ``max_jobs_per_owner``: jobs one owner may have (default
-  chronoq.resources.DEFAULT_MAX_JOBS_PER_OWNER);
+  chronoq.domain.limits.DEFAULT_MAX_JOBS_PER_OWNER);
 - ``max_running_backfills_per_job``, ``max_running_backfills_per_owner``,
   ``max_queued_runs_per_owner``: what one owner's backfills and re-runs may hold at once;
   ``max_waiting_triggers_per_job``: a job's manual triggers not started yet;
   ``max_asked_runs_in_flight``: an owner's runs asked for under way at once;
   ``max_runs_in_flight``: an owner's runs of every kind under way at once (defaults
-  chronoq.resources.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
+  chronoq.domain.limits.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
 - ``mfa_required``: every user of the pool must sign in with a second factor (default false:
@@ -58,6 +58,7 @@ from pathlib import Path
 
 from aws_cdk import App, Stack
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 from chronoq_cdk.access import TargetAccess, context_list
@@ -99,7 +100,7 @@ def stack_from_context(app: App) -> ChronoqStack:
         target_access=TargetAccess.from_context(app.node),
         block_private_targets=_flag(app.node.try_get_context("block_private_targets"), True),
         allowed_target_networks=context_list(app.node, "allowed_target_networks") or [],
-        max_jobs_per_owner=_number(app, "max_jobs_per_owner", r.DEFAULT_MAX_JOBS_PER_OWNER),
+        max_jobs_per_owner=_number(app, "max_jobs_per_owner", lim.DEFAULT_MAX_JOBS_PER_OWNER),
         owner_limits=Limits(**{s.field: _number(app, s.name, s.default) for s in limit_settings}),
         api_burst_limit=_number(app, "api_burst_limit", r.DEFAULT_API_BURST_LIMIT),
         api_rate_limit=_number(app, "api_rate_limit", r.DEFAULT_API_RATE_LIMIT),

@@ -1202,7 +1202,7 @@ MUTANTS += (
         "parameters-bound",
         "run parameters are bounded (8 KB of JSON): 422 naming parameters",
         f"{CORE}/domain/parameters.py",
-        (("    if size > r.MAX_PARAMETERS_BYTES:\n", "    if False:\n"),),
+        (("    if size > lim.MAX_PARAMETERS_BYTES:\n", "    if False:\n"),),
         (
             "tests/unit/test_placeholders.py",
             "tests/unit/test_api_run_parameters.py",

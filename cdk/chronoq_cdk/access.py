@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Stack
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from constructs import Construct, Node
 
 S3_URI = "s3://"
@@ -43,9 +44,9 @@ class TargetAccess:
     container_images: Sequence[str] | None = None
     #: Caps on container targets (contexts ``max_container_cpu``, ``max_container_memory``
     #: in MiB, ``max_container_seconds``).
-    max_container_cpu: int = r.DEFAULT_MAX_CONTAINER_CPU
-    max_container_memory: int = r.DEFAULT_MAX_CONTAINER_MEMORY
-    max_container_seconds: int = r.DEFAULT_MAX_CONTAINER_SECONDS
+    max_container_cpu: int = lim.DEFAULT_MAX_CONTAINER_CPU
+    max_container_memory: int = lim.DEFAULT_MAX_CONTAINER_MEMORY
+    max_container_seconds: int = lim.DEFAULT_MAX_CONTAINER_SECONDS
 
     def __post_init__(self) -> None:
         names = (bucket_name(b) for b in self.output_buckets)
@@ -60,24 +61,24 @@ class TargetAccess:
             event_buses=context_list(node, "event_bus_targets"),
             output_buckets=context_list(node, "output_buckets") or [],
             container_images=context_list(node, "container_images"),
-            max_container_cpu=_number(node, "max_container_cpu", r.DEFAULT_MAX_CONTAINER_CPU),
+            max_container_cpu=_number(node, "max_container_cpu", lim.DEFAULT_MAX_CONTAINER_CPU),
             max_container_memory=_number(
-                node, "max_container_memory", r.DEFAULT_MAX_CONTAINER_MEMORY
+                node, "max_container_memory", lim.DEFAULT_MAX_CONTAINER_MEMORY
             ),
             max_container_seconds=_number(
-                node, "max_container_seconds", r.DEFAULT_MAX_CONTAINER_SECONDS
+                node, "max_container_seconds", lim.DEFAULT_MAX_CONTAINER_SECONDS
             ),
         )
 
     def check(self) -> None:
         """Refuse caps outside what Fargate and chronoq's models allow."""
-        if not 256 <= self.max_container_cpu <= r.MAX_CONTAINER_CPU:
-            raise ValueError(f"max_container_cpu must be within 256..{r.MAX_CONTAINER_CPU}")
-        if not 512 <= self.max_container_memory <= r.MAX_CONTAINER_MEMORY:
-            raise ValueError(f"max_container_memory must be within 512..{r.MAX_CONTAINER_MEMORY}")
-        if not 1 <= self.max_container_seconds <= r.MAX_CONTAINER_TIMEOUT_SECONDS:
+        if not 256 <= self.max_container_cpu <= lim.MAX_CONTAINER_CPU:
+            raise ValueError(f"max_container_cpu must be within 256..{lim.MAX_CONTAINER_CPU}")
+        if not 512 <= self.max_container_memory <= lim.MAX_CONTAINER_MEMORY:
+            raise ValueError(f"max_container_memory must be within 512..{lim.MAX_CONTAINER_MEMORY}")
+        if not 1 <= self.max_container_seconds <= lim.MAX_CONTAINER_TIMEOUT_SECONDS:
             raise ValueError(
-                f"max_container_seconds must be within 1..{r.MAX_CONTAINER_TIMEOUT_SECONDS}"
+                f"max_container_seconds must be within 1..{lim.MAX_CONTAINER_TIMEOUT_SECONDS}"
             )
 
     def api_environment(self) -> dict[str, str]:
@@ -121,7 +122,7 @@ class TargetAccess:
         stack = Stack.of(scope)
         found = []
         for pattern in self.container_images or ():
-            if pattern == r.ALLOW_ANY:
+            if pattern == lim.ALLOW_ANY:
                 found.append(stack.format_arn(service="ecr", resource="repository/*"))
                 continue
             host, _, path = pattern.partition("/")
@@ -196,4 +197,4 @@ def _or_own(
     own = Stack.of(scope).format_arn(
         service=service, resource=resource, resource_name=resource_name, arn_format=arn_format
     )
-    return list(dict.fromkeys(own if arn == r.ALLOW_ANY else arn for arn in arns or ()))
+    return list(dict.fromkeys(own if arn == lim.ALLOW_ANY else arn for arn in arns or ()))

@@ -19,6 +19,7 @@ from aws_cdk import aws_s3 as s3
 from chronoq import resources as r
 from chronoq.aws import fanout
 from chronoq.domain import archive
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunStatus
 from constructs import Construct
 
@@ -40,7 +41,7 @@ JSON_SERDE = "org.openx.data.jsonserde.JsonSerDe"
 TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 #: The first day the projection knows (no run has a fire time before EARLIEST_YEAR).
-FIRST_DAY = f"{r.EARLIEST_YEAR}-01-01"
+FIRST_DAY = f"{lim.EARLIEST_YEAR}-01-01"
 
 
 def check_lifecycle(infrequent_access_days: int, expiry_days: int) -> None:

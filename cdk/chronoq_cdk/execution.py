@@ -13,6 +13,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from chronoq import resources as r
+from chronoq.execution import machines
 from constructs import Construct
 
 from .access import TargetAccess
@@ -88,7 +89,7 @@ class Execution(Construct):
                 logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ERROR),
                 tracing_enabled=True,
             )
-            for machine in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
+            for machine in (machines.STATE_MACHINE, machines.EXPRESS_STATE_MACHINE)
         )
         #: Where both state machines log their errors (and chronoq's own failed executions
         #: are counted from: see Monitoring).

@@ -9,6 +9,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import Limits
 from chronoq.domain.network import NetworkPolicy
 from chronoq.domain.notifications import topic_statuses as final_statuses
@@ -51,7 +52,7 @@ class ChronoqStack(Stack):
         target_access: TargetAccess | None = None,
         block_private_targets: bool = True,
         allowed_target_networks: Sequence[str] = (),
-        max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER,
+        max_jobs_per_owner: int = lim.DEFAULT_MAX_JOBS_PER_OWNER,
         owner_limits: Limits | None = None,
         api_burst_limit: int = r.DEFAULT_API_BURST_LIMIT,
         api_rate_limit: float = r.DEFAULT_API_RATE_LIMIT,
@@ -80,7 +81,7 @@ class ChronoqStack(Stack):
         if max_jobs_per_owner < 1:
             raise ValueError(f"max_jobs_per_owner must be at least 1, not {max_jobs_per_owner}")
         limits = owner_limits or Limits()
-        for name, value in limits.environment().items():
+        for name, value in r.owner_limits_environment(limits).items():
             if int(value) < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
         if api_burst_limit < 1 or api_rate_limit <= 0:
@@ -125,7 +126,7 @@ class ChronoqStack(Stack):
             # Where owners' secrets' values live: SSM Parameter Store, under the stack's path.
             r.ENV_SECRETS_PATH: secrets_path(self),
             # What each owner's backfills and re-runs may hold at once.
-            **limits.environment(),
+            **r.owner_limits_environment(limits),
             # What service targets and container images the API accepts: what IAM allows.
             **access.api_environment(),
         }

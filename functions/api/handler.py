@@ -1,4 +1,9 @@
-"""API: the HTTP interface of chronoq (API Gateway HTTP API, JWT authorizer in front)."""
+"""API: the HTTP interface of chronoq (API Gateway HTTP API, JWT authorizer in front).
+
+Why this module is long: it declares every route of the HTTP API (37 of them), each a few lines
+from the request to one use case; Powertools' resolver takes the routes from one app, and the
+list reads as the API's table of contents. The work is in chronoq.usecases.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from chronoq import compose, heartbeat
 from chronoq import openapi as doc
 from chronoq import resources as r
 from chronoq.domain import archive, labels, pages, secrets, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Caller
 from chronoq.domain.backfills import BackfillRequest
 from chronoq.domain.calendars import Calendar
@@ -122,7 +128,7 @@ NextToken = Annotated[str | None, Query(max_length=pages.MAX_TOKEN_CHARS)]
 LabelQuery = Annotated[
     list[str] | None,
     Query(
-        max_length=r.MAX_LABELS,
+        max_length=lim.MAX_LABELS,
         description="key=value: only the jobs with this label (repeat it for several: a job"
         " must carry every one)",
     ),
@@ -235,7 +241,7 @@ def resume_job(job_id: str) -> dict[str, Any]:
 SelectorQuery = Annotated[
     list[str] | None,
     Query(
-        max_length=r.MAX_LABELS,
+        max_length=lim.MAX_LABELS,
         description="key=value (required): the caller's jobs with this label (repeat it for"
         " several: a job must carry every one)",
     ),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
@@ -34,7 +34,7 @@ def test_a_silent_job_is_badged_filtered_and_explained(
     local = clocked
     made = {}
     for name, extra in (
-        ("silent-one", {"expect": {"success_within_seconds": r.MIN_SUCCESS_WITHIN_SECONDS}}),
+        ("silent-one", {"expect": {"success_within_seconds": lim.MIN_SUCCESS_WITHIN_SECONDS}}),
         ("waiting-one", {"expect": {"success_within_seconds": 24 * 3600}}),
         ("plain-one", {}),
     ):

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.cli import render
 from chronoq.cli.jobspec import BadInput, JobFlags, build
 from chronoq.cli.main import cli
+from chronoq.domain import limits as lim
 from chronoq.domain.jobs import JobSpec
 from click.testing import CliRunner
 
@@ -25,9 +25,9 @@ def help_of(*command: str) -> str:
 def test_given_jobs_create_help_when_read_then_it_states_the_true_timeout_defaults() -> None:
     text = help_of("jobs", "create")
 
-    assert f"[default: {r.DEFAULT_TIMEOUT_SECONDS} s; 300 s for container targets]" in text
-    assert JobSpec.model_fields["timeout_seconds"].default == r.DEFAULT_TIMEOUT_SECONDS
-    assert r.DEFAULT_CONTAINER_TIMEOUT_SECONDS == 300
+    assert f"[default: {lim.DEFAULT_TIMEOUT_SECONDS} s; 300 s for container targets]" in text
+    assert JobSpec.model_fields["timeout_seconds"].default == lim.DEFAULT_TIMEOUT_SECONDS
+    assert lim.DEFAULT_CONTAINER_TIMEOUT_SECONDS == 300
     assert "5m]" not in text
 
 

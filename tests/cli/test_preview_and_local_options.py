@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from chronoq import resources as r
 from chronoq.cli.main import main
+from chronoq.domain import limits as lim
 
 
 def test_given_a_berlin_cron_when_previewed_on_the_command_line_then_utc_and_local_times_are_printed(
@@ -95,7 +95,7 @@ def test_given_the_local_command_when_no_guard_option_is_given_then_the_ssrf_gua
     params = local.make_context("local", []).params
 
     assert (params["block_private_targets"], params["allowed_target_networks"]) == (False, "")
-    assert params["max_jobs_per_owner"] == r.DEFAULT_MAX_JOBS_PER_OWNER
+    assert params["max_jobs_per_owner"] == lim.DEFAULT_MAX_JOBS_PER_OWNER
 
 
 def test_given_block_private_targets_when_chronoq_local_is_started_then_the_guard_and_quota_are_set() -> (
@@ -125,7 +125,7 @@ def test_given_block_private_targets_when_chronoq_local_is_started_then_the_guar
         params["max_running_backfills_per_job"],
         params["max_running_backfills_per_owner"],
         params["max_queued_runs_per_owner"],
-    ) == (7, r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER, 50000)
+    ) == (7, lim.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER, 50000)
 
 
 def test_given_an_allowed_network_that_is_not_one_when_chronoq_local_is_started_then_it_is_refused(

@@ -13,6 +13,7 @@ import pytest
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.cli.main import main
+from chronoq.domain import limits as lim
 from chronoq.local import tokens
 from chronoq.local.system import LocalSystem
 from chronoq.settings import ApiSettings
@@ -72,7 +73,7 @@ def test_given_chronoq_local_when_started_then_its_heartbeat_runs_and_status_sho
     assert any(line.startswith("  jobs  ") for line in printed), printed  # the caller's limits
     limits = _printed(["status", *api, "-o", "json"], "limits", capsys)
     assert isinstance(limits, dict)
-    assert limits["jobs"] == {"limit": r.DEFAULT_MAX_JOBS_PER_OWNER, "used": 0}
+    assert limits["jobs"] == {"limit": lim.DEFAULT_MAX_JOBS_PER_OWNER, "used": 0}
     last = _status(api, capsys)["last_success"]
     assert isinstance(last, dict)
     assert last["id"] == run.id

@@ -22,13 +22,13 @@ from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec, JobState
-from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution import batches
 from chronoq.fakes import FakeArchive, FakeArtifacts, FakeExecutor, FakeQueues, FakeStore
 from chronoq.fakes.audit import FakeAuditTrail
 from chronoq.fakes.secrets import FakeSecretValues
-from chronoq.resources import Priority
+from chronoq.local.emulation.service_calls import presigned_get
 from chronoq.usecases.ports import (
     Archive,
     Artifacts,
@@ -251,14 +251,9 @@ class MotoBackend(Backend):
         own bucket (its links are chronoq local's gateway's: the engine answers them)."""
         if self.aws.services is not None:
             return self.aws.services.objects.download(link)[0]
-        from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
-        from moto.core.models import botocore_stubber
-
-        request = AWSPreparedRequest("GET", link, HTTPHeaders(), b"", stream_output=False)
-        answer: Any = botocore_stubber.process_request(request)
-        status, _, body = answer
+        status, body = presigned_get(link)
         assert status == 200, (status, body)
-        return body.encode() if isinstance(body, str) else bytes(body)
+        return body
 
     def state_machine_writes(self, job_id: str, run_id: str, **attributes: Written) -> None:
         """UpdateItem SET, as the ASL's DynamoDB tasks write (instants as ISO text)."""

@@ -11,8 +11,7 @@ from datetime import timedelta
 
 from chronoq.domain import ids
 from chronoq.domain.after import Graph
-from chronoq.domain.runs import Trigger
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, Trigger
 
 from tests.contract.backends import NOW, Backend, a_job, a_run
 

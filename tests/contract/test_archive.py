@@ -11,8 +11,7 @@ from datetime import UTC, datetime, timedelta
 from chronoq import resources as r
 from chronoq.domain import archive
 from chronoq.domain.archive import Archived
-from chronoq.domain.runs import Run, RunStatus
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, Run, RunStatus
 from chronoq.usecases.archive import ArchiveLinks, Archiver
 
 from tests.contract.backends import NOW, Backend

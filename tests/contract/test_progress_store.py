@@ -11,9 +11,8 @@ from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
-from chronoq.domain.runs import Run, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunStatus, Trigger
 from chronoq.domain.schedules import CronSchedule
-from chronoq.resources import Priority
 from chronoq.usecases.ports import RunEnd, Tally, TallyRefused
 
 from tests.contract.backends import NOW, Backend, a_job, a_run

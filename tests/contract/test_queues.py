@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from chronoq import resources as r
-from chronoq.domain.runs import RunMessage
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, RunMessage
 
 from tests.contract.backends import NOW, Backend, a_job, a_message
 

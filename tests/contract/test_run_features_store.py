@@ -10,9 +10,8 @@ from datetime import timedelta
 from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
-from chronoq.domain.runs import Occurrence, RunStatus, Trigger
+from chronoq.domain.runs import Occurrence, Priority, RunStatus, Trigger
 from chronoq.domain.schedules import CronSchedule
-from chronoq.resources import Priority
 
 from tests.contract.backends import NOW, SHARDS, Backend, a_job, a_run
 

@@ -11,12 +11,11 @@ from botocore.exceptions import ClientError
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobState
-from chronoq.domain.runs import Attempt, Occurrence, RunStatus, Trigger
+from chronoq.domain.runs import Attempt, Occurrence, Priority, RunStatus, Trigger
 from chronoq.resources import (
     CLAIM_LEASE_SECONDS,
     IDEMPOTENCY_KEY_SECONDS,
     IDEMPOTENCY_STALE_SECONDS,
-    Priority,
 )
 from chronoq.usecases.ports import KeyRecord, Page, Position, RunFilter
 

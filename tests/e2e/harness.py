@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.local import tokens
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.system import LocalSystem
@@ -392,7 +392,7 @@ class ClockedLocal(Local):
 
 
 #: How far ahead of now the dispatcher opens minutes.
-DISPATCH_AHEAD = timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
+DISPATCH_AHEAD = timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS)
 
 
 def _from_millis(millis: float) -> datetime:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 
 from tests.e2e.harness import ClockedLocal, Jobs, start_clocked_local
 from tests.support import Sink
@@ -48,7 +48,7 @@ def test_given_a_job_expecting_a_success_each_minute_when_none_comes_then_it_is_
             "name": "e2e-silence",
             "schedule": {"type": "cron", "expression": "0 0 1 1 *"},
             "target": {"type": "http", "url": f"{sink.url}/target"},
-            "expect": {"success_within_seconds": r.MIN_SUCCESS_WITHIN_SECONDS},
+            "expect": {"success_within_seconds": lim.MIN_SUCCESS_WITHIN_SECONDS},
             "notify": {"webhook": f"{sink.url}/silence"},
         }
     )

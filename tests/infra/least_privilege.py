@@ -18,6 +18,7 @@ from chronoq import resources as r
 from chronoq.aws import fanout
 from chronoq.aws.executor import StepFunctionsExecutor
 from chronoq.domain import flow
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.local.aws import LocalAWS
 from chronoq.local.calls import CALLS_FILE_ENV, Call
@@ -381,10 +382,10 @@ def _drive_silence(harness: Harness, sink_url: str) -> None:
     api = harness.api
     job = harness.create_job(
         {"type": "http", "url": sink_url},
-        expect={"success_within_seconds": r.MIN_SUCCESS_WITHIN_SECONDS},
+        expect={"success_within_seconds": lim.MIN_SUCCESS_WITHIN_SECONDS},
         notify={"webhook": sink_url},
     )
-    harness.clock.advance(r.MIN_SUCCESS_WITHIN_SECONDS + 3 * 60)
+    harness.clock.advance(lim.MIN_SUCCESS_WITHIN_SECONDS + 3 * 60)
     harness.invoke(r.DISPATCHER_FUNCTION, {"shards": list(range(4))})
     harness.notify()  # SILENT
     status, silent = api(api_event("list_jobs", path="/jobs?silent=true", method="GET"))
@@ -394,7 +395,7 @@ def _drive_silence(harness: Harness, sink_url: str) -> None:
     harness.notify()  # the success
     harness.notify()  # RECOVERED
     path = f"/jobs/{job['id']}"
-    changed = {"expect": {"success_within_seconds": 2 * r.MIN_SUCCESS_WITHIN_SECONDS}}
+    changed = {"expect": {"success_within_seconds": 2 * lim.MIN_SUCCESS_WITHIN_SECONDS}}
     for method, route, body in (
         ("PATCH", path, changed),
         ("POST", f"{path}/pause", None),

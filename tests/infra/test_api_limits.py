@@ -7,6 +7,7 @@ import pytest
 from aws_cdk import App
 from aws_cdk.assertions import Template
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq_cdk.stack import ChronoqStack
 
 from tests.infra.synthesis import Synthesis
@@ -40,7 +41,7 @@ def test_given_the_default_deployment_when_synthesized_then_the_ssrf_guard_is_on
         variables = _variables(synth, function)
         assert variables[r.ENV_BLOCK_PRIVATE_TARGETS] == "true"
         assert variables[r.ENV_ALLOWED_TARGET_NETWORKS] == ""
-    assert _variables(synth, "api")[r.ENV_MAX_JOBS_PER_OWNER] == str(r.DEFAULT_MAX_JOBS_PER_OWNER)
+    assert _variables(synth, "api")[r.ENV_MAX_JOBS_PER_OWNER] == str(lim.DEFAULT_MAX_JOBS_PER_OWNER)
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from aws_cdk.assertions import Template
 from chronoq import resources as r
 from chronoq.aws import fanout
 from chronoq.domain import archive
+from chronoq.domain import limits as lim
 from chronoq.domain.archive import Archived, ArchivedEntry
 from chronoq.domain.audit import Action, AuditEntry, Source
-from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
-from chronoq.resources import Priority
+from chronoq.domain.runs import TERMINAL_STATUSES, Priority, Run, RunStatus
 
 from tests.infra.synthesis import Synthesis, allowed, grants, rendered
 
@@ -278,7 +278,7 @@ def test_given_the_archive_table_when_synthesized_then_it_projects_owner_and_day
         "projection.owner_key.type": "injected",
         "projection.day.type": "date",
         "projection.day.format": "yyyy-MM-dd",
-        "projection.day.range": f"{r.EARLIEST_YEAR}-01-01,NOW+1DAYS",
+        "projection.day.range": f"{lim.EARLIEST_YEAR}-01-01,NOW+1DAYS",
         "projection.day.interval": "1",
         "projection.day.interval.unit": "DAYS",
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from chronoq import resources as r
+from chronoq.execution import machines
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = ROOT / "node_modules" / ".bin" / "asl-validator"
@@ -23,7 +24,7 @@ LOCAL = {
     r.ASL_CONTAINER_SUBNETS: "subnet-0123456789abcdef0",
     r.ASL_CONTAINER_SECURITY_GROUP: "sg-0123456789abcdef0",
 }
-MACHINES = {"standard": r.STATE_MACHINE, "express": r.EXPRESS_STATE_MACHINE}
+MACHINES = {"standard": machines.STATE_MACHINE, "express": machines.EXPRESS_STATE_MACHINE}
 
 
 #: Every definition, by a name: each machine as deployed and as local, and a broken one (the
@@ -34,7 +35,7 @@ def _definitions() -> dict[str, str]:
         for kind, machine in MACHINES.items()
         for where in ("deployed", "local")
     }
-    broken = json.loads(r.STATE_MACHINE.text())
+    broken = json.loads(machines.STATE_MACHINE.text())
     broken["States"]["StartAttempt"]["Next"] = "NoSuchState"
     return {**found, "broken": json.dumps(broken)}
 

@@ -10,6 +10,7 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq_cdk.access import TargetAccess, context_list
 from chronoq_cdk.stack import ChronoqStack
 
@@ -222,9 +223,9 @@ def test_given_the_default_context_when_synthesized_then_the_api_allows_no_servi
         r.ENV_TOPIC_TARGETS: "",
         r.ENV_EVENT_BUS_TARGETS: "",
         r.ENV_CONTAINER_IMAGES: "",
-        r.ENV_MAX_CONTAINER_CPU: str(r.DEFAULT_MAX_CONTAINER_CPU),
-        r.ENV_MAX_CONTAINER_MEMORY: str(r.DEFAULT_MAX_CONTAINER_MEMORY),
-        r.ENV_MAX_CONTAINER_SECONDS: str(r.DEFAULT_MAX_CONTAINER_SECONDS),
+        r.ENV_MAX_CONTAINER_CPU: str(lim.DEFAULT_MAX_CONTAINER_CPU),
+        r.ENV_MAX_CONTAINER_MEMORY: str(lim.DEFAULT_MAX_CONTAINER_MEMORY),
+        r.ENV_MAX_CONTAINER_SECONDS: str(lim.DEFAULT_MAX_CONTAINER_SECONDS),
     }
 
 
@@ -377,6 +378,8 @@ def test_given_owner_limits_in_the_context_when_synthesized_then_the_api_and_the
         return found
 
     api, worker = variables(r.API_FUNCTION), variables(r.WORKER_FUNCTION)
-    assert {s.env: api[s.env] for s in SETTINGS} == {s.env: context[s.name] for s in SETTINGS}
-    asked = next(s for s in SETTINGS if s.env == r.ENV_MAX_ASKED_RUNS_IN_FLIGHT)
-    assert worker[asked.env] == context[asked.name]
+    env = r.ENV_OWNER_LIMITS
+    assert {s.name: api[env[s.field]] for s in SETTINGS} == {
+        s.name: context[s.name] for s in SETTINGS
+    }
+    assert worker[r.ENV_MAX_ASKED_RUNS_IN_FLIGHT] == context["max_asked_runs_in_flight"]

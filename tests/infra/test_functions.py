@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq_cdk.layer import LOCAL_ONLY
 
 from tests.infra.synthesis import Synthesis, allowed, denials, grants, rendered
@@ -45,24 +46,24 @@ def _environment(synth: Synthesis) -> dict[str, Any]:
         r.ENV_CONTAINER_TASK_ROLE_ARN: synth.arn(containers.task_role),
         r.ENV_BLOCK_PRIVATE_TARGETS: "true",  # the SSRF guard is on in AWS by default
         r.ENV_ALLOWED_TARGET_NETWORKS: "",  # and lets no private network through
-        r.ENV_MAX_JOBS_PER_OWNER: str(r.DEFAULT_MAX_JOBS_PER_OWNER),
+        r.ENV_MAX_JOBS_PER_OWNER: str(lim.DEFAULT_MAX_JOBS_PER_OWNER),
         r.ENV_SECRETS_PATH: "/chronoq/Chronoq/secrets",  # the stack's own path
-        r.ENV_MAX_SECRETS_PER_OWNER: str(r.DEFAULT_MAX_SECRETS_PER_OWNER),
-        r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB),
-        r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER),
-        r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER),
-        r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB),
-        r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: str(r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT),
-        r.ENV_MAX_RUNS_IN_FLIGHT: str(r.DEFAULT_MAX_RUNS_IN_FLIGHT),
+        r.ENV_MAX_SECRETS_PER_OWNER: str(lim.DEFAULT_MAX_SECRETS_PER_OWNER),
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB: str(lim.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB),
+        r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER: str(lim.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER),
+        r.ENV_MAX_QUEUED_RUNS_PER_OWNER: str(lim.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER),
+        r.ENV_MAX_WAITING_TRIGGERS_PER_JOB: str(lim.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB),
+        r.ENV_MAX_ASKED_RUNS_IN_FLIGHT: str(lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT),
+        r.ENV_MAX_RUNS_IN_FLIGHT: str(lim.DEFAULT_MAX_RUNS_IN_FLIGHT),
         # no service target nor container image is allowed by default
         r.ENV_LAMBDA_TARGETS: "",
         r.ENV_QUEUE_TARGETS: "",
         r.ENV_TOPIC_TARGETS: "",
         r.ENV_EVENT_BUS_TARGETS: "",
         r.ENV_CONTAINER_IMAGES: "",
-        r.ENV_MAX_CONTAINER_CPU: str(r.DEFAULT_MAX_CONTAINER_CPU),
-        r.ENV_MAX_CONTAINER_MEMORY: str(r.DEFAULT_MAX_CONTAINER_MEMORY),
-        r.ENV_MAX_CONTAINER_SECONDS: str(r.DEFAULT_MAX_CONTAINER_SECONDS),
+        r.ENV_MAX_CONTAINER_CPU: str(lim.DEFAULT_MAX_CONTAINER_CPU),
+        r.ENV_MAX_CONTAINER_MEMORY: str(lim.DEFAULT_MAX_CONTAINER_MEMORY),
+        r.ENV_MAX_CONTAINER_SECONDS: str(lim.DEFAULT_MAX_CONTAINER_SECONDS),
     }
 
 

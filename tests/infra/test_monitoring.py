@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from chronoq import resources as r
 from chronoq.aws import executor
+from chronoq.execution import machines
 from chronoq_cdk.monitoring import CANCELLED, OWN_FAILURES_PATTERN, USERS_FAILURES
 
 from tests.infra.synthesis import Synthesis, denials, rendered
@@ -179,7 +180,7 @@ def test_given_the_execution_failures_when_counted_then_only_chronoqs_own_are(
 ) -> None:
     """The filter leaves out a STANDARD run whose target failed or timed out (the ASL's Fail
     states' errors) and a cancelled run's aborted execution (the executor's error)."""
-    definition = json.loads(r.STATE_MACHINE.text())
+    definition = json.loads(machines.STATE_MACHINE.text())
     users = {definition["States"][s]["Error"] for s in ("Failed", "TimedOut")}
     (metric_filter,) = synth.of_type("AWS::Logs::MetricFilter").values()
 

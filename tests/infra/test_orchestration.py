@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from aws_cdk import App
 from chronoq import resources as r
-from chronoq.execution import batches
+from chronoq.execution import batches, machines
 from chronoq_cdk.containers import SYNC_RULE
 from chronoq_cdk.stack import ChronoqStack
 
@@ -24,7 +24,7 @@ def test_given_the_state_machine_when_substituted_then_it_is_the_resources_defin
     execution = synth.stack.execution
     containers = synth.stack.containers
     props = synth.resource(getattr(execution, attribute))["Properties"]
-    machine = r.EXPRESS_STATE_MACHINE if kind == "EXPRESS" else r.STATE_MACHINE
+    machine = machines.EXPRESS_STATE_MACHINE if kind == "EXPRESS" else machines.STATE_MACHINE
     dummies = {name: f"dummy-{name}" for name in machine.substitutions}
     if kind == "EXPRESS":  # made from the file: inline
         text = props["DefinitionString"]

@@ -11,12 +11,14 @@ import pytest
 from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients, fanout
+from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 from chronoq.execution import batches
 from chronoq.local.aws import PREFIX, LocalAWS, function_name
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.drivers import StreamPoller
+from chronoq.local.emulation.stepfunctions import container_checks_every
 from chronoq.local.usage import stream_caller
 from chronoq.settings import ApiSettings, WorkerSettings
 from chronoq.usecases.ports import Clock
@@ -266,10 +268,16 @@ class Harness:
     def wiring(self, clock: Clock | None = None) -> Wiring:
         """Every use case over the AWS adapters of this deployment (as the api, dispatcher
         and worker functions build them), with ``clock`` (by default the deployment's)."""
-        api = compose.api(self.aws.settings(ApiSettings))
+        settings = self.aws.settings(ApiSettings)
+        api = compose.api(settings)
         worker = compose.worker(self.aws.settings(WorkerSettings))
         return Wiring(
-            store=api.jobs.store,
+            store=DynamoStore(
+                clients.dynamodb(),
+                settings.jobs_table,
+                settings.runs_table,
+                settings.schedule_table,
+            ),
             queues=api.jobs.index.queues,
             executor=worker.executor,
             artifacts=api.runs.artifacts,
@@ -398,16 +406,13 @@ def shards() -> int:
 
 
 @pytest.fixture
-def container_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+def container_polls() -> Iterator[None]:
     """moto's Step Functions looks whether a container task (ECS RunTask .sync) has
     stopped every half second of the wall clock, so that each container run ends on average
     a quarter of a second after its task: here it looks every twentieth of a second (how
     often it looks is what no test here is about)."""
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_callback,
-    )
-
-    monkeypatch.setattr(state_task_service_callback, "_DELAY_SECONDS_SYNC_CONDITION_CHECK", 0.05)
+    with container_checks_every(0.05):
+        yield
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from chronoq import resources as r
 from chronoq.domain import ids, inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.jobs import JobState
 from chronoq.domain.runs import RunMessage, RunStatus
 from chronoq.fakes import FakeClock
@@ -79,7 +80,7 @@ def test_given_labels_kubernetes_refuses_when_posted_then_422_names_the_label_an
 ) -> None:
     status, body = create(harness, labels={"has space": "x"})
     assert (status, body["error"]["field"]) == (422, "labels.has space")
-    status, body = create(harness, labels={f"k{i}": "v" for i in range(r.MAX_LABELS + 1)})
+    status, body = create(harness, labels={f"k{i}": "v" for i in range(lim.MAX_LABELS + 1)})
     assert (status, body["error"]["field"]) == (422, "labels")
     assert harness.api(api_event("list_jobs"))[1] == {"jobs": []}
 
@@ -122,7 +123,7 @@ def test_given_max_runs_when_posted_then_its_last_run_is_answered_and_the_job_co
     later = harness.wiring(FakeClock(final + timedelta(seconds=1)))
     done = later.jobs.get_job("alice", job["id"])
     assert (done.state, done.next_run_at) == (JobState.COMPLETED, None)
-    assert create(harness, max_runs=r.MAX_RUNS + 1)[1]["error"]["field"] == "max_runs"
+    assert create(harness, max_runs=lim.MAX_RUNS + 1)[1]["error"]["field"] == "max_runs"
 
 
 def test_given_each_patch_field_when_sent_null_then_the_server_takes_it_exactly_where_the_document_says(

@@ -8,11 +8,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
 from chronoq import resources as r
 from chronoq.domain import archive
 from chronoq.domain.runs import RunStatus
-from moto.core.models import botocore_stubber
+from chronoq.local.emulation.service_calls import presigned_get
 
 from tests.integration.conftest import Harness
 from tests.support import api_event
@@ -20,11 +19,9 @@ from tests.support import api_event
 
 def download(url: str) -> bytes:
     """A presigned GET, as S3 (here moto's, at AWS's address) answers it."""
-    request = AWSPreparedRequest("GET", url, HTTPHeaders(), b"", stream_output=False)
-    answer: Any = botocore_stubber.process_request(request)
-    status, _, body = answer
+    status, body = presigned_get(url)
     assert status == 200, (status, body)
-    return body.encode() if isinstance(body, str) else bytes(body)
+    return body
 
 
 def day_objects(harness: Harness, user: str, day: str) -> list[dict[str, Any]]:

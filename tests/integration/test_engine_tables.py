@@ -24,10 +24,10 @@ from chronoq.domain import ids
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.flow import FlowState
 from chronoq.domain.limits import Usage
-from chronoq.domain.runs import Attempt, Occurrence, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Priority, RunStatus
 from chronoq.domain.schedules import CronSchedule
+from chronoq.execution import machines
 from chronoq.local.engine.tables import SqliteTables
-from chronoq.resources import Priority
 from chronoq.usecases.ports import RunEnd, RunFilter, Tally, TallyRefused
 from moto import mock_aws
 
@@ -470,7 +470,7 @@ def substituted(parameters: Any, document: dict[str, Any]) -> Any:
 
 def dynamodb_tasks() -> dict[str, tuple[str, dict[str, Any]]]:
     """Each DynamoDB task of the run state machine: (the API action, its Parameters)."""
-    values = dict.fromkeys(r.STATE_MACHINE.substitutions, "unused")
+    values = dict.fromkeys(machines.STATE_MACHINE.substitutions, "unused")
     values.update({r.ASL_RUNS_TABLE: RUNS, r.ASL_JOBS_TABLE: JOBS})
     found: dict[str, tuple[str, dict[str, Any]]] = {}
 
@@ -485,7 +485,7 @@ def dynamodb_tasks() -> dict[str, tuple[str, dict[str, Any]]]:
                 if key in state:
                     visit(state[key]["States"])
 
-    visit(json.loads(r.STATE_MACHINE.definition(values))["States"])
+    visit(json.loads(machines.STATE_MACHINE.definition(values))["States"])
     return found
 
 

@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from chronoq import resources as r
 from chronoq.aws import clients
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunMessage, RunStatus, Trigger
 from chronoq.fakes import FakeClock
 from chronoq.local.drivers import StreamPoller
@@ -917,7 +918,7 @@ def test_given_a_start_that_fails_on_every_delivery_when_sqs_gives_up_on_the_mes
     later = FakeClock(
         now
         + timedelta(seconds=queue.max_receive_count * queue.visibility_timeout_seconds)
-        + timedelta(seconds=r.DEFAULT_START_DEADLINE_SECONDS)
+        + timedelta(seconds=lim.DEFAULT_START_DEADLINE_SECONDS)
     )
     service = harness.wiring(later)
     next_run = service.jobs.trigger_job(OWNER, job["id"])

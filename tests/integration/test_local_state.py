@@ -16,6 +16,7 @@ from chronoq import resources as r
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.local import persist
 from chronoq.local.aws import LocalAWS
 
@@ -182,7 +183,7 @@ def test_given_runs_in_flight_when_recovered_then_running_ones_fail_and_unstarte
             QueueUrl=aws.queue_urls["normal"], MaxNumberOfMessages=10
         )["Messages"]
         assert ['"run_id":"b"' in m["Body"] for m in messages] == [True]
-        since = ids.minute_of(at) - timedelta(seconds=r.DEFAULT_START_DEADLINE_SECONDS)
+        since = ids.minute_of(at) - timedelta(seconds=lim.DEFAULT_START_DEADLINE_SECONDS)
         assert store.checkpoints(2) == {
             0: since - timedelta(minutes=1),
             1: since - timedelta(minutes=1),

@@ -3,7 +3,6 @@ the installed moto is not the one they were written for."""
 
 from __future__ import annotations
 
-import moto
 import pytest
 from chronoq.local.emulation import moto_version
 
@@ -11,9 +10,10 @@ from chronoq.local.emulation import moto_version
 def test_given_the_pinned_moto_when_checked_then_it_is_the_version_the_patches_were_written_for() -> (
     None
 ):
-    assert moto.__version__ == moto_version.WRITTEN_FOR_MOTO, (
+    installed = moto_version.installed_moto()
+    assert installed == moto_version.WRITTEN_FOR_MOTO, (
         f"chronoq local's moto patches were written for moto {moto_version.WRITTEN_FOR_MOTO}, "
-        f"moto {moto.__version__} is installed: check every entry of moto_version.PATCHED "
+        f"moto {installed} is installed: check every entry of moto_version.PATCHED "
         "and update WRITTEN_FOR_MOTO"
     )
     assert moto_version.missing_moto_internals() == []
@@ -23,8 +23,8 @@ def test_given_a_moto_without_a_patched_internal_when_checked_then_the_error_nam
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        moto_version, "PATCHED", (*moto_version.PATCHED, ("moto.ecs.models", "Gone.run_task"))
+        moto_version, "PATCHED", (*moto_version.PATCHED, ("moto", "NoSuchInternal.run_task"))
     )
 
-    with pytest.raises(moto_version.UnsupportedMoto, match=r"moto\.ecs\.models\.Gone\.run_task"):
+    with pytest.raises(moto_version.UnsupportedMoto, match=r"moto\.NoSuchInternal\.run_task"):
         moto_version.check_moto()

@@ -10,6 +10,7 @@ from typing import Any
 
 from chronoq import resources as r
 from chronoq.domain import flow, ids, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunMessage
 
 from tests.builders import worker_event
@@ -185,10 +186,10 @@ def test_given_a_job_when_backfilled_through_the_api_then_the_backfill_is_listed
     assert (backfill["state"], backfill["total"], backfill["max_in_flight"]) == (
         "RUNNING",
         24,
-        r.BACKFILL_MAX_IN_FLIGHT,
+        lim.BACKFILL_MAX_IN_FLIGHT,
     )
     sent = [m for m in harness.bodies() if m["run_id"].endswith(backfill["id"])]
-    assert len(sent) == r.BACKFILL_MAX_IN_FLIGHT  # not twice: the replay made nothing
+    assert len(sent) == lim.BACKFILL_MAX_IN_FLIGHT  # not twice: the replay made nothing
     assert {m["trigger"] for m in sent} == {"backfill"}
     status, page = call(harness, "list_jobs", f"/jobs/{job['id']}/backfills", method="GET")
     assert (status, [b["id"] for b in page["backfills"]]) == (200, [backfill["id"]])
@@ -198,7 +199,7 @@ def test_given_a_job_when_backfilled_through_the_api_then_the_backfill_is_listed
         f"/jobs/{job['id']}/runs?backfill_id={backfill['id']}",
         method="GET",
     )
-    assert (status, len(runs["runs"])) == (200, r.BACKFILL_MAX_IN_FLIGHT)
+    assert (status, len(runs["runs"])) == (200, lim.BACKFILL_MAX_IN_FLIGHT)
     path = f"/jobs/{job['id']}/backfills/{backfill['id']}"
     status, cancelled = call(harness, "get_job", f"{path}/cancel")
     assert status == 200, cancelled
@@ -207,8 +208,8 @@ def test_given_a_job_when_backfilled_through_the_api_then_the_backfill_is_listed
     status, counted = call(harness, "get_job", path, method="GET")
     assert (counted["state"], counted["ended"], counted["runs"]) == (
         "CANCELLED",
-        r.BACKFILL_MAX_IN_FLIGHT,
-        {"CANCELLED": r.BACKFILL_MAX_IN_FLIGHT},
+        lim.BACKFILL_MAX_IN_FLIGHT,
+        {"CANCELLED": lim.BACKFILL_MAX_IN_FLIGHT},
     )
     assert call(harness, "get_job", f"{path}/cancel")[0] == 409
     assert call(harness, "get_job", path, method="GET", user="bob")[0] == 404

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunStatus
 from chronoq.domain.silence import SilenceStatus
 
@@ -19,7 +20,7 @@ from tests.integration.test_notifications import python_target, received, subscr
 from tests.support import Sink, api_event, load_event
 
 #: The shortest promise: a success every minute.
-MINUTE = r.MIN_SUCCESS_WITHIN_SECONDS
+MINUTE = lim.MIN_SUCCESS_WITHIN_SECONDS
 
 
 def dispatch(harness: Harness) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 
 from tests.integration.conftest import Harness
 from tests.integration.test_api_handler import assert_error, job_body, nothing_stored
@@ -72,9 +73,9 @@ def as_in_aws(harness: Harness, **values: str) -> None:
         r.ENV_CONTAINER_IMAGES,
     ):
         harness.aws.configure(name, values.get(name, ""))
-    harness.aws.configure(r.ENV_MAX_CONTAINER_CPU, str(r.DEFAULT_MAX_CONTAINER_CPU))
-    harness.aws.configure(r.ENV_MAX_CONTAINER_MEMORY, str(r.DEFAULT_MAX_CONTAINER_MEMORY))
-    harness.aws.configure(r.ENV_MAX_CONTAINER_SECONDS, str(r.DEFAULT_MAX_CONTAINER_SECONDS))
+    harness.aws.configure(r.ENV_MAX_CONTAINER_CPU, str(lim.DEFAULT_MAX_CONTAINER_CPU))
+    harness.aws.configure(r.ENV_MAX_CONTAINER_MEMORY, str(lim.DEFAULT_MAX_CONTAINER_MEMORY))
+    harness.aws.configure(r.ENV_MAX_CONTAINER_SECONDS, str(lim.DEFAULT_MAX_CONTAINER_SECONDS))
 
 
 def post(harness: Harness, target: dict[str, Any], **extra: Any) -> tuple[int, Any]:

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from chronoq import compose
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.local.lambdas import LambdaContext, _import
 from chronoq.settings import environment
 
@@ -41,11 +42,11 @@ ENVIRONMENT = {
             r.ENV_EVENT_BUS_TARGETS,
             r.ENV_CONTAINER_IMAGES,
         ),
-        r.ALLOW_ANY,
+        lim.ALLOW_ANY,
     ),
-    r.ENV_MAX_CONTAINER_CPU: str(r.MAX_CONTAINER_CPU),
-    r.ENV_MAX_CONTAINER_MEMORY: str(r.MAX_CONTAINER_MEMORY),
-    r.ENV_MAX_CONTAINER_SECONDS: str(r.MAX_CONTAINER_TIMEOUT_SECONDS),
+    r.ENV_MAX_CONTAINER_CPU: str(lim.MAX_CONTAINER_CPU),
+    r.ENV_MAX_CONTAINER_MEMORY: str(lim.MAX_CONTAINER_MEMORY),
+    r.ENV_MAX_CONTAINER_SECONDS: str(lim.MAX_CONTAINER_TIMEOUT_SECONDS),
     **{
         queue.env: f"https://sqs.us-east-1.amazonaws.com/123456789012/chronoq-local-{queue.id}"
         for queue in r.QUEUES

@@ -10,9 +10,8 @@ import pytest
 from chronoq import resources as r
 from chronoq.domain import archive
 from chronoq.domain.archive import Archived
-from chronoq.domain.runs import Run, RunStatus
+from chronoq.domain.runs import Priority, Run, RunStatus
 from chronoq.fakes import FakeArchive
-from chronoq.resources import Priority
 
 from tests.unit.api_on_fakes import Api, api_on_fakes
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import RunStatus
 
@@ -54,7 +54,7 @@ def refused(answer: tuple[int, Any, dict[str, str]], status: int, limit: str) ->
     assert (body["error"]["code"], body["error"]["limit"]) == ("limit_exceeded", limit)
     assert limit in body["error"]["message"]
     if status == 429:
-        assert headers["Retry-After"] == str(r.LIMIT_RETRY_AFTER_SECONDS)
+        assert headers["Retry-After"] == str(lim.LIMIT_RETRY_AFTER_SECONDS)
     else:
         assert "Retry-After" not in headers
     return dict(body["error"])
@@ -165,7 +165,7 @@ def test_given_a_job_with_triggers_not_started_when_one_more_is_asked_for_then_4
             "limit_exceeded",
             "max_waiting_triggers_per_job",
         )
-        assert headers["Retry-After"] == str(r.TRIGGER_RETRY_AFTER_SECONDS)
+        assert headers["Retry-After"] == str(lim.TRIGGER_RETRY_AFTER_SECONDS)
         assert api.call("POST", f"/jobs/{other}/trigger")[0] == 202  # another job goes on
         manual = [run for run in api.fakes.store.runs.values() if run.job_id == job]
         assert len(manual) == 2  # nothing kept of the refused one
@@ -196,13 +196,13 @@ def test_given_an_owner_when_it_asks_for_its_limits_then_each_shows_with_what_it
     assert status == 200, limits
     assert limits == {
         "owner": "alice",
-        "jobs": {"limit": r.DEFAULT_MAX_JOBS_PER_OWNER, "used": 1},
+        "jobs": {"limit": lim.DEFAULT_MAX_JOBS_PER_OWNER, "used": 1},
         "running_backfills_per_owner": {"limit": 2, "used": 1},
         "running_backfills_per_job": {"limit": 1, "used": {job: 1}},
         "queued_runs_per_owner": {"limit": 10, "used": 6},
-        "asked_runs_in_flight": {"limit": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
-        "runs_in_flight": {"limit": r.DEFAULT_MAX_RUNS_IN_FLIGHT, "used": 2},
-        "waiting_triggers_per_job": {"limit": r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
-        "secrets_per_owner": {"limit": r.DEFAULT_MAX_SECRETS_PER_OWNER, "used": 1},
-        "calendars_per_owner": {"limit": r.DEFAULT_MAX_CALENDARS_PER_OWNER, "used": 1},
+        "asked_runs_in_flight": {"limit": lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, "used": 0},
+        "runs_in_flight": {"limit": lim.DEFAULT_MAX_RUNS_IN_FLIGHT, "used": 2},
+        "waiting_triggers_per_job": {"limit": lim.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB},
+        "secrets_per_owner": {"limit": lim.DEFAULT_MAX_SECRETS_PER_OWNER, "used": 1},
+        "calendars_per_owner": {"limit": lim.DEFAULT_MAX_CALENDARS_PER_OWNER, "used": 1},
     }

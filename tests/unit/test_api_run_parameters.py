@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 
 from tests.unit.api_on_fakes import Api, api_on_fakes
 
@@ -53,7 +53,7 @@ def test_given_a_job_with_defaults_when_triggered_with_parameters_then_the_run_s
 
 @pytest.mark.parametrize(
     "parameters",
-    [["day"], "day=2026-11-01", 3, {"bad name": 1}, {"x": "y" * r.MAX_PARAMETERS_BYTES}],
+    [["day"], "day=2026-11-01", 3, {"bad name": 1}, {"x": "y" * lim.MAX_PARAMETERS_BYTES}],
 )
 def test_given_parameters_not_an_object_or_too_big_when_triggered_or_rerun_then_422_naming_parameters(
     api: Api, parameters: Any

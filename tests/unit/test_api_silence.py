@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 
 from tests.builders import job_spec
 from tests.unit.api_on_fakes import Api, api_on_fakes
@@ -97,7 +97,7 @@ def test_given_a_page_of_silent_jobs_when_more_follow_then_the_token_reads_the_r
     "expect",
     [
         {"success_within_seconds": 59},
-        {"success_within_seconds": r.MAX_SUCCESS_WITHIN_SECONDS + 1},
+        {"success_within_seconds": lim.MAX_SUCCESS_WITHIN_SECONDS + 1},
         {"success_within_seconds": "3600"},
         {"success_within_seconds": 3600.5},
         {},

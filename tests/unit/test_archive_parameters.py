@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from chronoq.domain import archive
-from chronoq.domain.runs import Run, RunStatus
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, Run, RunStatus
 
 AT = datetime(2026, 11, 26, 3, tzinfo=UTC)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import audit
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Caller, Change, Source
 
 
@@ -90,11 +90,11 @@ def test_given_a_deep_value_when_compared_then_it_is_kept_whole_below_three_leve
 def test_given_more_fields_changed_than_an_entry_lists_when_compared_then_the_last_says_how_many() -> (
     None
 ):
-    after = {f"f{n:03d}": n for n in range(r.MAX_AUDIT_CHANGES + 10)}
+    after = {f"f{n:03d}": n for n in range(lim.MAX_AUDIT_CHANGES + 10)}
 
     found = audit.changes(None, after)
 
-    assert len(found) == r.MAX_AUDIT_CHANGES
+    assert len(found) == lim.MAX_AUDIT_CHANGES
     assert found[-1] == Change(field=audit.MORE, after="11 more fields")
 
 

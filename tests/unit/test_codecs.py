@@ -57,8 +57,7 @@ def test_given_an_occurrence_planned_weeks_ahead_when_indexed_then_its_item_outl
     from datetime import UTC, datetime, timedelta
 
     from chronoq import resources as r
-    from chronoq.domain.runs import Occurrence
-    from chronoq.resources import Priority
+    from chronoq.domain.runs import Occurrence, Priority
 
     now = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
     far = now + timedelta(days=30)  # a monthly job's next run

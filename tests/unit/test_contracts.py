@@ -18,13 +18,13 @@ from chronoq.aws.codecs import (
     run_from_item,
 )
 from chronoq.domain.runs import RunStatus
-from chronoq.execution import batches, contract
+from chronoq.execution import batches, contract, machines
 from chronoq.fakes.asl import gates
 from pydantic import BaseModel
 
 from tests.builders import job_spec
 
-ASL = json.loads(r.STATE_MACHINE.path.read_text())
+ASL = json.loads(machines.STATE_MACHINE.path.read_text())
 STATES: dict[str, dict[str, Any]] = ASL["States"]
 
 
@@ -290,7 +290,7 @@ def test_given_a_run_holding_flow_slots_when_it_ends_then_the_asl_gives_each_bac
 def test_given_the_express_definition_when_read_then_it_runs_the_run_states_for_each_run_of_a_batch() -> (
     None
 ):
-    express = json.loads(r.EXPRESS_STATE_MACHINE.text())
+    express = json.loads(machines.EXPRESS_STATE_MACHINE.text())
 
     (name,) = express["States"]
     runs = express["States"][name]

@@ -36,11 +36,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from chronoq import resources as r
-from chronoq.aws.queues import SqsQueues, message_delay, message_group
-from chronoq.domain.runs import RunMessage, Trigger
+from chronoq.aws.queues import SqsQueues, message_group
+from chronoq.domain.runs import Priority, RunMessage, Trigger
 from chronoq.local.drivers import SQS_MAX_MESSAGES, QueuePoller, queue_pollers
 from chronoq.local.engine.queues import SqliteQueues
-from chronoq.resources import Priority
+from chronoq.usecases.delays import message_delay
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule

@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import flow
+from chronoq.domain import limits as lim
 from chronoq.domain.flow import Candidate, FlowState, Limits, admit
 from chronoq.domain.jobs import Flow
 from pydantic import ValidationError
@@ -103,7 +103,7 @@ def test_given_a_second_reserved_before_that_has_passed_when_the_run_asks_again_
 def test_given_a_holder_that_never_started_when_the_flow_is_full_then_its_slot_is_taken_back() -> (
     None
 ):
-    old = NOW - r.FLOW_LEASE_SECONDS - 1
+    old = NOW - lim.FLOW_LEASE_SECONDS - 1
     state = FlowState(holders={"dead": old, "alive": NOW - 5})
 
     assert flow.stale_holders(state, NOW) == ["dead"]
@@ -131,7 +131,7 @@ def test_given_owners_and_keys_when_their_items_are_named_then_only_the_same_own
         ({"key": "", "max_running": 1}, "key"),
         ({"key": "a b", "max_running": 1}, "key"),
         ({"key": "api", "max_running": 0}, "max_running"),
-        ({"key": "api", "max_running": r.MAX_FLOW_RUNNING + 1}, "max_running"),
+        ({"key": "api", "max_running": lim.MAX_FLOW_RUNNING + 1}, "max_running"),
         ({"key": "api", "max_starts_per_second": True}, "max_starts_per_second"),
     ],
 )

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.domain import labels
+from chronoq.domain import limits as lim
 from chronoq.domain.jobs import Job, JobPatch, JobSpec, JobState, OnComplete
 from chronoq.domain.runs import Trigger
 from pydantic import ValidationError
@@ -64,7 +64,7 @@ def test_given_no_max_runs_when_validated_then_the_job_is_kept_after_its_schedul
     assert job().final_run_at is None
 
 
-@pytest.mark.parametrize("bad", [0, -1, r.MAX_RUNS + 1, True, "3", 2.5])
+@pytest.mark.parametrize("bad", [0, -1, lim.MAX_RUNS + 1, True, "3", 2.5])
 def test_given_a_max_runs_out_of_range_or_not_an_integer_when_validated_then_it_is_refused(
     bad: object,
 ) -> None:
@@ -192,7 +192,7 @@ def test_given_a_label_value_kubernetes_refuses_when_validated_then_it_is_refuse
 
 
 def test_given_more_than_twenty_labels_when_validated_then_they_are_refused() -> None:
-    twenty = {f"k{i}": "v" for i in range(r.MAX_LABELS)}
+    twenty = {f"k{i}": "v" for i in range(lim.MAX_LABELS)}
 
     assert len(JobSpec.model_validate({**SPEC, "labels": twenty}).labels) == 20
     assert list(errors({**SPEC, "labels": {**twenty, "one-more": "v"}})) == ["labels"]

@@ -5,12 +5,12 @@ from datetime import UTC, datetime
 
 import pytest
 from chronoq import resources as r
-from chronoq.aws.queues import delay_seconds
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobSpec, JobState, Priority
 from chronoq.domain.targets import HttpTarget
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import ExecutionInput, describe_error
+from chronoq.usecases.delays import delay_seconds
 from pydantic import ValidationError
 
 SPEC = {

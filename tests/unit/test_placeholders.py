@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import placeholders, secrets
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.parameters import RunRequest, overlay
@@ -97,7 +97,7 @@ def test_given_defaults_and_a_request_when_overlaid_then_the_request_wins_and_no
         {"parameters": ["day"]},
         {"parameters": "day=1"},
         {"parameters": {"bad name": 1}},
-        {"parameters": {"x": "y" * r.MAX_PARAMETERS_BYTES}},
+        {"parameters": {"x": "y" * lim.MAX_PARAMETERS_BYTES}},
     ],
 )
 def test_given_parameters_not_an_object_or_too_big_when_asked_then_refused_naming_parameters(
@@ -112,7 +112,7 @@ def test_given_parameters_not_an_object_or_too_big_when_asked_then_refused_namin
 def test_given_defaults_and_a_request_too_big_together_when_overlaid_then_refused_naming_parameters() -> (
     None
 ):
-    half = "y" * (r.MAX_PARAMETERS_BYTES // 2)
+    half = "y" * (lim.MAX_PARAMETERS_BYTES // 2)
 
     with pytest.raises(InvalidRequest) as refused:
         overlay({"a": half}, {"b": half})

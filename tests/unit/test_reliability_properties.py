@@ -29,13 +29,21 @@ from typing import Any, cast
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Concurrency, Job, JobPatch, JobState
-from chronoq.domain.runs import ACTIVE_STATUSES, Attempt, Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import (
+    ACTIVE_STATUSES,
+    Attempt,
+    Priority,
+    Run,
+    RunMessage,
+    RunStatus,
+    Trigger,
+)
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeQueues, FakeStore
 from chronoq.fakes.statemachine import ExecutingFakeExecutor
-from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
@@ -52,7 +60,7 @@ from tests.builders import OWNER, Fakes, job_spec
 #: How long a message a worker could not settle stays invisible (the queues' setting).
 VISIBILITY = timedelta(seconds=r.QUEUES[0].visibility_timeout_seconds)
 #: How far ahead a tick enqueues: a minute is enqueued once the clock is this far from it.
-DISPATCH_AHEAD = timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
+DISPATCH_AHEAD = timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS)
 #: A start deadline the model's clock never outruns (its stories last well under an hour).
 LONG_DEADLINE = 3 * 3600
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import JobSpec
 from chronoq.domain.schedules import CronSchedule, first_fire
@@ -79,7 +80,7 @@ def test_given_a_bad_header_value_when_a_target_sets_it_then_422_names_the_heade
 
 
 def test_given_too_many_headers_when_a_target_sets_them_then_422() -> None:
-    headers = {f"X-H{n}": "v" for n in range(r.MAX_HEADERS + 1)}
+    headers = {f"X-H{n}": "v" for n in range(lim.MAX_HEADERS + 1)}
     field, _ = error_of(spec(target={"type": "http", "url": "https://e.com/", "headers": headers}))
 
     assert field == "target.headers"
@@ -150,12 +151,12 @@ def test_given_an_integral_float_when_posted_as_a_backoff_rate_then_it_is_accept
     ("target", "field"),
     [
         (
-            {"type": "python", "task": "m:f", "args": {"x": "y" * (r.MAX_ARGS_BYTES + 1)}},
+            {"type": "python", "task": "m:f", "args": {"x": "y" * (lim.MAX_ARGS_BYTES + 1)}},
             "target.args",
         ),
         ({"type": "python", "task": "m:f", "args": {"x": float("inf")}}, "target.args"),
         (
-            {"type": "http", "url": "https://e.com/", "body": "y" * (r.MAX_ARGS_BYTES + 1)},
+            {"type": "http", "url": "https://e.com/", "body": "y" * (lim.MAX_ARGS_BYTES + 1)},
             "target.body",
         ),
     ],
@@ -167,7 +168,7 @@ def test_given_a_free_form_field_too_large_or_not_finite_when_posted_then_422_na
 
 
 def test_given_a_name_too_long_when_posted_then_422_names_it() -> None:
-    assert error_of(spec(name="n" * (r.MAX_NAME_LENGTH + 1)))[0] == "name"
+    assert error_of(spec(name="n" * (lim.MAX_NAME_LENGTH + 1)))[0] == "name"
 
 
 @pytest.mark.parametrize(

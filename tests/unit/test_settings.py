@@ -3,9 +3,12 @@ start with an error naming the function and the variable."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 from chronoq import compose
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import RunStatus
 from chronoq.settings import (
@@ -71,8 +74,8 @@ def test_given_variables_of_other_functions_when_loaded_then_they_are_not_seen()
         "state_machine_arn": WORKER_ENV[r.ENV_STATE_MACHINE_ARN],
         "express_state_machine_arn": WORKER_ENV[r.ENV_EXPRESS_STATE_MACHINE_ARN],
         **{f"queue_url_{p}": WORKER_ENV[name] for p, name in r.ENV_QUEUE_URLS.items()},
-        "max_asked_runs_in_flight": r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
-        "max_runs_in_flight": r.DEFAULT_MAX_RUNS_IN_FLIGHT,
+        "max_asked_runs_in_flight": lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
+        "max_runs_in_flight": lim.DEFAULT_MAX_RUNS_IN_FLIGHT,
     }
 
 
@@ -168,12 +171,22 @@ def test_given_owner_limits_in_the_api_environment_when_loaded_then_its_use_case
     limits = Limits(
         running_backfills_per_job=2, running_backfills_per_owner=5, queued_runs_per_owner=99
     )
-    settings = load(ApiSettings, {**ENVIRONMENT, **limits.environment()})
+    settings = load(ApiSettings, {**ENVIRONMENT, **r.owner_limits_environment(limits)})
 
     assert settings.limits == limits
     assert load(ApiSettings, ENVIRONMENT).limits == Limits()
     api = compose.api(settings)
     assert api.backfills.limits == api.reruns.limits == limits
+
+
+def test_given_every_owner_limit_changed_when_the_api_loads_its_variables_then_it_reads_each_back() -> (
+    None
+):
+    """Each of the owner's limits has its variable (resources.ENV_OWNER_LIMITS)."""
+    defaults = Limits()
+    limits = Limits(**{f.name: getattr(defaults, f.name) + 1 for f in fields(Limits)})
+
+    assert load(ApiSettings, {**ENVIRONMENT, **r.owner_limits_environment(limits)}).limits == limits
 
 
 def test_given_a_deployment_raising_an_owners_runs_asked_for_under_way_when_the_worker_loads_then_its_starter_holds_them_to_it(

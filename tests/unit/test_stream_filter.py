@@ -15,10 +15,9 @@ from chronoq.aws import codecs
 from chronoq.aws.streams import matches, notifier_filters
 from chronoq.domain import after, inflight, silence
 from chronoq.domain.notifications import topic_statuses
-from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus, Trigger
+from chronoq.domain.runs import TERMINAL_STATUSES, Priority, Run, RunStatus, Trigger
 from chronoq.domain.silence import SilenceEvent, SilenceStatus
 from chronoq.local.drivers import stream_filter
-from chronoq.resources import Priority
 
 DEFAULT = topic_statuses(r.DEFAULT_TOPIC_STATUSES)
 EVERY_FINAL = frozenset(TERMINAL_STATUSES)

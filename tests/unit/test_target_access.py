@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.access import ANY_TARGET, TargetPolicy, patterns, queue_arn
 from chronoq.domain.targets import ContainerTarget, EventBridgeTarget, LambdaTarget, SqsTarget
 from chronoq.settings import ApiSettings
@@ -130,5 +131,5 @@ def test_given_a_listed_queue_arn_when_a_target_names_its_url_then_it_passes_and
 def test_given_no_policy_when_use_cases_are_built_then_anything_within_fargate_is_allowed() -> None:
     big = ContainerTarget(type="container", image="x", command=["true"], cpu=4096, memory=30720)
 
-    assert ANY_TARGET.refusal(big, r.MAX_CONTAINER_TIMEOUT_SECONDS) is None
+    assert ANY_TARGET.refusal(big, lim.MAX_CONTAINER_TIMEOUT_SECONDS) is None
     assert ANY_TARGET.refusal(lambda_target(), 60) is None

@@ -9,8 +9,8 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import ids, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import JobSpec
 from chronoq.domain.runs import Occurrence, Trigger, planned_start
@@ -135,7 +135,7 @@ def test_given_a_window_of_a_minute_or_less_when_checked_then_every_recurring_sc
     "fields",
     [
         {"type": "cron", "expression": "0 0 * * *", "window_seconds": -1},
-        {"type": "cron", "expression": "0 0 * * *", "window_seconds": r.MAX_WINDOW_SECONDS + 1},
+        {"type": "cron", "expression": "0 0 * * *", "window_seconds": lim.MAX_WINDOW_SECONDS + 1},
         {"type": "cron", "expression": "0 0 * * *", "window_seconds": "60"},
         {"type": "at", "at": "2030-01-01T00:00:00Z", "window_seconds": 60},
     ],

@@ -24,7 +24,7 @@ from chronoq import resources as r
 from chronoq.domain.jobs import Job, JobSpec, JobState
 from chronoq.domain.runs import TERMINAL_STATUSES, Run, RunStatus
 from chronoq.domain.schedules import anchored, first_fire
-from chronoq.usecases.ports import Store
+from chronoq.usecases.ports import JobStore, RunStore
 from chronoq.usecases.timeindex import TimeIndex
 
 #: The event key that asks the dispatcher to create the heartbeat job if it is missing.
@@ -51,7 +51,7 @@ def spec() -> JobSpec:
     )
 
 
-def ensure(store: Store, index: TimeIndex, now: datetime) -> dict[str, Any]:
+def ensure(store: JobStore, index: TimeIndex, now: datetime) -> dict[str, Any]:
     """Create the heartbeat job and its first occurrence, unless it exists."""
     if store.get_job(r.HEARTBEAT_JOB_ID) is not None:
         return {ENSURE: "kept", "job_id": r.HEARTBEAT_JOB_ID}
@@ -93,7 +93,7 @@ def _seen(run: Run | None) -> dict[str, Any] | None:
     }
 
 
-def status(store: Store, now: datetime) -> dict[str, Any]:
+def status(store: RunStore, now: datetime) -> dict[str, Any]:
     """The heartbeat's last finished run and last success, and what they say: ``ok``,
     ``late`` (its last success started more than HEARTBEAT_MAX_LAG_SECONDS after its time)
     or ``missing`` (no success for HEARTBEAT_MAX_SILENCE_SECONDS, or none yet)."""

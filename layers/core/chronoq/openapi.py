@@ -5,6 +5,9 @@ scheme, the one error shape instead of its own 422, the ``Idempotency-Key`` head
 The routes themselves (paths, parameters, request bodies) come from the api function's
 resolver, so the document cannot describe a route that does not exist; this module gives the
 route decorators their ``responses=`` and builds the final document. Pure: no I/O.
+
+Why this module is long: it declares the shape of every answer of the HTTP API (one pydantic
+model each) and each route's statuses; declarations one after another, with little logic.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 import chronoq
 from chronoq import resources as r
 from chronoq.domain import audit, backfills, jobs, runs
+from chronoq.domain import limits as lim
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
@@ -226,9 +230,9 @@ class SecretValue(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     value: str = Field(
-        min_length=r.MIN_SECRET_VALUE_LENGTH,
-        max_length=r.MAX_SECRET_VALUE_BYTES,
-        description=f"{r.MIN_SECRET_VALUE_LENGTH} characters to {r.MAX_SECRET_VALUE_BYTES}"
+        min_length=lim.MIN_SECRET_VALUE_LENGTH,
+        max_length=lim.MAX_SECRET_VALUE_BYTES,
+        description=f"{lim.MIN_SECRET_VALUE_LENGTH} characters to {lim.MAX_SECRET_VALUE_BYTES}"
         " bytes; never shown again",
     )
 
@@ -358,7 +362,7 @@ class ResumedPage(BaseModel):
 _REASONS = {
     400: "The body is not JSON (malformed, not UTF-8, bad base64)",
     401: "No valid bearer token",
-    403: f"The owner has reached their job quota (default {r.DEFAULT_MAX_JOBS_PER_OWNER})",
+    403: f"The owner has reached their job quota (default {lim.DEFAULT_MAX_JOBS_PER_OWNER})",
     404: "No such job or run of the caller's",
     405: "The path exists, the method does not (see Allow)",
     409: "A conflict: a version, a state, or an Idempotency-Key used with another request",

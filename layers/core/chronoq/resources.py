@@ -1,52 +1,34 @@
-"""Every resource name, key schema and default of a chronoq deployment, in one place.
+"""Every resource name, key schema and infrastructure default of a chronoq deployment, in one
+place.
 
 The CDK stack and the local runtime both build their resources from these definitions, and
 the handlers find them through the environment variables named here. Nothing in this module
-performs I/O.
+performs I/O. The domain's own limits and defaults (what a job, a run or an owner may be or
+hold) are in chronoq.domain.limits; the run state machines' definitions in
+chronoq.execution.machines.
+
+Why this module is long: it is every resource definition of a deployment, in one place by
+design (variables, tables, queues, functions with their variables, the state machines' names,
+the archive, operations' defaults), so that the CDK stack and the local runtime cannot
+disagree; each definition is a few lines.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from importlib import resources as _pkg_resources
 from pathlib import Path
 
-from chronoq.execution.batches import in_batches
-
-
-class Priority(StrEnum):
-    """A run's priority; one SQS queue each, highest first."""
-
-    HIGH = "high"
-    NORMAL = "normal"
-    LOW = "low"
-
+from chronoq.domain.limits import MAX_TIMEOUT_SECONDS, Limits
+from chronoq.domain.runs import Priority
 
 # --- Deployment defaults ------------------------------------------------------------------
 
 #: Number of shards the schedule table is spread over (deployment setting ``SHARDS``).
 DEFAULT_SHARDS = 4
-#: Default execution timeout of a run (the SLA), in seconds: a container's, and every other
-#: target's (short enough that a run with the default retry policy fits an Express execution).
-DEFAULT_CONTAINER_TIMEOUT_SECONDS = 300
-DEFAULT_TIMEOUT_SECONDS = 60
-#: Longest interval of a rate schedule.
-MAX_RATE_SECONDS = 365 * 24 * 3600
-#: Default start deadline: a run that cannot start this long after its time is MISSED.
-DEFAULT_START_DEADLINE_SECONDS = 900
-#: The start deadline of a requested run (a backfill's, a re-run's), counted from when it was
-#: asked for (or, a backfill's, made), unless the request sets one.
-DEFAULT_REQUESTED_START_DEADLINE_SECONDS = 3600
-MAX_START_DEADLINE_SECONDS = 24 * 3600
 #: The runner gives up on an attempt this much (at most a tenth of the timeout) before the
 #: state machine's timeout, so that it answers, and keeps the attempt's log, in time.
 RUNNER_DEADLINE_MARGIN_SECONDS = 2.0
-#: Longest timeout the Lambda runner can honour (Lambda's own limit).
-MAX_TIMEOUT_SECONDS = 900
-#: Longest timeout of a container target (a Fargate task has no limit of its own).
-MAX_CONTAINER_TIMEOUT_SECONDS = 24 * 3600
 #: How long dispatched schedule items and finished runs are kept (TTL), in seconds.
 SCHEDULE_RETENTION_SECONDS = 2 * 24 * 3600
 RUN_RETENTION_SECONDS = 90 * 24 * 3600
@@ -62,12 +44,6 @@ IDEMPOTENCY_KEY_SECONDS = 24 * 3600
 IDEMPOTENCY_STALE_SECONDS = 60
 #: Longest Idempotency-Key accepted.
 MAX_IDEMPOTENCY_KEY_CHARS = 255
-#: How far ahead of "now" the dispatcher enqueues (SQS DelaySeconds covers the gap): every
-#: minute that starts within this many seconds. The rule ticks at the start of each minute
-#: (a cron rule), so each minute is dispatched about a minute before it starts; a tick late
-#: in its minute (55 s or more) dispatches the minute after next too, so the first seconds
-#: of a minute are dispatched at least 6 s ahead whatever second the tick comes at.
-DISPATCH_AHEAD_SECONDS = 65
 #: Dispatcher invocations per tick, each for its own group of shards, in parallel: a late or
 #: failed group holds up no other, and throughput grows with them (``-c dispatch_groups=N``).
 DEFAULT_DISPATCH_GROUPS = 1
@@ -109,8 +85,6 @@ MAX_DELAY_SECONDS = 900
 OUTPUT_EXCERPT_BYTES = 4096
 #: Outputs, and each attempt's logs, up to this size live in the run record; larger ones in S3.
 INLINE_BYTES = 32 * 1024
-#: Largest message an sqs/sns/eventbridge/lambda target may carry (JSON text).
-MAX_MESSAGE_BYTES = 64 * 1024
 #: How often, and after how long a first pause (doubling), a webhook is retried.
 WEBHOOK_ATTEMPTS = 4
 WEBHOOK_FIRST_BACKOFF_SECONDS = 1.0
@@ -125,36 +99,15 @@ DELIVERY_HEADER = "X-Chronoq-Delivery"
 #: The container of a container target's task definition, and its log stream prefix.
 CONTAINER_NAME = "job"
 CONTAINER_LOG_PREFIX = "chronoq"
-#: Limits of what the API accepts, each checked before anything is written (see README,
-#: "Limits"). A request body:
+#: The HTTP API's own limits on a request, checked before anything is written (see README,
+#: "Limits"; what a job, a run or an owner may hold is in domain.limits). A request body:
 MAX_REQUEST_BYTES = 256 * 1024
 #: JSON nesting anywhere in a body (free-form ``args``, ``body``, ``payload`` included).
 MAX_JSON_DEPTH = 32
-#: Free-form fields: a python target's ``args``, an http target's ``body`` (JSON text).
-MAX_ARGS_BYTES = 64 * 1024
-#: An http target's headers: how many, and the size of each name and value.
-MAX_HEADERS = 50
-MAX_HEADER_NAME_LENGTH = 256
-MAX_HEADER_VALUE_LENGTH = 8 * 1024
-#: Secrets (README, "Secrets"): a name's length; a value's size (SSM Parameter Store's
-#: standard tier holds 4 KB) and its least length (a shorter one could not be scrubbed from
-#: a run's logs without masking ordinary text); how many one owner may keep.
-MAX_SECRET_NAME_LENGTH = 64
-MAX_SECRET_VALUE_BYTES = 4096
-MIN_SECRET_VALUE_LENGTH = 4
-DEFAULT_MAX_SECRETS_PER_OWNER = 50
 #: How long the runner and the notifier keep a resolved value (by owner, name and version):
 #: a value is read from its store at most once per this per container, and a deleted secret
 #: is forgotten within it.
 SECRET_CACHE_SECONDS = 300
-
-
-# --- run parameters (README, "Run parameters and placeholders") ------------------------------
-#: A run's parameters, and a job's defaults: a JSON object of at most this many bytes
-#: (compact JSON; the run's record keeps them, its execution input carries them), its names
-#: at most this long.
-MAX_PARAMETERS_BYTES = 8 * 1024
-MAX_PARAMETER_NAME_LENGTH = 64
 
 
 def secrets_path(deployment: str) -> str:
@@ -163,133 +116,18 @@ def secrets_path(deployment: str) -> str:
     return f"/chronoq/{deployment}/secrets"
 
 
-#: Business calendars (README, "Business calendars"): a name's length; how many dates and
-#: ranges one holds (a job using it carries a copy: this bounds the job's item); a range's
-#: length in days; how many one owner may keep; how many jobs one PUT re-plans (the rest
-#: with the token it answers).
-MAX_CALENDAR_NAME_LENGTH = 64
-MAX_CALENDAR_ENTRIES = 500
-MAX_CALENDAR_RANGE_DAYS = 366
-DEFAULT_MAX_CALENDARS_PER_OWNER = 20
-CALENDAR_REPLAN_PAGE = 25
-#: How far a calendar schedule looks for a business day (then it fires no more).
-CALENDAR_HORIZON_DAYS = 2 * 366
-
-#: A cron expression's length, a job's name.
-MAX_CRON_EXPRESSION_LENGTH = 200
-MAX_NAME_LENGTH = 200
-#: A whole job as stored (JSON text of its spec): well below DynamoDB's 400 KB item, and
-#: small enough to travel in a run's execution input.
-MAX_JOB_BYTES = 128 * 1024
-#: A cron expression's next fire must come within this many days when a job is created or
-#: changed, or its schedule previewed ("0 0 30 2 *", which never fires, is refused too; so is
-#: "0 0 29 2 *" when the next February 29th is eight years away, across 2100).
-MAX_CRON_GAP_DAYS = 5 * 366
-#: Instants a schedule may name (at, start_at, end_at): [EARLIEST_YEAR, LATEST_YEAR).
-EARLIEST_YEAR = 1970
-LATEST_YEAR = 3000
-#: Jobs one owner may have (deployment setting ``max_jobs_per_owner``).
-DEFAULT_MAX_JOBS_PER_OWNER = 10_000
-#: What one owner's backfills and re-runs may hold at once (deployment settings of the same
-#: names; see domain.limits): backfills RUNNING of one job, and of all the owner's jobs; fire
-#: times of the owner's RUNNING backfills and re-runs that have not ended. An owner alone
-#: runs 1,000 runs due together (one backfill of 1,000 fire times, ten re-runs of 100) well
-#: within them.
-DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB = 3
-DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER = 10
-DEFAULT_MAX_QUEUED_RUNS_PER_OWNER = 10_000
-#: Manual triggers of one job that have not started yet (deployment setting of the same name):
-#: counted among the job's newest WAITING_TRIGGERS_SCAN runs of the last start deadline.
-DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB = 1000
-WAITING_TRIGGERS_SCAN = 2 * DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB
-#: The Retry-After (seconds) of a trigger refused for the job's triggers waiting.
-TRIGGER_RETRY_AFTER_SECONDS = 10
-#: The Retry-After (seconds) of a request refused by one of these limits that waiting lifts.
-LIMIT_RETRY_AFTER_SECONDS = 60
-#: Caps on container targets (deployment settings ``max_container_cpu`` in CPU units,
-#: ``max_container_memory`` in MiB, ``max_container_seconds``): 1 vCPU, 2 GB, one hour.
-DEFAULT_MAX_CONTAINER_CPU = 1024
-DEFAULT_MAX_CONTAINER_MEMORY = 2048
-DEFAULT_MAX_CONTAINER_SECONDS = 3600
-#: Fargate's own largest task (and what chronoq local allows).
-MAX_CONTAINER_CPU = 4096
-MAX_CONTAINER_MEMORY = 30720
-#: The value of an allow-list setting that allows anything (chronoq local's).
-ALLOW_ANY = "*"
-#: Time windows, backfills, re-runs and flow control (see README, "Limits"):
-#: a recurring schedule's ``window_seconds``: at most a day, and at most the schedule's
-#: shortest gap between two fire times (a cron expression's among its next WINDOW_GAP_SCAN).
-MAX_WINDOW_SECONDS = 24 * 3600
-WINDOW_GAP_SCAN = 1000
-#: A backfill runs at most this many fire times, from at most this far back; at most
-#: BACKFILL_MAX_IN_FLIGHT of its runs are under way at once (1 for a job with concurrency
-#: forbid or replace, whose policy allows one active run).
-MAX_BACKFILL_RUNS = 1000
-MAX_BACKFILL_DAYS = 90
-BACKFILL_MAX_IN_FLIGHT = 10
-#: ``POST /jobs/{id}/rerun`` re-runs at most this many runs, of a range of at most this many
-#: days.
-MAX_RERUN_RUNS = 100
-MAX_RERUN_DAYS = 90
-#: A job's ``flow``: its key's length, and the largest limits. Each run that holds a
-#: ``max_running`` slot is an entry of the flow's item in the jobs table (about 50 bytes),
-#: written on every start and end: a write unit per KB of it.
-MAX_FLOW_KEY_LENGTH = 64
-MAX_FLOW_RUNNING = 100
-MAX_FLOW_STARTS_PER_SECOND = 1000
-#: A run its flow holds back is parked: the end of a run holding a slot of its flow wakes the
-#: next one (see chronoq.usecases.wake); the parked run itself looks again only after this
-#: many seconds (or at its start deadline, if sooner), in case a wake was lost. A run whose
-#: flow reserved a second further ahead than FLOW_START_AHEAD_SECONDS waits for it on its
-#: queue.
-FLOW_RELOOK_SECONDS = 300
-#: A run that lost its flow item's write to other workers' several times looks again after
-#: this many seconds.
-FLOW_RETRY_SECONDS = 1
-FLOW_START_AHEAD_SECONDS = 2
-#: The runs one owner asked for (manual triggers, re-runs, backfills' runs) under way at once
-#: (deployment setting ``max_asked_runs_in_flight``): one more waits, parked, for one of them
-#: to end (see chronoq.domain.flow.owner_item_key). Scheduled runs are not counted here (they
-#: are among all the owner's runs in flight, below). Each run under way is an entry of the
-#: owner's flow item (about 55 bytes), which every start and end of such a run writes: a
-#: write unit per KB of it.
-DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT = 200
-#: All of one owner's runs under way at once, whatever started them (deployment setting
-#: ``max_runs_in_flight``): one more, scheduled or asked for, waits, parked, for one of them to
-#: end, under its start deadline (see chronoq.domain.inflight). Twice the 1,000 runs an owner
-#: may have due in one second, so that those never wait for it.
-DEFAULT_MAX_RUNS_IN_FLIGHT = 2000
-#: A slot whose run has not started this long after the second reserved for it (its worker
-#: died before starting it, or its message was lost) is taken back when the flow is full.
-FLOW_LEASE_SECONDS = 60
 #: How long a flow's item is kept after its last start (TTL).
 FLOW_RETENTION_SECONDS = 7 * 24 * 3600
 #: API Gateway throttling of the HTTP API's stage (deployment settings ``api_burst_limit``
 #: and ``api_rate_limit``): requests at once and requests per second, for all callers.
 DEFAULT_API_BURST_LIMIT = 200
 DEFAULT_API_RATE_LIMIT = 100
-#: Headers an http target may not set: chronoq sets them (or HTTP framing depends on them).
-RESERVED_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection"})
-RESERVED_HEADER_PREFIX = "x-chronoq-"
-#: What a webhook's own headers may not name (besides the reserved ones above): chronoq
-#: sends a signed JSON document. And how many a webhook may have.
-WEBHOOK_OWN_HEADERS = frozenset({"content-type", "user-agent"})
-MAX_WEBHOOK_HEADERS = 20
 #: Shortest password of a user of the deployment's user pool (upper and lower case letters,
 #: digits and symbols required too).
 MIN_PASSWORD_LENGTH = 12
 #: Issuer and audience of tokens minted by the local runtime.
 LOCAL_TOKEN_ISSUER = "chronoq-local"  # noqa: S105 - not a secret
 TOKEN_AUDIENCE = "chronoq"  # noqa: S105 - not a secret
-#: Limited runs: the largest ``max_runs`` (the instant of a job's last run is computed when
-#: it is set, fire time by fire time: a bounded amount of work on the API's side).
-MAX_RUNS = 1000
-#: Labels: at most this many per job (keys and values as Kubernetes takes them).
-MAX_LABELS = 20
-#: Silence (README, "Silence"): a job's ``expect.success_within_seconds``, from a minute (the
-#: dispatcher looks at deadlines once a minute) to 366 days (a yearly job, with a day's slack).
-MIN_SUCCESS_WITHIN_SECONDS = 60
-MAX_SUCCESS_WITHIN_SECONDS = 366 * 24 * 3600
 #: The label ``chronoq apply`` puts on every job it applies, naming the set of files (what
 #: ``--prune`` deletes the jobs of).
 MANAGED_BY_LABEL = "managed-by"
@@ -297,10 +135,6 @@ MANAGED_BY_LABEL = "managed-by"
 #: have the name (a create or a delete that died halfway) may be taken by another.
 NAME_STALE_SECONDS = 60
 DEFAULT_MANAGED_BY = "chronoq-apply"
-#: A job's audit trail (README, "Audit trail"): the longest value an entry keeps of a field
-#: (its JSON text; a longer one is cut), and the most fields one entry lists.
-MAX_AUDIT_VALUE_CHARS = 256
-MAX_AUDIT_CHANGES = 50
 
 # --- Environment variables read by the handlers (through chronoq.settings) ---------------
 
@@ -352,9 +186,10 @@ ENV_ALLOWED_TARGET_NETWORKS = "CHRONOQ_ALLOWED_TARGET_NETWORKS"
 LOCAL_OWN_PORTS = "CHRONOQ_LOCAL_OWN_PORTS"
 LOCAL_OWN_ADDRESSES = "CHRONOQ_LOCAL_OWN_ADDRESSES"
 LOCAL_ONLY_ENV = (LOCAL_OWN_PORTS, LOCAL_OWN_ADDRESSES)
-#: Jobs one owner may have (default DEFAULT_MAX_JOBS_PER_OWNER).
+#: Jobs one owner may have (default domain.limits.DEFAULT_MAX_JOBS_PER_OWNER).
 ENV_MAX_JOBS_PER_OWNER = "CHRONOQ_MAX_JOBS_PER_OWNER"
-#: An owner's backfills and re-runs (defaults DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...).
+#: An owner's backfills, re-runs, runs in flight and secrets (defaults in domain.limits:
+#: DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...).
 ENV_MAX_RUNNING_BACKFILLS_PER_JOB = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_JOB"
 ENV_MAX_RUNNING_BACKFILLS_PER_OWNER = "CHRONOQ_MAX_RUNNING_BACKFILLS_PER_OWNER"
 ENV_MAX_QUEUED_RUNS_PER_OWNER = "CHRONOQ_MAX_QUEUED_RUNS_PER_OWNER"
@@ -362,15 +197,23 @@ ENV_MAX_WAITING_TRIGGERS_PER_JOB = "CHRONOQ_MAX_WAITING_TRIGGERS_PER_JOB"
 ENV_MAX_ASKED_RUNS_IN_FLIGHT = "CHRONOQ_MAX_ASKED_RUNS_IN_FLIGHT"
 ENV_MAX_RUNS_IN_FLIGHT = "CHRONOQ_MAX_RUNS_IN_FLIGHT"
 ENV_MAX_SECRETS_PER_OWNER = "CHRONOQ_MAX_SECRETS_PER_OWNER"
-ENV_OWNER_LIMITS = (
-    ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
-    ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
-    ENV_MAX_QUEUED_RUNS_PER_OWNER,
-    ENV_MAX_WAITING_TRIGGERS_PER_JOB,
-    ENV_MAX_ASKED_RUNS_IN_FLIGHT,
-    ENV_MAX_RUNS_IN_FLIGHT,
-    ENV_MAX_SECRETS_PER_OWNER,
-)
+#: The variable giving each of domain.limits.Limits, by its field.
+ENV_OWNER_LIMITS = {
+    "running_backfills_per_job": ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
+    "running_backfills_per_owner": ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
+    "queued_runs_per_owner": ENV_MAX_QUEUED_RUNS_PER_OWNER,
+    "waiting_triggers_per_job": ENV_MAX_WAITING_TRIGGERS_PER_JOB,
+    "asked_runs_in_flight": ENV_MAX_ASKED_RUNS_IN_FLIGHT,
+    "runs_in_flight": ENV_MAX_RUNS_IN_FLIGHT,
+    "secrets_per_owner": ENV_MAX_SECRETS_PER_OWNER,
+}
+
+
+def owner_limits_environment(limits: Limits) -> dict[str, str]:
+    """The functions' variables giving ``limits`` (see settings.ApiSettings)."""
+    return {env: str(getattr(limits, name)) for name, env in ENV_OWNER_LIMITS.items()}
+
+
 #: What service targets may reach and which images containers may run: comma-separated ARN
 #: (or image) patterns, ``*`` matching any characters; unset or empty: none; ALLOW_ANY: any.
 #: The API refuses a job naming anything else (the runner's and state machine's IAM rights
@@ -380,7 +223,8 @@ ENV_QUEUE_TARGETS = "CHRONOQ_QUEUE_TARGETS"
 ENV_TOPIC_TARGETS = "CHRONOQ_TOPIC_TARGETS"
 ENV_EVENT_BUS_TARGETS = "CHRONOQ_EVENT_BUS_TARGETS"
 ENV_CONTAINER_IMAGES = "CHRONOQ_CONTAINER_IMAGES"
-#: Caps on container targets (defaults DEFAULT_MAX_CONTAINER_CPU, _MEMORY and _SECONDS).
+#: Caps on container targets (defaults domain.limits.DEFAULT_MAX_CONTAINER_CPU, _MEMORY and
+#: _SECONDS).
 ENV_MAX_CONTAINER_CPU = "CHRONOQ_MAX_CONTAINER_CPU"
 ENV_MAX_CONTAINER_MEMORY = "CHRONOQ_MAX_CONTAINER_MEMORY"
 ENV_MAX_CONTAINER_SECONDS = "CHRONOQ_MAX_CONTAINER_SECONDS"
@@ -581,7 +425,8 @@ API_FUNCTION = Function(
         ENV_BLOCK_PRIVATE_TARGETS,  # to refuse target and webhook URLs naming such addresses
         ENV_ALLOWED_TARGET_NETWORKS,
         ENV_MAX_JOBS_PER_OWNER,
-        *ENV_OWNER_LIMITS,  # to refuse backfills, re-runs and triggers past the owner's limits
+        # to refuse backfills, re-runs and triggers past the owner's limits
+        *ENV_OWNER_LIMITS.values(),
         *ENV_TARGET_ACCESS,  # to refuse targets and images the deployment does not allow
         ENV_SECRETS_PATH,  # to keep and delete owners' secrets' values
         *ENV_QUEUE_URLS.values(),
@@ -716,8 +561,10 @@ EXPRESS_BUDGET_SECONDS = 240
 #: What AWS bills an Express execution for: its duration in 100 ms steps, at 64 MB.
 EXPRESS_BILLING_STEP_MS = 100
 EXPRESS_MEMORY_MB = 64
+#: The ASL file both run state machines are built from (chronoq.execution.machines).
 STATE_MACHINE_FILE = "execution/statemachine/run.asl.json"
-#: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime.
+#: Placeholders in the ASL file, filled by CDK (DefinitionSubstitutions) and the local runtime
+#: (see chronoq.execution.machines).
 ASL_RUNS_TABLE = "RunsTable"
 ASL_JOBS_TABLE = "JobsTable"
 ASL_RUNNER_FUNCTION = "RunnerFunctionArn"
@@ -725,45 +572,6 @@ ASL_CONTAINER_CLUSTER = "ContainerCluster"
 ASL_CONTAINER_SUBNETS = "ContainerSubnets"  # comma-separated
 ASL_CONTAINER_SECURITY_GROUP = "ContainerSecurityGroup"
 
-
-@dataclass(frozen=True)
-class StateMachine:
-    """A run state machine; both kinds are built from the one ASL file."""
-
-    id: str = STATE_MACHINE_ID
-    express: bool = False
-    substitutions: tuple[str, ...] = field(
-        default=(
-            ASL_RUNS_TABLE,
-            ASL_JOBS_TABLE,
-            ASL_RUNNER_FUNCTION,
-            ASL_CONTAINER_CLUSTER,
-            ASL_CONTAINER_SUBNETS,
-            ASL_CONTAINER_SECURITY_GROUP,
-        )
-    )
-
-    @property
-    def path(self) -> Path:
-        return Path(str(_pkg_resources.files("chronoq") / STATE_MACHINE_FILE))
-
-    def text(self) -> str:
-        """The ASL text, placeholders unfilled: the file, or the batches made from it."""
-        text = self.path.read_text()
-        if not self.express:
-            return text
-        return json.dumps(in_batches(json.loads(text)), indent=2) + "\n"
-
-    def definition(self, values: dict[str, str]) -> str:
-        """The ASL text with every ``${Placeholder}`` replaced by ``values``."""
-        text = self.text()
-        for name in self.substitutions:
-            text = text.replace("${" + name + "}", values[name])
-        return text
-
-
-STATE_MACHINE = StateMachine()
-EXPRESS_STATE_MACHINE = StateMachine(id=EXPRESS_STATE_MACHINE_ID, express=True)
 
 # --- Notifications, outputs, containers -------------------------------------------------------
 
@@ -821,19 +629,6 @@ HEARTBEAT_JOB_ID = "job_chronoq_heartbeat"
 HEARTBEAT_MAX_LAG_SECONDS = 10
 HEARTBEAT_MAX_SILENCE_SECONDS = 300
 
-# --- completion triggers (schedule type ``after``: see chronoq.domain.after) ----------------
-#: Most upstream jobs one ``after`` schedule names.
-MAX_UPSTREAMS = 10
-#: Most ``after`` jobs one owner may have (their edges are kept in one item per owner, the
-#: owner's pipeline graph, that every change of an ``after`` job rewrites: see
-#: chronoq.domain.after).
-MAX_AFTER_JOBS_PER_OWNER = 1000
-#: The largest upstream output an after job's target may take (``{{ upstream.NAME.output }}``):
-#: ten of them stay well within an execution's input (256 KB).
-UPSTREAM_OUTPUT_BYTES = 8 * 1024
-#: How long an instant waits for the rest of its upstreams by default, and at most (seconds).
-DEFAULT_AFTER_WITHIN_SECONDS = 24 * 3600
-MAX_AFTER_WITHIN_SECONDS = 7 * 24 * 3600
 #: How long a fan-in item (which upstreams of an instant have arrived) is kept after its
 #: first arrival, beyond its ``within_seconds`` (TTL of its item in the jobs table).
 FANIN_RETENTION_SECONDS = 7 * 24 * 3600

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import notifications
 from chronoq.domain.access import OwnResources, TargetPolicy, own_prefix, patterns
 from chronoq.domain.limits import Limits
@@ -153,13 +154,13 @@ class _Targets(BaseModel):
     event_bus_targets: tuple[str, ...] | None = Field(default=(), alias=r.ENV_EVENT_BUS_TARGETS)
     container_images: tuple[str, ...] | None = Field(default=(), alias=r.ENV_CONTAINER_IMAGES)
     max_container_cpu: int = Field(
-        default=r.DEFAULT_MAX_CONTAINER_CPU, alias=r.ENV_MAX_CONTAINER_CPU, ge=256
+        default=lim.DEFAULT_MAX_CONTAINER_CPU, alias=r.ENV_MAX_CONTAINER_CPU, ge=256
     )
     max_container_memory: int = Field(
-        default=r.DEFAULT_MAX_CONTAINER_MEMORY, alias=r.ENV_MAX_CONTAINER_MEMORY, ge=512
+        default=lim.DEFAULT_MAX_CONTAINER_MEMORY, alias=r.ENV_MAX_CONTAINER_MEMORY, ge=512
     )
     max_container_seconds: int = Field(
-        default=r.DEFAULT_MAX_CONTAINER_SECONDS, alias=r.ENV_MAX_CONTAINER_SECONDS, ge=1
+        default=lim.DEFAULT_MAX_CONTAINER_SECONDS, alias=r.ENV_MAX_CONTAINER_SECONDS, ge=1
     )
 
     _lists = field_validator(
@@ -216,34 +217,34 @@ class ApiSettings(FunctionSettings, _Queues, _Network, _Targets):
     archive_bucket: str = Field(alias=r.ENV_ARCHIVE_BUCKET, min_length=1)
     signing_secret_arn: str = Field(alias=r.ENV_SIGNING_SECRET_ARN, min_length=1)
     max_jobs_per_owner: int = Field(
-        default=r.DEFAULT_MAX_JOBS_PER_OWNER, alias=r.ENV_MAX_JOBS_PER_OWNER, ge=1
+        default=lim.DEFAULT_MAX_JOBS_PER_OWNER, alias=r.ENV_MAX_JOBS_PER_OWNER, ge=1
     )
     max_running_backfills_per_job: int = Field(
-        default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB,
+        default=lim.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB,
         alias=r.ENV_MAX_RUNNING_BACKFILLS_PER_JOB,
         ge=1,
     )
     max_running_backfills_per_owner: int = Field(
-        default=r.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER,
+        default=lim.DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER,
         alias=r.ENV_MAX_RUNNING_BACKFILLS_PER_OWNER,
         ge=1,
     )
     max_queued_runs_per_owner: int = Field(
-        default=r.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER, alias=r.ENV_MAX_QUEUED_RUNS_PER_OWNER, ge=1
+        default=lim.DEFAULT_MAX_QUEUED_RUNS_PER_OWNER, alias=r.ENV_MAX_QUEUED_RUNS_PER_OWNER, ge=1
     )
     max_waiting_triggers_per_job: int = Field(
-        default=r.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB,
+        default=lim.DEFAULT_MAX_WAITING_TRIGGERS_PER_JOB,
         alias=r.ENV_MAX_WAITING_TRIGGERS_PER_JOB,
         ge=1,
     )
     max_asked_runs_in_flight: int = Field(
-        default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
+        default=lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
     )
     max_runs_in_flight: int = Field(
-        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
+        default=lim.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
     )
     max_secrets_per_owner: int = Field(
-        default=r.DEFAULT_MAX_SECRETS_PER_OWNER, alias=r.ENV_MAX_SECRETS_PER_OWNER, ge=1
+        default=lim.DEFAULT_MAX_SECRETS_PER_OWNER, alias=r.ENV_MAX_SECRETS_PER_OWNER, ge=1
     )
     #: Where owners' secrets' values live (SSM Parameter Store).
     secrets_path: str = Field(alias=r.ENV_SECRETS_PATH, pattern=SECRETS_PATH_PATTERN)
@@ -295,11 +296,11 @@ class WorkerSettings(FunctionSettings, _Queues):
     express_state_machine_arn: str = Field(alias=r.ENV_EXPRESS_STATE_MACHINE_ARN, min_length=1)
     #: An owner's runs asked for under way at once.
     max_asked_runs_in_flight: int = Field(
-        default=r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
+        default=lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT, alias=r.ENV_MAX_ASKED_RUNS_IN_FLIGHT, ge=1
     )
     #: An owner's runs of every kind under way at once.
     max_runs_in_flight: int = Field(
-        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
+        default=lim.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
     )
 
 
@@ -340,7 +341,7 @@ class NotifierSettings(FunctionSettings, _Network, _Queues):
     email_sender: str = Field(default="", alias=r.ENV_EMAIL_SENDER)
     #: An owner's runs under way at once (the ends wake the runs it parked).
     max_runs_in_flight: int = Field(
-        default=r.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
+        default=lim.DEFAULT_MAX_RUNS_IN_FLIGHT, alias=r.ENV_MAX_RUNS_IN_FLIGHT, ge=1
     )
 
     _topic_statuses = field_validator("topic_statuses", mode="before")(_statuses)

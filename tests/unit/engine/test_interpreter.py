@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from chronoq import resources as r
+from chronoq.execution import machines
 from chronoq.local.clock import LocalClock, Waits
 from chronoq.local.engine.interpreter import (
     Execution,
@@ -814,9 +815,9 @@ PLACEHOLDERS = {
 SERVICES = ("lambda:invoke", "dynamodb:", "sqs:", "sns:", "events:", "ecs:runTask")
 
 
-@pytest.mark.parametrize("machine", [r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE])
+@pytest.mark.parametrize("machine", [machines.STATE_MACHINE, machines.EXPRESS_STATE_MACHINE])
 def test_given_the_run_state_machine_file_when_compiled_then_every_state_and_resource_is_understood(
-    machine: r.StateMachine,
+    machine: machines.StateMachine,
 ) -> None:
     definition = json.loads(machine.definition(PLACEHOLDERS))
     tasks = {f"arn:aws:states:::{s}": Handler() for s in SERVICES}
@@ -842,7 +843,7 @@ def definition_states(definition: dict[str, Any]) -> list[Mapping[str, Any]]:
 def test_given_the_run_state_machine_when_a_sqs_run_goes_through_with_instant_handlers_then_it_succeeds_recording_its_states() -> (
     None
 ):
-    definition = r.STATE_MACHINE.definition(PLACEHOLDERS)
+    definition = machines.STATE_MACHINE.definition(PLACEHOLDERS)
     calls: list[str] = []
 
     def service(resource: str, parameters: dict[str, Any], context: TaskContext) -> Any:

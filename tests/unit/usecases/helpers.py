@@ -16,10 +16,9 @@ from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Job, JobPatch
-from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Attempt, Occurrence, Priority, Run, RunMessage, RunStatus, Trigger
 from chronoq.fakes import FakeQueues, FakeStore, statemachine
 from chronoq.fakes.statemachine import ExecutingFakeExecutor
-from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from chronoq.usecases.timeindex import new_run
 

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import after, ids
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.runs import Run, RunStatus, Trigger
@@ -612,7 +612,7 @@ def test_given_an_upstream_output_over_the_limit_when_the_after_run_starts_then_
     fakes: Fakes,
 ) -> None:
     extract, clean = upstream(fakes, "extract"), upstream(fakes, "clean")
-    _kept(fakes, extract, T1, '"' + "x" * r.UPSTREAM_OUTPUT_BYTES + '"')
+    _kept(fakes, extract, T1, '"' + "x" * lim.UPSTREAM_OUTPUT_BYTES + '"')
     _kept(fakes, clean, T1, '"small"')
     target = {
         "type": "http",

@@ -13,9 +13,8 @@ from chronoq import resources as r
 from chronoq.domain import archive
 from chronoq.domain.archive import Archived
 from chronoq.domain.errors import InvalidRequest
-from chronoq.domain.runs import Attempt, Run, RunStatus
+from chronoq.domain.runs import Attempt, Priority, Run, RunStatus
 from chronoq.fakes import FakeArchive
-from chronoq.resources import Priority
 
 from tests.builders import Fakes
 

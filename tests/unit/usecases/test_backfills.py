@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import flow
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import Backfill, BackfillRequest, BackfillState
 from chronoq.domain.errors import Conflict, InvalidRequest, LimitExceeded, NotFound
 from chronoq.domain.jobs import Job
@@ -90,13 +90,13 @@ def test_given_a_past_range_when_backfilled_then_the_first_runs_are_made_and_sen
     assert (backfill.state, backfill.total, backfill.max_in_flight) == (
         BackfillState.RUNNING,
         18,
-        r.BACKFILL_MAX_IN_FLIGHT,
+        lim.BACKFILL_MAX_IN_FLIGHT,
     )
     made = backfill_runs(fakes, job)
-    assert len(made) == r.BACKFILL_MAX_IN_FLIGHT  # the others follow as these start
+    assert len(made) == lim.BACKFILL_MAX_IN_FLIGHT  # the others follow as these start
     first = fakes.clock() - timedelta(hours=3)
     assert [run.scheduled_at for run in made] == [
-        first + timedelta(minutes=10 * i) for i in range(r.BACKFILL_MAX_IN_FLIGHT)
+        first + timedelta(minutes=10 * i) for i in range(lim.BACKFILL_MAX_IN_FLIGHT)
     ]
     for run in made:
         assert (run.trigger, run.status, run.backfill_id) == (
@@ -133,7 +133,7 @@ def test_given_a_backfill_when_its_runs_start_and_end_then_every_fire_time_runs_
     assert len(runs) == backfill.total == 30
     assert Counter(run.scheduled_at for run in runs).most_common(1)[0][1] == 1
     assert {run.status for run in runs} == {RunStatus.SUCCEEDED}
-    assert peak == r.BACKFILL_MAX_IN_FLIGHT
+    assert peak == lim.BACKFILL_MAX_IN_FLIGHT
     view = fakes.backfills.get(OWNER, job.id, backfill.id)
     assert (view["state"], view["runs"]) == ("COMPLETED", {"SUCCEEDED": 30})
 
@@ -174,7 +174,7 @@ def test_given_a_backfill_run_past_its_jobs_start_deadline_when_started_then_it_
     job = every_ten_minutes(fakes, start_deadline_seconds=1)
     fakes.queues.sent.clear()
     fakes.backfills.create(OWNER, job.id, hours_back(fakes, 48, 47))
-    fakes.clock.advance(r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS)  # its own, to the second
+    fakes.clock.advance(lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS)  # its own, to the second
 
     assert set(take_and_start(fakes)) == {"started"}
 
@@ -239,7 +239,7 @@ def test_given_backfills_of_a_job_when_listed_then_newest_first_and_only_the_own
     [
         (1, 2, "to"),  # to before from
         (1, -1, "to"),  # to in the future
-        (24 * (r.MAX_BACKFILL_DAYS + 1), 24 * r.MAX_BACKFILL_DAYS, "from"),  # too far back
+        (24 * (lim.MAX_BACKFILL_DAYS + 1), 24 * lim.MAX_BACKFILL_DAYS, "from"),  # too far back
         (0.05, 0, "from"),  # no fire time in 3 minutes of a ten-minute schedule
     ],
 )
@@ -261,13 +261,13 @@ def test_given_a_range_with_more_fire_times_than_allowed_when_backfilled_then_42
     fakes: Fakes,
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
-    minutes = r.MAX_BACKFILL_RUNS + 1
+    minutes = lim.MAX_BACKFILL_RUNS + 1
 
     with pytest.raises(InvalidRequest) as refused:
         fakes.backfills.create(OWNER, job.id, hours_back(fakes, minutes / 60))
 
     assert refused.value.field == "to"
-    fakes.backfills.create(OWNER, job.id, hours_back(fakes, r.MAX_BACKFILL_RUNS / 60))
+    fakes.backfills.create(OWNER, job.id, hours_back(fakes, lim.MAX_BACKFILL_RUNS / 60))
 
 
 def test_given_a_forbid_backfill_whose_run_is_under_way_when_its_next_run_comes_then_it_waits_for_it_rather_than_skip(

@@ -12,9 +12,8 @@ import pytest
 from chronoq import resources as r
 from chronoq.domain import ids
 from chronoq.domain.jobs import JobPatch, JobState
-from chronoq.domain.runs import RunMessage, RunStatus
+from chronoq.domain.runs import Priority, RunMessage, RunStatus
 from chronoq.fakes import FakeQueues, FakeStore
-from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec
 from tests.unit.usecases.helpers import (

@@ -10,9 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 from chronoq import resources as r
-from chronoq.domain.runs import RunMessage
+from chronoq.domain.runs import Priority, RunMessage
 from chronoq.fakes import FakeClock, FakeQueues, FakeStore
-from chronoq.resources import Priority
 from chronoq.usecases.dispatch import Dispatcher
 from chronoq.usecases.timeindex import TimeIndex
 

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import flow
+from chronoq.domain import limits as lim
 from chronoq.domain.flow import FlowState
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Run, RunMessage, RunStatus
@@ -110,7 +110,7 @@ def test_given_two_jobs_of_one_flow_with_max_running_1_when_their_runs_are_due_t
     assert again.message.run_id == run_b.id
     assert (again.message.held_at, again.message.reserved) == (run_b.scheduled_at, False)
     # no per-second look: it looks again only in case its wake is lost
-    assert again.delay_seconds == r.FLOW_RELOOK_SECONDS
+    assert again.delay_seconds == lim.FLOW_RELOOK_SECONDS
     assert job_a.flow is not None
     assert job_a.flow.key == "partner-api"
 
@@ -306,7 +306,7 @@ def test_given_a_worker_that_died_after_its_run_got_a_slot_when_the_flow_is_full
 
     fakes.clock.advance(30)
     assert fakes.starter.start_run(message(fakes, next_run)) == "held"  # within the lease
-    fakes.clock.advance(r.FLOW_LEASE_SECONDS)
+    fakes.clock.advance(lim.FLOW_LEASE_SECONDS)
     assert fakes.starter.start_run(message(fakes, next_run)) == "started"  # taken back
     assert set(fakes.store.get_flow(key).holders) == {next_run.id}
 

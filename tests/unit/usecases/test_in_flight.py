@@ -10,8 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
 from chronoq.domain import flow, inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits
@@ -71,8 +71,8 @@ def test_given_an_owner_at_its_runs_in_flight_when_more_are_due_then_the_one_ove
     assert [w.id for w in fakes.store.waiting_runs(KEY, 10)] == [runs[2].id]
     (again,) = fakes.queues.sent  # no per-second look: only in case its wake is lost,
     assert again.message.run_id == runs[2].id  # or at its start deadline if sooner
-    deadline = runs[2].scheduled_at + timedelta(seconds=r.DEFAULT_START_DEADLINE_SECONDS + 1)
-    relook = min(fakes.clock() + timedelta(seconds=r.FLOW_RELOOK_SECONDS), deadline)
+    deadline = runs[2].scheduled_at + timedelta(seconds=lim.DEFAULT_START_DEADLINE_SECONDS + 1)
+    relook = min(fakes.clock() + timedelta(seconds=lim.FLOW_RELOOK_SECONDS), deadline)
     assert again.message.not_before == relook
     assert fakes.store.get_in_flight(KEY).parked_at == int(fakes.clock().timestamp())
 

@@ -12,9 +12,8 @@ import pytest
 from chronoq.domain import ids
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import JobPatch, JobState
-from chronoq.domain.runs import Occurrence, RunStatus, Trigger
+from chronoq.domain.runs import Occurrence, Priority, RunStatus, Trigger
 from chronoq.domain.targets import HttpTarget
-from chronoq.resources import Priority
 
 from tests.builders import OWNER, Fakes, at, job_spec, seconds_from
 from tests.unit.usecases.helpers import (

@@ -17,9 +17,8 @@ from chronoq import resources as r
 from chronoq.domain.errors import InvalidRequest, NotFound
 from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.notifications import topic_statuses
-from chronoq.domain.runs import Run, RunMessage, RunStatus
+from chronoq.domain.runs import Priority, Run, RunMessage, RunStatus
 from chronoq.execution.egress import Egress
-from chronoq.resources import Priority
 from chronoq.usecases.notify import Notifier
 
 from tests.builders import OWNER, Fakes, at, job_spec

@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import Conflict, InvalidRequest, NameTaken
 from chronoq.domain.jobs import JobPatch, JobState
 from chronoq.usecases.names import claim_existing_names
@@ -219,7 +219,7 @@ def test_given_labels_when_a_job_is_patched_then_they_are_replaced_and_an_empty_
 def test_given_the_most_labels_when_the_job_is_stored_then_it_stays_within_the_limits(
     fakes: Fakes,
 ) -> None:
-    labels = {f"example.com/key-{i:02d}": "v" * 63 for i in range(r.MAX_LABELS)}
+    labels = {f"example.com/key-{i:02d}": "v" * 63 for i in range(lim.MAX_LABELS)}
 
     job = fakes.jobs.create_job(OWNER, job_spec(labels=labels))
 

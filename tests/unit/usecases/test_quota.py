@@ -10,9 +10,8 @@ from datetime import datetime
 
 import pytest
 from chronoq.domain.errors import QuotaExceeded
-from chronoq.domain.runs import RunMessage
+from chronoq.domain.runs import Priority, RunMessage
 from chronoq.fakes import FakeQueues
-from chronoq.resources import Priority
 from chronoq.usecases.jobs import JobOperations
 
 from tests.builders import OWNER, Fakes, job_spec

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.reruns import RerunRequest
 from chronoq.domain.runs import Run, RunStatus, Trigger
@@ -131,7 +131,7 @@ def test_given_more_matching_runs_than_allowed_when_the_job_is_rerun_then_422_na
 ) -> None:
     job = fakes.jobs.create_job(OWNER, job_spec({"type": "cron", "expression": "* * * * *"}))
     start = fakes.clock()
-    for _ in range(r.MAX_RERUN_RUNS + 1):
+    for _ in range(lim.MAX_RERUN_RUNS + 1):
         run = fakes.jobs.trigger_job(OWNER, job.id)
         fakes.store.update_run(job.id, run.id, status=RunStatus.FAILED)
         fakes.clock.advance(1)
@@ -211,7 +211,7 @@ def test_given_a_single_rerun_when_it_waits_past_the_default_deadline_then_it_is
     rerun = fakes.reruns.rerun_run(OWNER, original.id)
     (sent,) = fakes.queues.sent
 
-    fakes.clock.advance(r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS + 1)
+    fakes.clock.advance(lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS + 1)
 
     assert fakes.starter.start_run(sent.message) == "missed"
     assert stored(fakes, rerun).status is RunStatus.MISSED

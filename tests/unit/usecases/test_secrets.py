@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 import pytest
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import (
     InvalidRequest,
     LimitExceeded,
@@ -70,9 +71,9 @@ def test_given_a_value_when_put_twice_then_the_version_moves_on_and_only_the_val
     [
         ("bad name", TOKEN, "name"),
         ("-x", TOKEN, "name"),
-        ("x" * (r.MAX_SECRET_NAME_LENGTH + 1), TOKEN, "name"),
+        ("x" * (lim.MAX_SECRET_NAME_LENGTH + 1), TOKEN, "name"),
         ("ok", "abc", "value"),
-        ("ok", "x" * (r.MAX_SECRET_VALUE_BYTES + 1), "value"),
+        ("ok", "x" * (lim.MAX_SECRET_VALUE_BYTES + 1), "value"),
         ("ok", "ab\x00cd", "value"),
     ],
 )

@@ -16,10 +16,9 @@ from chronoq.domain import inflight
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Job, JobPatch, JobState
 from chronoq.domain.retry import worst_case_seconds
-from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunMessage, RunStatus, Trigger
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes import FakeClock, FakeExecutor, FakeStore
-from chronoq.resources import Priority
 from chronoq.usecases.ports import Claim
 from chronoq.usecases.start import CLAIM_ATTEMPTS, ClaimHeld, RunStarter
 

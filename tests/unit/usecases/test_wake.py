@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from chronoq import resources as r
 from chronoq.domain import flow
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import Run, RunStatus
 from chronoq.usecases.wake import Ended
@@ -85,7 +85,7 @@ def test_given_a_parked_run_when_its_look_again_comes_while_the_flow_is_still_fu
     fakes: Fakes,
 ) -> None:
     _, (waiting,) = parked_behind_one(fakes, ["normal"])
-    fakes.clock.advance(r.FLOW_RELOOK_SECONDS)
+    fakes.clock.advance(lim.FLOW_RELOOK_SECONDS)
     run = stored_run(fakes, waiting)
     relook = message(fakes, run).model_copy(
         update={"held_at": run.held_at, "not_before": fakes.clock()}
@@ -94,7 +94,7 @@ def test_given_a_parked_run_when_its_look_again_comes_while_the_flow_is_still_fu
     assert fakes.starter.start_run(relook) == "held"
 
     (again,) = fakes.queues.sent
-    assert again.delay_seconds == r.FLOW_RELOOK_SECONDS
+    assert again.delay_seconds == lim.FLOW_RELOOK_SECONDS
     assert [w.id for w in fakes.store.waiting_runs(KEY, 10)] == [waiting]
 
 

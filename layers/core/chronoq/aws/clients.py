@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.config import Config
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -76,7 +76,7 @@ def lambda_invoker() -> LambdaClient:
     (the run's retry policy decides), waiting as long as any function may run."""
     config = Config(
         retries={"total_max_attempts": 1},
-        read_timeout=r.MAX_TIMEOUT_SECONDS + 10,
+        read_timeout=lim.MAX_TIMEOUT_SECONDS + 10,
         connect_timeout=10,
     )
     return boto3.client("lambda", config=config)

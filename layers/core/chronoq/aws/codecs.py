@@ -1,6 +1,12 @@
 """One codec per stored record: how a job, a schedule item and a run look in DynamoDB. Every
 Python writer goes through these; the run state machine writes run items too, and
-tests/unit/test_contracts.py holds its writes to ``RUN_ATTRIBUTES``."""
+tests/unit/test_contracts.py holds its writes to ``RUN_ATTRIBUTES``.
+
+Why this module is long: it is one codec per stored record (jobs, schedule items, packs and
+deadlines, runs and attempts, flows, owners' runs in flight, backfills, expectations and
+silence events, usage, audit entries) over the same attribute conventions; the state machine's
+writes are held to its names (RUN_ATTRIBUTES), so the item formats stay in one place.
+"""
 
 from __future__ import annotations
 

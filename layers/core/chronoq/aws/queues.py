@@ -4,15 +4,13 @@ owner's message group."""
 from __future__ import annotations
 
 import hashlib
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from chronoq import resources as r
-from chronoq.domain.runs import RunMessage
-from chronoq.resources import Priority
+from chronoq.domain.runs import Priority, RunMessage
+from chronoq.usecases.delays import message_delay
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -21,26 +19,6 @@ if TYPE_CHECKING:
 
 class QueueError(Exception):
     """SQS refused some messages."""
-
-
-def delay_seconds(scheduled_at: datetime, now: datetime, priority: Priority) -> int:
-    """Seconds to hold a run back so that it reaches a worker about when it is due, the
-    earlier the higher its priority (see DISPATCH_LEAD_SECONDS); none for a run due now or
-    past; clamped to what SQS allows."""
-    if scheduled_at <= now:
-        return 0
-    lead = r.DISPATCH_LEAD_SECONDS[priority.value]
-    seconds = math.floor((scheduled_at - now).total_seconds()) - lead
-    return max(0, min(r.MAX_DELAY_SECONDS, seconds))
-
-
-def message_delay(message: RunMessage, now: datetime, priority: Priority) -> int:
-    """The delay of a run's message: to its planned start (or the second its flow reserved
-    for it) as ``delay_seconds`` says; a run its flow held back: until it looks again."""
-    if message.not_before is not None and not message.reserved:
-        seconds = math.ceil((message.not_before - now).total_seconds())
-        return max(0, min(r.MAX_DELAY_SECONDS, seconds))
-    return delay_seconds(message.due_at, now, priority)
 
 
 #: What SQS allows in a message group id: up to 128 of these characters.

@@ -1,5 +1,9 @@
 """``chronoq jobs``: create, list, read, change, pause, resume, trigger and delete jobs, and read
-a job's audit trail."""
+a job's audit trail.
+
+Why this module is long: ``chronoq jobs`` has one command per job operation, sharing the dozen
+job flags that build a job document from the command line.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from chronoq.cli.common import (
 from chronoq.cli.errors import NOT_FOUND, Failure
 from chronoq.cli.jobspec import BadInput, JobFlags, build, load
 from chronoq.cli.parameters import parameters_options, with_parameters
+from chronoq.domain import limits as lim
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -97,7 +102,7 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
         {
             "metavar": "DURATION",
             "help": "execution timeout, e.g. 30s, 5m [default:"
-            f" {r.DEFAULT_TIMEOUT_SECONDS} s; {r.DEFAULT_CONTAINER_TIMEOUT_SECONDS} s for"
+            f" {lim.DEFAULT_TIMEOUT_SECONDS} s; {lim.DEFAULT_CONTAINER_TIMEOUT_SECONDS} s for"
             " container targets]",
         },
     ),
@@ -143,12 +148,12 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--flow",), {"metavar": "KEY", "help": "flow key: your jobs with the same one share limits"}),
     (
         ("--flow-max-running",),
-        {"type": click.IntRange(1, r.MAX_FLOW_RUNNING), "help": "--flow: runs under way at once"},
+        {"type": click.IntRange(1, lim.MAX_FLOW_RUNNING), "help": "--flow: runs under way at once"},
     ),
     (
         ("--flow-max-rate",),
         {
-            "type": click.IntRange(1, r.MAX_FLOW_STARTS_PER_SECOND),
+            "type": click.IntRange(1, lim.MAX_FLOW_STARTS_PER_SECOND),
             "help": "--flow: runs starting in any one second",
         },
     ),
@@ -172,7 +177,7 @@ _JOB_OPTIONS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (
         ("--max-runs",),
         {
-            "type": click.IntRange(1, r.MAX_RUNS),
+            "type": click.IntRange(1, lim.MAX_RUNS),
             "help": "end the job COMPLETED after this many scheduled runs",
         },
     ),

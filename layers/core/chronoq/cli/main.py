@@ -2,7 +2,12 @@
 login), and chronoq local with its tools (``local``, ``token``, ``cost``).
 
 Exit codes: see chronoq.cli.errors (0 ok, 1 API error, 2 usage, 3 not found, 4 run did not
-succeed with ``--exit-status``)."""
+succeed with ``--exit-status``).
+
+Why this module is long: it holds the top-level command and chronoq local's own commands
+(``local`` and its many options, ``token``, ``cost``, backup, restore, the admin group); every
+other group of commands has its own module.
+"""
 
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from chronoq.cli.login import login, logout
 from chronoq.cli.migrate import migrate
 from chronoq.cli.runs import runs
 from chronoq.cli.secrets import secrets
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 
@@ -185,7 +191,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @click.option(
     "--max-jobs-per-owner",
     type=int,
-    default=r.DEFAULT_MAX_JOBS_PER_OWNER,
+    default=lim.DEFAULT_MAX_JOBS_PER_OWNER,
     show_default=True,
     help="jobs one owner may have",
 )

@@ -1,5 +1,10 @@
 """How jobs and runs look to people: aligned tables, schedules in words, times and durations
-made short. (``-o json`` prints the API's answers instead.)"""
+made short. (``-o json`` prints the API's answers instead.)
+
+Why this module is long: it is every table and phrase the command line shows people (jobs,
+runs, backfills, schedules in words, durations, the audit trail, status, cost), each renderer
+short; they share one console and one style.
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from urllib.parse import urlsplit
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.targets import (
     AnyTarget,
     ContainerTarget,
@@ -26,7 +26,7 @@ Patterns = tuple[str, ...] | None
 
 def patterns(text: str) -> Patterns:
     """A setting's comma-separated patterns: "*" allows anything, "" nothing."""
-    if text.strip() == r.ALLOW_ANY:
+    if text.strip() == lim.ALLOW_ANY:
         return None
     return tuple(p.strip() for p in text.split(",") if p.strip())
 
@@ -119,9 +119,9 @@ class TargetPolicy:
     topics: Patterns = None
     event_buses: Patterns = None
     container_images: Patterns = None
-    max_container_cpu: int = r.MAX_CONTAINER_CPU
-    max_container_memory: int = r.MAX_CONTAINER_MEMORY
-    max_container_seconds: int = r.MAX_CONTAINER_TIMEOUT_SECONDS
+    max_container_cpu: int = lim.MAX_CONTAINER_CPU
+    max_container_memory: int = lim.MAX_CONTAINER_MEMORY
+    max_container_seconds: int = lim.MAX_CONTAINER_TIMEOUT_SECONDS
     #: chronoq's own resources: refused whatever the lists allow (None: not known here).
     own: OwnResources | None = None
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import Field
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import secrets
 from chronoq.domain.base import Model
 from chronoq.domain.time import Instant
@@ -166,10 +166,10 @@ def changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -
         for path in sorted(old.keys() | new.keys())
         if old.get(path) != new.get(path)
     ]
-    if len(found) <= r.MAX_AUDIT_CHANGES:
+    if len(found) <= lim.MAX_AUDIT_CHANGES:
         return found
-    left = len(found) - r.MAX_AUDIT_CHANGES + 1
-    return [*found[: r.MAX_AUDIT_CHANGES - 1], Change(field=MORE, after=f"{left} more fields")]
+    left = len(found) - lim.MAX_AUDIT_CHANGES + 1
+    return [*found[: lim.MAX_AUDIT_CHANGES - 1], Change(field=MORE, after=f"{left} more fields")]
 
 
 def _flat(document: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
@@ -188,9 +188,9 @@ def kept(path: str, value: Any) -> Any:
     the start of its JSON text, and its length)."""
     value = masked(path.rsplit(".", 1)[-1], value)
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    if len(text) <= r.MAX_AUDIT_VALUE_CHARS:
+    if len(text) <= lim.MAX_AUDIT_VALUE_CHARS:
         return value
-    return f"{text[: r.MAX_AUDIT_VALUE_CHARS]}... ({len(text)} characters)"
+    return f"{text[: lim.MAX_AUDIT_VALUE_CHARS]}... ({len(text)} characters)"
 
 
 def masked(name: str, value: Any) -> Any:

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from chronoq import resources as r
 from chronoq.domain import keys
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.parameters import Parameters
@@ -42,9 +42,9 @@ class BackfillRequest(Model):
     to: IsoInstant
     #: Each of its runs must start within this many seconds of being made (MISSED if not).
     start_deadline_seconds: int = Field(
-        default=r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
+        default=lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
         ge=1,
-        le=r.MAX_START_DEADLINE_SECONDS,
+        le=lim.MAX_START_DEADLINE_SECONDS,
         strict=True,
     )
     #: Completion triggers: its runs' ends trigger the jobs following this one again.
@@ -79,7 +79,7 @@ class Backfill(BaseModel):
     created_at: Instant
     finished_at: Instant | None = None
     #: Each of its runs must start within this many seconds of being made.
-    start_deadline_seconds: int = r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
+    start_deadline_seconds: int = lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
     #: Completion triggers: its runs' ends trigger the jobs following its job again.
     cascade: bool = False
     #: How many of its runs have ended, each counted once as it ends (usecases.progress);
@@ -126,5 +126,5 @@ def check_range(request: BackfillRequest, now: datetime) -> None:
         raise InvalidRequest("to", "must be after from")
     if request.to > now:
         raise InvalidRequest("to", "must not be in the future (a backfill runs past fire times)")
-    if request.start < now - timedelta(days=r.MAX_BACKFILL_DAYS):
-        raise InvalidRequest("from", f"must be within the last {r.MAX_BACKFILL_DAYS} days")
+    if request.start < now - timedelta(days=lim.MAX_BACKFILL_DAYS):
+        raise InvalidRequest("from", f"must be within the last {lim.MAX_BACKFILL_DAYS} days")

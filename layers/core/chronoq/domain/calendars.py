@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 
 #: A calendar's name: letters, digits, ``_`` and ``-``, starting with a letter or digit.
@@ -49,8 +49,8 @@ class CalendarRules(Model):
     """What a calendar excludes: ``dates``, inclusive ``ranges`` of dates, and every date
     whose weekday is not in ``business_days``, all local dates in ``timezone``."""
 
-    dates: tuple[date, ...] = Field(default=(), max_length=r.MAX_CALENDAR_ENTRIES)
-    ranges: tuple[tuple[date, date], ...] = Field(default=(), max_length=r.MAX_CALENDAR_ENTRIES)
+    dates: tuple[date, ...] = Field(default=(), max_length=lim.MAX_CALENDAR_ENTRIES)
+    ranges: tuple[tuple[date, date], ...] = Field(default=(), max_length=lim.MAX_CALENDAR_ENTRIES)
     timezone: str = Field(default="UTC", max_length=64)
     business_days: tuple[Weekday, ...] = Field(default=DEFAULT_BUSINESS_DAYS, min_length=1)
 
@@ -65,9 +65,9 @@ class CalendarRules(Model):
         for first, last in value:
             if last < first:
                 raise ValueError(f"{first}..{last}: a range ends on or after its first date")
-            if (last - first).days >= r.MAX_CALENDAR_RANGE_DAYS:
+            if (last - first).days >= lim.MAX_CALENDAR_RANGE_DAYS:
                 raise ValueError(
-                    f"{first}..{last}: a range spans at most {r.MAX_CALENDAR_RANGE_DAYS} days"
+                    f"{first}..{last}: a range spans at most {lim.MAX_CALENDAR_RANGE_DAYS} days"
                 )
         return tuple(sorted(set(value)))
 
@@ -91,8 +91,8 @@ class CalendarRules(Model):
 
     @model_validator(mode="after")
     def _bounded(self) -> CalendarRules:
-        if len(self.dates) + len(self.ranges) > r.MAX_CALENDAR_ENTRIES:
-            raise ValueError(f"dates and ranges: at most {r.MAX_CALENDAR_ENTRIES} in all")
+        if len(self.dates) + len(self.ranges) > lim.MAX_CALENDAR_ENTRIES:
+            raise ValueError(f"dates and ranges: at most {lim.MAX_CALENDAR_ENTRIES} in all")
         return self
 
     def is_business_day(self, day: date) -> bool:
@@ -101,7 +101,7 @@ class CalendarRules(Model):
     def business_day(self, day: date, step: int) -> date | None:
         """The first business day after (``step`` 1) or before (-1) ``day``, within
         CALENDAR_HORIZON_DAYS; None if there is none."""
-        for i in range(1, r.CALENDAR_HORIZON_DAYS + 1):
+        for i in range(1, lim.CALENDAR_HORIZON_DAYS + 1):
             candidate = day + timedelta(days=step * i)
             if self.is_business_day(candidate):
                 return candidate
@@ -152,7 +152,7 @@ class CalendarUse(Model):
     named calendar when the job is created or changed and when the calendar changes (what a
     request gives there is replaced)."""
 
-    name: str = Field(min_length=1, max_length=r.MAX_CALENDAR_NAME_LENGTH, pattern=NAME_PATTERN)
+    name: str = Field(min_length=1, max_length=lim.MAX_CALENDAR_NAME_LENGTH, pattern=NAME_PATTERN)
     on_excluded: OnExcluded = OnExcluded.SKIP
     rules: CalendarRules | None = None
     #: The calendar's version the copy was made of.

@@ -23,8 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from chronoq import resources as r
 from chronoq.domain import keys
+from chronoq.domain import limits as lim
+from chronoq.domain.runs import Priority
 from chronoq.domain.time import format_instant
 
 #: Prefix of the jobs table's flow items (see domain.keys).
@@ -129,7 +130,7 @@ def stale_holders(state: FlowState, now: int) -> list[str]:
     """Holders whose reserved second is FLOW_LEASE_SECONDS past: if their runs have not
     started (no record, or one that is not RUNNING), their slots were never used."""
     return sorted(
-        run for run, second in state.holders.items() if second < now - r.FLOW_LEASE_SECONDS
+        run for run, second in state.holders.items() if second < now - lim.FLOW_LEASE_SECONDS
     )
 
 
@@ -143,7 +144,7 @@ def free_slots(state: FlowState, ended: Iterable[str] = ()) -> int:
 
 
 #: Priorities in the order a flow wakes its parked runs: one owner's priorities order its runs.
-_RANK = {p.value: n for n, p in enumerate(r.Priority)}
+_RANK = {p.value: n for n, p in enumerate(Priority)}
 
 
 def wait_order(priority: str, held_at: datetime, run_id: str) -> str:

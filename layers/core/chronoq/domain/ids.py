@@ -6,8 +6,8 @@ import hashlib
 import secrets
 from datetime import UTC, datetime, timedelta
 
-from chronoq import resources as r
 from chronoq.domain import keys
+from chronoq.domain import limits as lim
 
 _RUN_STAMP = "%Y%m%dT%H%M%SZ"
 _BUCKET_MINUTE = "%Y%m%d%H%M"
@@ -119,12 +119,12 @@ def minutes(first: datetime, last: datetime) -> list[datetime]:
 
 def opened_at(minute: datetime) -> datetime:
     """The first instant a dispatcher tick opens ``minute`` at (see DISPATCH_AHEAD_SECONDS)."""
-    return minute_of(minute) - timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)
+    return minute_of(minute) - timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS)
 
 
 def first_unopened(instant: datetime) -> datetime:
     """The first minute no dispatcher tick up to ``instant`` has opened."""
-    return minute_of(instant + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS)) + timedelta(minutes=1)
+    return minute_of(instant + timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS)) + timedelta(minutes=1)
 
 
 # --- completion triggers (see domain.after) ---------------------------------------------------

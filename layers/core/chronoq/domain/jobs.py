@@ -19,8 +19,8 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from chronoq import resources as r
 from chronoq.domain import ids, secrets, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.base import STORED, Model
 from chronoq.domain.labels import Labels
 from chronoq.domain.parameters import Parameters
@@ -28,6 +28,7 @@ from chronoq.domain.runs import (
     REQUESTED,
     TERMINAL_STATUSES,
     Occurrence,
+    Priority,
     Run,
     RunMessage,
     RunStatus,
@@ -50,7 +51,6 @@ from chronoq.domain.targets import (
     visible_text,
 )
 from chronoq.domain.time import Instant
-from chronoq.resources import Priority
 
 __all__ = [
     "Concurrency",
@@ -124,7 +124,7 @@ class Notify(Model):
     #: More headers the webhook is sent with (a receiver's credential: a secret's reference
     #: or placeholder, resolved by the notifier when it sends).
     webhook_headers: dict[HeaderName, SecretHeaderValue] = Field(
-        default_factory=dict, max_length=r.MAX_WEBHOOK_HEADERS
+        default_factory=dict, max_length=lim.MAX_WEBHOOK_HEADERS
     )
     email: str | None = Field(default=None, max_length=254, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -135,7 +135,7 @@ class Notify(Model):
     @classmethod
     def _own_headers(cls, value: dict[str, Any]) -> dict[str, Any]:
         for name in one_of_each(value):
-            if name.lower() in r.WEBHOOK_OWN_HEADERS:
+            if name.lower() in lim.WEBHOOK_OWN_HEADERS:
                 raise ValueError(f"{name} is set by chronoq (the document it signs is JSON)")
         return value
 
@@ -155,11 +155,11 @@ class Flow(Model):
     starts as soon as the limits allow."""
 
     key: str = Field(
-        min_length=1, max_length=r.MAX_FLOW_KEY_LENGTH, pattern=r"^[A-Za-z0-9._:/@-]+$"
+        min_length=1, max_length=lim.MAX_FLOW_KEY_LENGTH, pattern=r"^[A-Za-z0-9._:/@-]+$"
     )
-    max_running: int | None = Field(default=None, ge=1, le=r.MAX_FLOW_RUNNING, strict=True)
+    max_running: int | None = Field(default=None, ge=1, le=lim.MAX_FLOW_RUNNING, strict=True)
     max_starts_per_second: int | None = Field(
-        default=None, ge=1, le=r.MAX_FLOW_STARTS_PER_SECOND, strict=True
+        default=None, ge=1, le=lim.MAX_FLOW_STARTS_PER_SECOND, strict=True
     )
 
     @model_validator(mode="after")
@@ -175,16 +175,19 @@ class Flow(Model):
 class JobSpec(Model):
     """What a user asks for: the body of ``POST /jobs``."""
 
-    name: str = Field(min_length=1, max_length=r.MAX_NAME_LENGTH)
+    name: str = Field(min_length=1, max_length=lim.MAX_NAME_LENGTH)
     schedule: Schedule
     target: Target
     priority: Priority = Priority.NORMAL
     timeout_seconds: int = Field(
-        default=r.DEFAULT_TIMEOUT_SECONDS, ge=1, le=r.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
+        default=lim.DEFAULT_TIMEOUT_SECONDS, ge=1, le=lim.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
     )
     concurrency: Concurrency = Concurrency.ALLOW
     start_deadline_seconds: int = Field(
-        default=r.DEFAULT_START_DEADLINE_SECONDS, ge=1, le=r.MAX_START_DEADLINE_SECONDS, strict=True
+        default=lim.DEFAULT_START_DEADLINE_SECONDS,
+        ge=1,
+        le=lim.MAX_START_DEADLINE_SECONDS,
+        strict=True,
     )
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     notify: Notify | None = None
@@ -203,7 +206,7 @@ class JobSpec(Model):
     #: The job ends COMPLETED after this many scheduled runs (fire times of its schedule it
     #: reached while active, however each ended; manual runs do not count), counted from
     #: when it was set; None: as many as its schedule has.
-    max_runs: int | None = Field(default=None, ge=1, le=r.MAX_RUNS, strict=True)
+    max_runs: int | None = Field(default=None, ge=1, le=lim.MAX_RUNS, strict=True)
     #: What becomes of the job once it is COMPLETED.
     on_complete: OnComplete = OnComplete.KEEP
     #: Key/value strings to find the job by (GET /jobs?label=key=value).
@@ -250,17 +253,17 @@ class JobSpec(Model):
             target = data.get("target")
             kind = target.get("type") if isinstance(target, dict) else getattr(target, "type", None)
             if kind == "container":
-                return {**data, "timeout_seconds": r.DEFAULT_CONTAINER_TIMEOUT_SECONDS}
+                return {**data, "timeout_seconds": lim.DEFAULT_CONTAINER_TIMEOUT_SECONDS}
         return data
 
     @field_validator("timeout_seconds")
     @classmethod
     def _within_the_targets_limit(cls, value: int, info: ValidationInfo) -> int:
         target = info.data.get("target")
-        if value > r.MAX_TIMEOUT_SECONDS and not isinstance(target, ContainerTarget):
+        if value > lim.MAX_TIMEOUT_SECONDS and not isinstance(target, ContainerTarget):
             raise ValueError(
-                f"must be at most {r.MAX_TIMEOUT_SECONDS} for this target (only container targets"
-                f" may run up to {r.MAX_CONTAINER_TIMEOUT_SECONDS})"
+                f"must be at most {lim.MAX_TIMEOUT_SECONDS} for this target (only container targets"
+                f" may run up to {lim.MAX_CONTAINER_TIMEOUT_SECONDS})"
             )
         heartbeat = target.heartbeat_seconds if isinstance(target, ContainerTarget) else None
         if heartbeat is not None and heartbeat >= value:
@@ -329,7 +332,7 @@ class Job(JobSpec):
     def deadline_of(self, trigger: Trigger, requested_deadline: int | None = None) -> int:
         """The start deadline of a run of this trigger, in seconds."""
         if trigger in REQUESTED:
-            return requested_deadline or r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
+            return requested_deadline or lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS
         return self.start_deadline_seconds
 
     def occurrence_id(self, at: datetime) -> str:

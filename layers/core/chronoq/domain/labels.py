@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationInfo, WithJsonSchema
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.base import whole
 
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?"
@@ -61,7 +61,7 @@ LabelValue = Annotated[
 Labels = Annotated[
     dict[LabelKey, LabelValue],
     # (keys only by their pattern: patternProperties, and nothing else)
-    Field(max_length=r.MAX_LABELS, json_schema_extra={"additionalProperties": False}),
+    Field(max_length=lim.MAX_LABELS, json_schema_extra={"additionalProperties": False}),
 ]
 
 #: One selector: the key and the value a job's label must have.

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 
@@ -22,18 +22,20 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 def bounded(value: dict[str, Any]) -> dict[str, Any]:
     """``value`` if it is a JSON object of named values within MAX_PARAMETERS_BYTES (a
     pydantic validator: its error names the field)."""
-    invalid = sorted(k for k in value if not NAME.match(k) or len(k) > r.MAX_PARAMETER_NAME_LENGTH)
+    invalid = sorted(
+        k for k in value if not NAME.match(k) or len(k) > lim.MAX_PARAMETER_NAME_LENGTH
+    )
     if invalid:
         raise ValueError(
             f"names must be letters, digits, _ and -, starting with a letter or digit, at most"
-            f" {r.MAX_PARAMETER_NAME_LENGTH} characters: {invalid[0]!r}"
+            f" {lim.MAX_PARAMETER_NAME_LENGTH} characters: {invalid[0]!r}"
         )
     try:
         size = len(json.dumps(value, separators=(",", ":"), allow_nan=False).encode())
     except ValueError:
         raise ValueError("must not contain NaN or infinite numbers") from None
-    if size > r.MAX_PARAMETERS_BYTES:
-        raise ValueError(f"must be at most {r.MAX_PARAMETERS_BYTES} bytes of JSON (is {size})")
+    if size > lim.MAX_PARAMETERS_BYTES:
+        raise ValueError(f"must be at most {lim.MAX_PARAMETERS_BYTES} bytes of JSON (is {size})")
     return value
 
 

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import secrets
 from chronoq.domain.secrets import RunContext, SecretRef
 from chronoq.domain.targets import ContainerTarget, HttpTarget, PythonTarget, _plain_url
@@ -138,8 +138,8 @@ def _header(
         expanded.encode("latin-1")
     except UnicodeEncodeError:
         raise Refused(field, f"{what} is not Latin-1 text") from None
-    if len(expanded) > r.MAX_HEADER_VALUE_LENGTH:
-        raise Refused(field, f"is longer than {r.MAX_HEADER_VALUE_LENGTH} characters")
+    if len(expanded) > lim.MAX_HEADER_VALUE_LENGTH:
+        raise Refused(field, f"is longer than {lim.MAX_HEADER_VALUE_LENGTH} characters")
     return expanded
 
 

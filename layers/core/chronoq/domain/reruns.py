@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from pydantic import Field, field_validator
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.jobs import FinalStatus
@@ -32,9 +32,9 @@ class RerunRequest(Model):
     )
     #: Each re-run must start within this many seconds of the request (MISSED if not).
     start_deadline_seconds: int = Field(
-        default=r.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
+        default=lim.DEFAULT_REQUESTED_START_DEADLINE_SECONDS,
         ge=1,
-        le=r.MAX_START_DEADLINE_SECONDS,
+        le=lim.MAX_START_DEADLINE_SECONDS,
         strict=True,
     )
 
@@ -55,5 +55,5 @@ def check_range(request: RerunRequest) -> None:
     ended are re-run)."""
     if request.start >= request.to:
         raise InvalidRequest("to", "must be after from")
-    if request.to - request.start > timedelta(days=r.MAX_RERUN_DAYS):
-        raise InvalidRequest("to", f"must be at most {r.MAX_RERUN_DAYS} days after from")
+    if request.to - request.start > timedelta(days=lim.MAX_RERUN_DAYS):
+        raise InvalidRequest("to", f"must be at most {lim.MAX_RERUN_DAYS} days after from")

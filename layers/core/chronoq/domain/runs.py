@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validat
 
 from chronoq.domain.ids import window_offset_of
 from chronoq.domain.time import Instant, format_instant
-from chronoq.resources import Priority
+
+
+class Priority(StrEnum):
+    """A run's priority; one SQS queue each, highest first."""
+
+    HIGH = "high"
+    NORMAL = "normal"
+    LOW = "low"
 
 
 class RunStatus(StrEnum):

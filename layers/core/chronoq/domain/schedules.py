@@ -7,6 +7,10 @@ to instants the way users expect across daylight-saving changes:
 - a local time that does not exist (skipped by spring-forward) fires once, at the first valid
   instant after the gap (the moment the clocks jump);
 - a local time that exists twice (repeated by fall-back) fires once, at its first occurrence.
+
+Why this module is long: the schedule models and their pure functions (next fire, previews,
+bounds, the DST rules, business calendars' days, completion triggers) are one subject, each
+function short.
 """
 
 from __future__ import annotations
@@ -19,15 +23,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from chronoq import resources as r
 from chronoq.domain import cron
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 from chronoq.domain.calendars import CalendarRules, CalendarUse, OnExcluded
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.time import IsoInstant, format_instant, utc_second
 
-_EARLIEST = datetime(r.EARLIEST_YEAR, 1, 1, tzinfo=UTC)
-_LATEST = datetime(r.LATEST_YEAR, 1, 1, tzinfo=UTC)
+_EARLIEST = datetime(lim.EARLIEST_YEAR, 1, 1, tzinfo=UTC)
+_LATEST = datetime(lim.LATEST_YEAR, 1, 1, tzinfo=UTC)
 
 
 def bounded_instant(value: datetime, *, up: bool = True) -> datetime:
@@ -42,7 +46,7 @@ def bounded_instant(value: datetime, *, up: bool = True) -> datetime:
         return second
     except OverflowError:
         raise ValueError(
-            f"must be from {r.EARLIEST_YEAR}-01-01 to before {r.LATEST_YEAR}-01-01 (UTC)"
+            f"must be from {lim.EARLIEST_YEAR}-01-01 to before {lim.LATEST_YEAR}-01-01 (UTC)"
         ) from None
 
 
@@ -71,7 +75,7 @@ class _Recurring(Model):
     end_at: IsoInstant | None = None
     #: Each occurrence starts within this many seconds after its fire time, at an offset
     #: derived from the job and the instant (see chronoq.domain.windows); 0: at its fire time.
-    window_seconds: int = Field(default=0, ge=0, le=r.MAX_WINDOW_SECONDS, strict=True)
+    window_seconds: int = Field(default=0, ge=0, le=lim.MAX_WINDOW_SECONDS, strict=True)
     #: A business calendar: fire times on its excluded dates are skipped or moved (see
     #: chronoq.domain.calendars).
     calendar: CalendarUse | None = None
@@ -112,7 +116,7 @@ class CronSchedule(_Recurring):
     # (the dialect: chronoq.domain.cron; its description here is the API document's)
 
     type: Literal["cron"]
-    expression: str = Field(max_length=r.MAX_CRON_EXPRESSION_LENGTH)
+    expression: str = Field(max_length=lim.MAX_CRON_EXPRESSION_LENGTH)
     timezone: str = Field(default="UTC", max_length=64)
 
     @field_validator("expression")
@@ -165,7 +169,7 @@ class RateSchedule(_Recurring):
         count, unit = int(match[1]), match[2].rstrip("s")
         if count < 1:
             raise ValueError("must be at least 1 minute")
-        if count * _UNIT[unit] > r.MAX_RATE_SECONDS:
+        if count * _UNIT[unit] > lim.MAX_RATE_SECONDS:
             raise ValueError("must be at most 365 days")
         return f"{count} {unit}{'s' if count != 1 else ''}"
 
@@ -192,12 +196,15 @@ class AfterSchedule(Model):
     its own (see chronoq.domain.after)."""
 
     type: Literal["after"]
-    jobs: list[Annotated[str, Field(min_length=1, max_length=r.MAX_NAME_LENGTH)]] = Field(
-        min_length=1, max_length=r.MAX_UPSTREAMS
+    jobs: list[Annotated[str, Field(min_length=1, max_length=lim.MAX_NAME_LENGTH)]] = Field(
+        min_length=1, max_length=lim.MAX_UPSTREAMS
     )
     on: Literal["SUCCEEDED", "FAILED", "ENDED"] = "SUCCEEDED"
     within_seconds: int = Field(
-        default=r.DEFAULT_AFTER_WITHIN_SECONDS, ge=60, le=r.MAX_AFTER_WITHIN_SECONDS, strict=True
+        default=lim.DEFAULT_AFTER_WITHIN_SECONDS,
+        ge=60,
+        le=lim.MAX_AFTER_WITHIN_SECONDS,
+        strict=True,
     )
 
     @field_validator("jobs")
@@ -275,7 +282,7 @@ def _next_on_calendar(schedule: CronSchedule | RateSchedule, after: datetime) ->
     mode = schedule.calendar.on_excluded if schedule.calendar else OnExcluded.SKIP
     zone = zone_named(rules.timezone)
     first = after.astimezone(zone).date()
-    limit = first + timedelta(days=r.CALENDAR_HORIZON_DAYS)
+    limit = first + timedelta(days=lim.CALENDAR_HORIZON_DAYS)
     day: date | None = first if rules.is_business_day(first) else rules.business_day(first, 1)
     while day is not None and day <= limit:
         if _takes_moved(rules, mode, day):
@@ -341,7 +348,7 @@ def _first_moved_after(
     best = own if own is not None and own < end else None
     step = -1 if mode is OnExcluded.NEXT_BUSINESS_DAY else 1
     other = day + timedelta(days=step)
-    for _ in range(r.CALENDAR_HORIZON_DAYS):
+    for _ in range(lim.CALENDAR_HORIZON_DAYS):
         if rules.is_business_day(other):
             break
         moved = _first_retimed_after(schedule, other, day, after, zone)
@@ -440,10 +447,11 @@ def first_fire(schedule: AnySchedule, now: datetime) -> datetime | None:
         raise InvalidRequest("schedule.expression", f"never fires: {error}") from None
     if isinstance(schedule, CronSchedule) and first is not None:
         since = max(now, schedule.start_at or now)
-        if first - since > timedelta(days=r.MAX_CRON_GAP_DAYS):
+        if first - since > timedelta(days=lim.MAX_CRON_GAP_DAYS):
             raise InvalidRequest(
                 "schedule.expression",
-                f"next fires at {format_instant(first)}: more than {r.MAX_CRON_GAP_DAYS} days away",
+                f"next fires at {format_instant(first)}:"
+                f" more than {lim.MAX_CRON_GAP_DAYS} days away",
             )
     return first
 

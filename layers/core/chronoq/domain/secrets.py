@@ -35,7 +35,7 @@ from urllib.parse import quote
 
 from pydantic import Field as ModelField
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 
 #: A secret's name: letters, digits, ``_`` and ``-``, starting with a letter or digit.
@@ -61,7 +61,7 @@ class SecretRef(Model):
     """``{"secret": "name"}``: the whole value is the secret's."""
 
     secret: str = ModelField(
-        min_length=1, max_length=r.MAX_SECRET_NAME_LENGTH, pattern=NAME_PATTERN
+        min_length=1, max_length=lim.MAX_SECRET_NAME_LENGTH, pattern=NAME_PATTERN
     )
 
 

@@ -29,8 +29,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from chronoq import resources as r
 from chronoq.domain import ids, keys
+from chronoq.domain import limits as lim
 from chronoq.domain.base import Model
 from chronoq.domain.time import Instant
 
@@ -40,7 +40,7 @@ class Expect(Model):
     of the last success (or of its start), or it is silent (and its owner told)."""
 
     success_within_seconds: int = Field(
-        ge=r.MIN_SUCCESS_WITHIN_SECONDS, le=r.MAX_SUCCESS_WITHIN_SECONDS, strict=True
+        ge=lim.MIN_SUCCESS_WITHIN_SECONDS, le=lim.MAX_SUCCESS_WITHIN_SECONDS, strict=True
     )
 
 
@@ -93,8 +93,8 @@ def check_minute(deadline: datetime, now: datetime) -> datetime:
     dispatcher opens (DISPATCH_AHEAD_SECONDS before it starts) at or after the deadline, so
     that the dispatcher finds it only once it has passed; and one it has not opened yet
     (a minute of margin), so that it is not passed by (a deadline written late, or near)."""
-    after = ids.minute_of(deadline + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS))
-    if after < deadline + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS):
+    after = ids.minute_of(deadline + timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS))
+    if after < deadline + timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS):
         after += timedelta(minutes=1)
     return max(after, ids.first_unopened(now) + timedelta(minutes=1))
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import secrets
 from chronoq.domain.base import Model, is_stored, whole
 from chronoq.domain.secrets import SecretRef
@@ -86,13 +86,13 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
 def _header_name(name: str, info: ValidationInfo) -> str:
-    if not whole(_TOKEN, name, info) or len(name) > r.MAX_HEADER_NAME_LENGTH:
+    if not whole(_TOKEN, name, info) or len(name) > lim.MAX_HEADER_NAME_LENGTH:
         raise ValueError(
             f"is not a valid header name (letters, digits and !#$%&'*+-.^_`|~, at most"
-            f" {r.MAX_HEADER_NAME_LENGTH})"
+            f" {lim.MAX_HEADER_NAME_LENGTH})"
         )
     lowered = name.lower()
-    if lowered in r.RESERVED_HEADERS or lowered.startswith(r.RESERVED_HEADER_PREFIX):
+    if lowered in lim.RESERVED_HEADERS or lowered.startswith(lim.RESERVED_HEADER_PREFIX):
         raise ValueError(
             "is reserved: Host, Content-Length, Transfer-Encoding, Connection and X-Chronoq-*"
             " are set by chronoq"
@@ -108,8 +108,8 @@ def has_controls(value: str) -> bool:
 def _header_value(value: str, info: ValidationInfo) -> str:
     if any(c in value for c in "\r\n\x00"):
         raise ValueError("must not contain CR, LF or NUL")
-    if len(value) > r.MAX_HEADER_VALUE_LENGTH:
-        raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
+    if len(value) > lim.MAX_HEADER_VALUE_LENGTH:
+        raise ValueError(f"must be at most {lim.MAX_HEADER_VALUE_LENGTH} characters")
     if is_stored(info):
         return value
     try:
@@ -121,8 +121,8 @@ def _header_value(value: str, info: ValidationInfo) -> str:
         ) from None
     if has_controls(value):
         raise ValueError("must not contain control characters (other than tab)")
-    if len(value) > r.MAX_HEADER_VALUE_LENGTH:
-        raise ValueError(f"must be at most {r.MAX_HEADER_VALUE_LENGTH} characters")
+    if len(value) > lim.MAX_HEADER_VALUE_LENGTH:
+        raise ValueError(f"must be at most {lim.MAX_HEADER_VALUE_LENGTH} characters")
     return value
 
 
@@ -198,7 +198,7 @@ class HttpTarget(Model):
     url: str = Field(max_length=2048)
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[HeaderName, SecretHeaderValue] = Field(
-        default_factory=dict, max_length=r.MAX_HEADERS
+        default_factory=dict, max_length=lim.MAX_HEADERS
     )
     body: Any = None
 
@@ -209,7 +209,7 @@ class HttpTarget(Model):
     @field_validator("body")
     @classmethod
     def _bounded_body(cls, value: Any) -> Any:
-        return _bounded_json(value, r.MAX_ARGS_BYTES)
+        return _bounded_json(value, lim.MAX_ARGS_BYTES)
 
 
 class PythonTarget(Model):
@@ -238,7 +238,7 @@ class PythonTarget(Model):
     @field_validator("args")
     @classmethod
     def _bounded_args(cls, value: dict[str, Any]) -> dict[str, Any]:
-        _bounded_json(value, r.MAX_ARGS_BYTES)
+        _bounded_json(value, lim.MAX_ARGS_BYTES)
         return value
 
 
@@ -249,7 +249,7 @@ def _json_size(value: Any) -> int:
         raise ValueError("must not contain NaN or infinite numbers") from None
 
 
-def _bounded_json(value: Any, limit: int = r.MAX_MESSAGE_BYTES) -> Any:
+def _bounded_json(value: Any, limit: int = lim.MAX_MESSAGE_BYTES) -> Any:
     if _json_size(value) > limit:
         raise ValueError(f"must be at most {limit} bytes of JSON")
     return value
@@ -332,7 +332,7 @@ class ContainerTarget(Model):
     #: The clock starts at RunTask: the first heartbeat must come this soon after the task
     #: was asked for, image pull and start-up included.
     heartbeat_seconds: int | None = Field(
-        default=None, ge=60, le=r.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
+        default=None, ge=60, le=lim.MAX_CONTAINER_TIMEOUT_SECONDS, strict=True
     )
 
     _image = field_validator("image")(image_reference)

@@ -15,7 +15,7 @@ import hashlib
 import itertools
 from datetime import datetime, timedelta
 
-from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import InvalidRequest
 from chronoq.domain.ids import run_stamp
 from chronoq.domain.schedules import AnySchedule, CronSchedule, first_fire, next_fire
@@ -50,7 +50,7 @@ def shortest_gap(schedule: AnySchedule, now: datetime) -> timedelta | None:
     if isinstance(schedule, CronSchedule):
         times: list[datetime] = []
         current: datetime | None = first_fire(schedule, now)
-        while current is not None and len(times) < r.WINDOW_GAP_SCAN:
+        while current is not None and len(times) < lim.WINDOW_GAP_SCAN:
             times.append(current)
             if current - times[0] > timedelta(days=366):
                 break

@@ -3,7 +3,7 @@ batch (runs due in the same second, started together by a worker) each go throug
 states, side by side, in one execution. An EXPRESS execution is billed per start and per
 100 ms of its duration: a batch pays for one start and for its slowest run, not for each.
 
-Pure (no chronoq imports): ``chronoq.resources`` builds both definitions with it."""
+Pure (no chronoq imports): ``chronoq.execution.machines`` builds both definitions with it."""
 
 from __future__ import annotations
 

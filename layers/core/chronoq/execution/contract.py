@@ -17,7 +17,7 @@ from chronoq import resources as r
 from chronoq.domain import after, inflight, silence
 from chronoq.domain.jobs import Concurrency, Job, RetryPolicy
 from chronoq.domain.retry import worst_case_seconds
-from chronoq.domain.runs import Trigger
+from chronoq.domain.runs import Priority, Trigger
 from chronoq.domain.secrets import RunContext
 from chronoq.domain.targets import (
     ContainerTarget,
@@ -27,7 +27,6 @@ from chronoq.domain.targets import (
     Target,
 )
 from chronoq.domain.time import format_instant
-from chronoq.resources import Priority
 
 
 class _Contract(BaseModel):

@@ -7,12 +7,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from chronoq import resources as r
-from chronoq.aws.queues import message_delay
-from chronoq.domain.runs import Run, RunMessage, attempt_of_line, log_size
+from chronoq.domain.runs import Priority, Run, RunMessage, attempt_of_line, log_size
 from chronoq.execution import batches
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes.store import FakeStore
-from chronoq.resources import Priority
+from chronoq.usecases.delays import message_delay
 
 
 @dataclass(frozen=True)

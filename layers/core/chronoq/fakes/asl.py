@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from chronoq import resources as r
+from chronoq.execution import machines
 
 #: An attribute the item does not have (every comparison with it is false, as in DynamoDB).
 _MISSING = object()
@@ -255,7 +255,7 @@ class Gate:
 
 def load_definition() -> dict[str, Any]:
     """The run state machine as the file holds it (placeholders unfilled)."""
-    definition: dict[str, Any] = json.loads(r.STATE_MACHINE.path.read_text())
+    definition: dict[str, Any] = json.loads(machines.STATE_MACHINE.path.read_text())
     return definition
 
 

@@ -11,13 +11,12 @@ from datetime import datetime
 from typing import Any
 
 from chronoq.aws import codecs
-from chronoq.domain.runs import Run, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunStatus, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.execution.contract import ExecutionInput
 from chronoq.fakes.adapters import FakeExecutor
 from chronoq.fakes.asl import gate
 from chronoq.fakes.store import FakeStore
-from chronoq.resources import Priority
 from chronoq.usecases.wake import Ended, SlotWaker
 
 #: The state that records each outcome.

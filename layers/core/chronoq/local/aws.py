@@ -1,4 +1,9 @@
-"""The embedded AWS: moto, with every chronoq resource created from chronoq.resources."""
+"""The embedded AWS: moto, with every chronoq resource created from chronoq.resources.
+
+Why this module is long: it creates every chronoq resource in the embedded AWS from
+chronoq.resources (tables, queues, functions, state machines, buckets, topic, secrets,
+containers) and wires their event sources, all on one LocalAWS's state.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +26,11 @@ from chronoq import compose
 from chronoq import resources as r
 from chronoq.aws import clients as chronoq_aws
 from chronoq.aws import fanout
+from chronoq.domain import limits as lim
 from chronoq.domain import notifications
 from chronoq.domain.limits import Limits
 from chronoq.domain.runs import TERMINAL_STATUSES, RunStatus
+from chronoq.execution import machines
 from chronoq.local.clock import LocalClock
 from chronoq.local.drivers import stream_filter
 from chronoq.local.emulation.containers import container_mode, run_containers_as_subprocesses
@@ -143,7 +150,7 @@ class LocalAWS:
     own_ports: tuple[int, ...] = ()
     own_addresses: tuple[str, ...] = ()
     #: Jobs one owner may have, as ``-c max_jobs_per_owner=`` in CDK.
-    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    max_jobs_per_owner: int = lim.DEFAULT_MAX_JOBS_PER_OWNER
     #: What each owner's backfills and re-runs may hold, as ``-c max_running_backfills_per_job=``
     #: (and the others) in CDK.
     owner_limits: Limits = field(default_factory=Limits)
@@ -448,7 +455,7 @@ class LocalAWS:
             r.ENV_BLOCK_PRIVATE_TARGETS: "true" if self.block_private_targets else "false",
             r.ENV_ALLOWED_TARGET_NETWORKS: self.allowed_target_networks,
             r.ENV_MAX_JOBS_PER_OWNER: str(self.max_jobs_per_owner),
-            **self.owner_limits.environment(),
+            **r.owner_limits_environment(self.owner_limits),
             r.ENV_SECRETS_PATH: LOCAL_SECRETS_PATH,
             r.LOCAL_OWN_PORTS: ",".join(str(p) for p in self.own_ports),
             r.LOCAL_OWN_ADDRESSES: ",".join(self.own_addresses),
@@ -461,11 +468,11 @@ class LocalAWS:
                     r.ENV_EVENT_BUS_TARGETS,
                     r.ENV_CONTAINER_IMAGES,
                 ),
-                r.ALLOW_ANY,
+                lim.ALLOW_ANY,
             ),
-            r.ENV_MAX_CONTAINER_CPU: str(r.MAX_CONTAINER_CPU),
-            r.ENV_MAX_CONTAINER_MEMORY: str(r.MAX_CONTAINER_MEMORY),
-            r.ENV_MAX_CONTAINER_SECONDS: str(r.MAX_CONTAINER_TIMEOUT_SECONDS),
+            r.ENV_MAX_CONTAINER_CPU: str(lim.MAX_CONTAINER_CPU),
+            r.ENV_MAX_CONTAINER_MEMORY: str(lim.MAX_CONTAINER_MEMORY),
+            r.ENV_MAX_CONTAINER_SECONDS: str(lim.MAX_CONTAINER_TIMEOUT_SECONDS),
         }
         if self.task_modules:
             env[r.ENV_TASK_MODULES] = self.task_modules
@@ -574,7 +581,7 @@ class LocalAWS:
         }
         sfn = self.client("stepfunctions")
         standard, express = (
-            m.definition(values) for m in (r.STATE_MACHINE, r.EXPRESS_STATE_MACHINE)
+            m.definition(values) for m in (machines.STATE_MACHINE, machines.EXPRESS_STATE_MACHINE)
         )
         self.state_machine_arn = sfn.create_state_machine(
             name=f"{PREFIX}-run", definition=standard, roleArn=role

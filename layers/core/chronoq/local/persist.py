@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from chronoq import resources as r
 from chronoq.aws import codecs
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import Run, RunMessage, RunStatus
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ def recover(
       is not run again (its target may have been called already).
 
     Returns the counts of each, for the log."""
-    since = ids.minute_of(saved_at) - timedelta(seconds=r.DEFAULT_START_DEADLINE_SECONDS)
+    since = ids.minute_of(saved_at) - timedelta(seconds=lim.DEFAULT_START_DEADLINE_SECONDS)
     for shard in range(shards):
         store.reopen_minute(shard, since)
     return give_back(store, queues, _unfinished_runs(client, runs_table), now)

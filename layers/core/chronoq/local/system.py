@@ -22,6 +22,7 @@ from chronoq.aws import clients, fanout
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.limits import Limits
 from chronoq.local import endpoint, instance, persist, tokens
 from chronoq.local.aws import ENGINE_LOCAL, LocalAWS, function_name
@@ -91,7 +92,7 @@ class LocalSystem:
     block_private_targets: bool = False
     allowed_target_networks: str = ""
     #: Jobs one owner may have.
-    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    max_jobs_per_owner: int = lim.DEFAULT_MAX_JOBS_PER_OWNER
     #: What each owner's backfills and re-runs may hold at once.
     owner_limits: Limits = field(default_factory=Limits)
     #: Container targets as host processes (``--allow-host-commands``; otherwise in Docker

@@ -4,6 +4,11 @@ sizes the way DynamoDB bills them, Lambda invocations and billed milliseconds, S
 executions and transitions; and those priced at AWS list prices (us-east-1).
 
 Served by ``GET /_local/usage`` and printed, priced per million runs, by ``chronoq cost``.
+
+Why this module is long: it is AWS's billing service by service (DynamoDB's units, Lambda's
+billed milliseconds, Step Functions' transitions and Express durations, SQS, SNS, S3,
+EventBridge requests), the price list and the metering hook every caller passes through; each
+rule is short, and there are many, priced together.
 """
 
 from __future__ import annotations

@@ -20,16 +20,16 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from chronoq import resources as r
 from chronoq.domain import after, ids, keys
+from chronoq.domain import limits as lim
 from chronoq.domain.errors import Conflict, InvalidRequest
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunStatus, Trigger
 from chronoq.domain.schedules import AfterSchedule
 from chronoq.domain.silence import Deadline
-from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.ports import AfterStore, Clock, ExpectStore, JobStore, RunStore
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 logger = logging.getLogger(__name__)
@@ -45,9 +45,13 @@ def upstreams_of(job: Job) -> frozenset[str]:
     return frozenset()
 
 
+class PipelineStore(AfterStore, ExpectStore, JobStore, RunStore, Protocol):
+    """What the completion triggers read and write."""
+
+
 @dataclass
 class Pipelines:
-    store: Store
+    store: PipelineStore
     index: TimeIndex
     clock: Clock
 
@@ -104,11 +108,11 @@ class Pipelines:
                 if cycle is not None:
                     names = " -> ".join(self._name(j) for j in [*cycle, cycle[0]])
                     raise InvalidRequest(after.FIELD, f"would make a cycle: {names}")
-                if job_id not in graph.edges and len(graph.edges) >= r.MAX_AFTER_JOBS_PER_OWNER:
+                if job_id not in graph.edges and len(graph.edges) >= lim.MAX_AFTER_JOBS_PER_OWNER:
                     raise InvalidRequest(
                         after.FIELD,
                         f"you have {len(graph.edges)} after jobs, the most allowed"
-                        f" ({r.MAX_AFTER_JOBS_PER_OWNER})",
+                        f" ({lim.MAX_AFTER_JOBS_PER_OWNER})",
                     )
             if self.store.save_graph(changed):
                 return before

@@ -11,10 +11,11 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.backfills import (
     Backfill,
@@ -33,7 +34,15 @@ from chronoq.usecases.audit import record
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.limits import owner_usage
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
+from chronoq.usecases.ports import (
+    AuditTrail,
+    BackfillStore,
+    Clock,
+    JobStore,
+    RunFilter,
+    RunStore,
+    UsageStore,
+)
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a backfill is asked for again when another request of its owner changed the
@@ -41,9 +50,13 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 START_ATTEMPTS = 5
 
 
+class BackfillOperationsStore(BackfillStore, JobStore, RunStore, UsageStore, Protocol):
+    """What backfills read and write."""
+
+
 @dataclass
 class BackfillOperations:
-    store: Store
+    store: BackfillOperationsStore
     index: TimeIndex
     canceller: Canceller
     clock: Clock
@@ -62,13 +75,14 @@ class BackfillOperations:
         job = self._job(owner, job_id)
         now = self.clock()
         check_range(request, now)
-        fires = fire_times(job.schedule, request.start, request.to, r.MAX_BACKFILL_RUNS)
+        fires = fire_times(job.schedule, request.start, request.to, lim.MAX_BACKFILL_RUNS)
         if not fires:
             raise InvalidRequest("from", "the job's schedule has no fire time in this range")
-        if len(fires) > r.MAX_BACKFILL_RUNS:
+        if len(fires) > lim.MAX_BACKFILL_RUNS:
             raise InvalidRequest(
                 "to",
-                f"the range holds more than {r.MAX_BACKFILL_RUNS} fire times: backfill it in parts",
+                f"the range holds more than {lim.MAX_BACKFILL_RUNS} fire times:"
+                " backfill it in parts",
             )
         # a forbid or replace job allows one active run: its backfill runs one at a time
         exclusive = job.concurrency is not Concurrency.ALLOW
@@ -80,7 +94,7 @@ class BackfillOperations:
             to=request.to,
             state=BackfillState.RUNNING,
             total=len(fires),
-            max_in_flight=1 if exclusive else r.BACKFILL_MAX_IN_FLIGHT,
+            max_in_flight=1 if exclusive else lim.BACKFILL_MAX_IN_FLIGHT,
             schedule=job.schedule,
             created_at=now,
             start_deadline_seconds=request.start_deadline_seconds,

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chronoq import resources as r
 from chronoq.domain import calendars
+from chronoq.domain import limits as lim
 from chronoq.domain.calendars import CalendarMeta, CalendarRules
 from chronoq.domain.errors import (
     CalendarInUse,
@@ -26,11 +26,11 @@ FIELD = "schedule.calendar.name"
 
 
 def check_name(name: str) -> None:
-    if not calendars.NAME.fullmatch(name) or len(name) > r.MAX_CALENDAR_NAME_LENGTH:
+    if not calendars.NAME.fullmatch(name) or len(name) > lim.MAX_CALENDAR_NAME_LENGTH:
         raise InvalidRequest(
             "name",
             "must be letters, digits, _ and -, starting with a letter or digit, at most"
-            f" {r.MAX_CALENDAR_NAME_LENGTH} characters",
+            f" {lim.MAX_CALENDAR_NAME_LENGTH} characters",
         )
 
 
@@ -79,8 +79,8 @@ class CalendarOperations:
     clock: Clock
     #: Re-plans a job on a changed calendar (the rules of a schedule change).
     replan_job: Replan
-    max_calendars_per_owner: int = r.DEFAULT_MAX_CALENDARS_PER_OWNER
-    page: int = r.CALENDAR_REPLAN_PAGE
+    max_calendars_per_owner: int = lim.DEFAULT_MAX_CALENDARS_PER_OWNER
+    page: int = lim.CALENDAR_REPLAN_PAGE
 
     def put(
         self, owner: str, name: str, rules: CalendarRules

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import Attempt, Run, RunStatus
 from chronoq.usecases.flow import held_slots
-from chronoq.usecases.ports import Clock, Executor, JobRunStore
+from chronoq.usecases.ports import Clock, Executor, FlowStore, JobStore, RunStore
 from chronoq.usecases.wake import Ended, SlotWaker
+
+
+class CancellerStore(FlowStore, JobStore, RunStore, Protocol):
+    """What a cancellation reads and writes."""
 
 
 @dataclass
 class Canceller:
-    store: JobRunStore
+    store: CancellerStore
     executor: Executor
     clock: Clock
     #: Wakes the runs parked on the flows whose slots a run that never started gives back.

@@ -8,13 +8,22 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import Occurrence, RunStatus, Trigger
 from chronoq.domain.silence import Deadline
 from chronoq.usecases.after import Pipelines
-from chronoq.usecases.ports import Clock, Store
+from chronoq.usecases.ports import (
+    AfterStore,
+    Clock,
+    ExpectStore,
+    JobStore,
+    RunStore,
+    ScheduleStore,
+)
 from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, end_unstarted, new_run
 
@@ -43,9 +52,13 @@ class DispatchReport:
 TimeLeft = Callable[[], float]
 
 
+class DispatcherStore(AfterStore, ExpectStore, JobStore, RunStore, ScheduleStore, Protocol):
+    """What the dispatcher reads and writes (its completion triggers and silences too)."""
+
+
 @dataclass
 class Dispatcher:
-    store: Store
+    store: DispatcherStore
     index: TimeIndex
     shards: int
     clock: Clock
@@ -70,7 +83,7 @@ class Dispatcher:
         its minute each shard got (the next invocation resumes there: each run is dispatched
         once)."""
         now = self.clock()
-        last = ids.minute_of(now + timedelta(seconds=r.DISPATCH_AHEAD_SECONDS))
+        last = ids.minute_of(now + timedelta(seconds=lim.DISPATCH_AHEAD_SECONDS))
         mine = list(range(self.shards)) if shards is None else list(shards)
         checkpoints, progress = self.store.dispatch_marks(self.shards)
         report = DispatchReport()

@@ -27,15 +27,15 @@ from chronoq.domain import archive as domain_archive
 from chronoq.domain.audit import Action, AuditEntry, Source
 from chronoq.domain.runs import RunStatus
 from chronoq.usecases.cancel import Canceller
-from chronoq.usecases.jobs import remove_job
+from chronoq.usecases.jobs import JobRemovalStore, remove_job
 from chronoq.usecases.ports import (
     Archive,
     Artifacts,
     AuditTrail,
     Clock,
     ErasureStore,
-    JobRunStore,
     RunFilter,
+    RunStore,
     SecretValues,
 )
 
@@ -46,7 +46,7 @@ ARCHIVE_PAGE = 1000
 UNDER_WAY = frozenset({RunStatus.SCHEDULED, RunStatus.QUEUED, RunStatus.RUNNING})
 
 
-class EraserStore(JobRunStore, ErasureStore, Protocol):
+class EraserStore(JobRemovalStore, ErasureStore, RunStore, Protocol):
     """The tables an erasure reads and deletes from."""
 
 

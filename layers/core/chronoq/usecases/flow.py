@@ -11,13 +11,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
-from chronoq import resources as r
 from chronoq.domain import flow, ids
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import Backfill
 from chronoq.domain.jobs import Job
 from chronoq.domain.runs import RunStatus
-from chronoq.usecases.ports import Clock, JobRunStore
+from chronoq.usecases.ports import Clock, FlowStore, RunStore
 
 #: How often a flow item's write is tried again when another worker changed it meanwhile
 #: (after that the runs look again after FLOW_RETRY_SECONDS).
@@ -39,7 +40,7 @@ def flows_of(
     job: Job,
     backfill: Backfill | None,
     asked: bool = False,
-    asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
+    asked_in_flight: int = lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT,
 ) -> tuple[tuple[str, flow.Limits], ...]:
     """The flow items a run of ``job`` (of ``backfill``, if any; ``asked``: a run asked for,
     see ids.is_asked) goes through, in order: its backfill's pacing first, then its job's
@@ -99,9 +100,13 @@ class Answer:
     held_by: str | None = None
 
 
+class FlowGateStore(FlowStore, RunStore, Protocol):
+    """What flow control reads and writes."""
+
+
 @dataclass
 class FlowGate:
-    store: JobRunStore
+    store: FlowGateStore
     clock: Clock
 
     def admit(self, asks: Sequence[Ask]) -> dict[str, Answer | Exception]:

@@ -1,14 +1,20 @@
-"""The API's job operations: create, read, list, change, pause, resume, delete, trigger."""
+"""The API's job operations: create, read, list, change, pause, resume, delete, trigger.
+
+Why this module is long: JobOperations is every job operation of the API (create, read, list,
+change, pause, resume, delete, trigger), which share the job's optimistic writes, its name
+item, its audit entry and its time-index writes.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids, windows
+from chronoq.domain import limits as lim
 from chronoq.domain.access import ANY_TARGET, TargetPolicy
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.base import STORED
@@ -27,9 +33,25 @@ from chronoq.domain.time import utc_second
 from chronoq.usecases import calendars, secrets
 from chronoq.usecases.after import Pipelines, upstreams_of
 from chronoq.usecases.audit import record, spec_change, state_change
-from chronoq.usecases.limits import end_backfills_of, owner_limits
+from chronoq.usecases.limits import (
+    OwnerLimitsStore,
+    OwnerUsageStore,
+    end_backfills_of,
+    owner_limits,
+)
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import AuditTrail, Clock, JobRunStore, Page, Position, Store
+from chronoq.usecases.ports import (
+    AfterStore,
+    AuditTrail,
+    CalendarStore,
+    Clock,
+    ExpectStore,
+    JobStore,
+    Page,
+    Position,
+    RunStore,
+    SecretStore,
+)
 from chronoq.usecases.silence import Silence
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
@@ -37,9 +59,18 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 TaskCheck = Callable[[str], bool]
 
 
+class JobRemovalStore(OwnerUsageStore, CalendarStore, ExpectStore, JobStore, SecretStore, Protocol):
+    """What a job's removal gives back (``remove_job``): its item, count, name, secrets,
+    calendar, expectation and backfills."""
+
+
+class JobOperationsStore(JobRemovalStore, OwnerLimitsStore, AfterStore, RunStore, Protocol):
+    """What the API's job operations read and write."""
+
+
 @dataclass
 class JobOperations:
-    store: Store
+    store: JobOperationsStore
     index: TimeIndex
     clock: Clock
     #: Buckets a job's output_location may name (the runner may write there); None: any.
@@ -51,7 +82,7 @@ class JobOperations:
     #: Which addresses http targets and webhooks may name (the SSRF guard).
     network: NetworkPolicy = OPEN
     #: Jobs one owner may have.
-    max_jobs_per_owner: int = r.DEFAULT_MAX_JOBS_PER_OWNER
+    max_jobs_per_owner: int = lim.DEFAULT_MAX_JOBS_PER_OWNER
     #: What service targets may reach, which images containers may run and how large.
     targets: TargetPolicy = ANY_TARGET
     #: What each owner may hold at once (here: a job's triggers not started yet).
@@ -403,7 +434,7 @@ class JobOperations:
         given = overlay(job.parameters, parameters)
         now = self.clock()
         since = now - timedelta(seconds=job.start_deadline_seconds)
-        most = max(r.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
+        most = max(lim.WAITING_TRIGGERS_SCAN, 2 * self.limits.waiting_triggers_per_job)
         check_trigger(self.limits, job.id, self.store.count_waiting_triggers(job.id, since, most))
         at = utc_second(now)
         run = new_run(job, ids.manual_run_id(job.id, at), at, Trigger.MANUAL)
@@ -425,9 +456,9 @@ class JobOperations:
         """What the models cannot know: registered tasks, writable buckets, addresses the
         deployment may call; and the size of the whole job."""
         size = len(spec.model_dump_json().encode())
-        if size > r.MAX_JOB_BYTES:
+        if size > lim.MAX_JOB_BYTES:
             raise InvalidRequest(
-                None, f"the job is {size} bytes of JSON; at most {r.MAX_JOB_BYTES} are kept"
+                None, f"the job is {size} bytes of JSON; at most {lim.MAX_JOB_BYTES} are kept"
             )
         windows.check(spec.schedule, self.clock())
         if isinstance(spec.target, PythonTarget) and not self.is_task(spec.target.task):
@@ -488,7 +519,7 @@ def _first_fire(spec: JobSpec, now: datetime) -> datetime:
         ):
             raise InvalidRequest(
                 "schedule.calendar",
-                f"excludes every fire time of the schedule for {r.CALENDAR_HORIZON_DAYS} days",
+                f"excludes every fire time of the schedule for {lim.CALENDAR_HORIZON_DAYS} days",
             )
         raise InvalidRequest("schedule.end_at", "leaves no future fire time")
     return first
@@ -509,7 +540,7 @@ def _next_generation(job: Job, now: datetime, **changes: Any) -> Job:
     ).with_final_run()
 
 
-def remove_job(store: JobRunStore, job: Job, now: datetime) -> bool:
+def remove_job(store: JobRemovalStore, job: Job, now: datetime) -> bool:
     """Delete a job, and give back what it held: its place in its owner's quota, its name,
     its running backfills (cancelled: their later fire times would never be made), its
     expectation of success (a job with ``expect``) (False: it was gone already). Its runs

@@ -6,17 +6,28 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from chronoq import resources as r
 from chronoq.domain import flow, inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import BackfillState
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Limits, Usage
-from chronoq.usecases.ports import JobRunStore
+from chronoq.usecases.ports import (
+    BackfillStore,
+    CalendarStore,
+    FlowStore,
+    JobStore,
+    SecretStore,
+    UsageStore,
+)
 
 
-def owner_usage(store: JobRunStore, owner: str) -> Usage:
+class OwnerUsageStore(BackfillStore, UsageStore, Protocol):
+    """What an owner's usage is read from and given back to: its usage item, its backfills."""
+
+
+def owner_usage(store: OwnerUsageStore, owner: str) -> Usage:
     """The owner's usage: its item (one consistent read), and the fire times its RUNNING
     backfills have not ended yet, read from those backfills (one batch read of at most
     ``running_backfills_per_owner`` items; none when none runs). A backfill the usage names
@@ -37,8 +48,12 @@ def owner_usage(store: JobRunStore, owner: str) -> Usage:
     return replace(usage, backfill_runs=remaining)
 
 
+class OwnerLimitsStore(OwnerUsageStore, CalendarStore, FlowStore, JobStore, SecretStore, Protocol):
+    """What ``GET /limits`` reads: the owner's usage, job count, flow item, secrets, calendars."""
+
+
 def owner_limits(
-    store: JobRunStore, owner: str, limits: Limits, max_jobs: int, now: datetime
+    store: OwnerLimitsStore, owner: str, limits: Limits, max_jobs: int, now: datetime
 ) -> dict[str, Any]:
     """Each of the owner's limits and how much of it is used (``GET /limits``): its jobs (one
     read of its count), its backfills and re-runs (see ``owner_usage``), its runs asked for
@@ -61,15 +76,15 @@ def owner_limits(
             "limit": limits.secrets_per_owner,
             "used": len(store.get_secrets(owner)),
         },
-        # business calendars: a fixed limit (resources.DEFAULT_MAX_CALENDARS_PER_OWNER)
+        # business calendars: a fixed limit (lim.DEFAULT_MAX_CALENDARS_PER_OWNER)
         "calendars_per_owner": {
-            "limit": r.DEFAULT_MAX_CALENDARS_PER_OWNER,
+            "limit": lim.DEFAULT_MAX_CALENDARS_PER_OWNER,
             "used": len(store.get_calendars(owner)),
         },
     }
 
 
-def end_backfills_of(store: JobRunStore, job: Job, now: datetime) -> None:
+def end_backfills_of(store: OwnerUsageStore, job: Job, now: datetime) -> None:
     """Cancel the RUNNING backfills of a job that is gone (their later fire times would never
     be made): each ended and taken out of its owner's usage. One read of the usage, and one
     read and one transaction per backfill running (at most running_backfills_per_job)."""

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import urllib3
@@ -29,17 +29,21 @@ from chronoq.domain.secrets import SecretUnavailable
 from chronoq.domain.silence import SilenceEvent
 from chronoq.domain.targets import has_controls
 from chronoq.execution.egress import BlockedTarget, Egress
-from chronoq.usecases.jobs import remove_job
-from chronoq.usecases.ports import JobRunStore
+from chronoq.usecases.jobs import JobRemovalStore, remove_job
+from chronoq.usecases.ports import RunStore
 from chronoq.usecases.secrets import Resolver
 
 logger = logging.getLogger(__name__)
 _SECOND = timedelta(seconds=1)
 
 
+class NotifierStore(JobRemovalStore, RunStore, Protocol):
+    """What the notifier reads and writes (a job whose last run ended is removed)."""
+
+
 @dataclass
 class Notifier:
-    store: JobRunStore
+    store: NotifierStore
     sns: Any
     ses: Any
     topic_arn: str

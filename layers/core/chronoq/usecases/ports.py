@@ -1,6 +1,12 @@
 """The adapters the use cases are given, as small protocols: one implementation on AWS
 (chronoq.aws), one in memory (chronoq.fakes), held to the same contract by
-tests/contract."""
+tests/contract.
+
+Why this module is long: it is every port, each a small protocol whose docstrings state the
+contract tests/contract holds both implementations to; kept side by side, they are the one list
+the per-port modules of chronoq.aws.store and chronoq.fakes.store mirror
+(tests/unit/test_house.py).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +23,10 @@ from chronoq.domain.flow import FlowState
 from chronoq.domain.inflight import InFlight
 from chronoq.domain.jobs import Job
 from chronoq.domain.limits import Usage
-from chronoq.domain.runs import Attempt, Occurrence, Run, RunMessage, RunStatus
+from chronoq.domain.runs import Attempt, Occurrence, Priority, Run, RunMessage, RunStatus
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.silence import Deadline, Expectation, SilenceEvent
 from chronoq.execution.contract import ExecutionInput
-from chronoq.resources import Priority
 
 #: What time it is (UTC, milliseconds).
 Clock = Callable[[], datetime]

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
-from chronoq.usecases.ports import Clock, JobRunStore, RunEnd, Tally
+from chronoq.usecases.ports import BackfillStore, Clock, RunEnd, Tally
 
 #: How often one tally is tried again when its backfill's counters moved meanwhile.
 ATTEMPTS = 5
@@ -31,7 +31,7 @@ RUNS_PER_TALLY = 98
 
 @dataclass
 class Progress:
-    store: JobRunStore
+    store: BackfillStore
     clock: Clock
 
     def count(self, ends: Iterable[RunEnd]) -> int:

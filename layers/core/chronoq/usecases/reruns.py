@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
+from chronoq.domain import limits as lim
 from chronoq.domain.audit import Action, Caller
 from chronoq.domain.errors import Conflict, InvalidRequest, NotFound
 from chronoq.domain.jobs import Job
@@ -20,8 +21,8 @@ from chronoq.domain.reruns import RerunRequest, check_range
 from chronoq.domain.runs import TERMINAL_STATUSES, Occurrence, Run, Trigger
 from chronoq.domain.time import format_instant
 from chronoq.usecases.audit import record
-from chronoq.usecases.limits import owner_usage
-from chronoq.usecases.ports import AuditTrail, Clock, RunFilter, Store
+from chronoq.usecases.limits import OwnerUsageStore, owner_usage
+from chronoq.usecases.ports import AuditTrail, Clock, JobStore, RunFilter, RunStore
 from chronoq.usecases.timeindex import TimeIndex, new_run
 
 #: How often a re-run is asked for again when another request of its owner changed the
@@ -29,9 +30,13 @@ from chronoq.usecases.timeindex import TimeIndex, new_run
 RESERVE_ATTEMPTS = 5
 
 
+class RerunOperationsStore(OwnerUsageStore, JobStore, RunStore, Protocol):
+    """What re-runs read and write."""
+
+
 @dataclass
 class RerunOperations:
-    store: Store
+    store: RerunOperationsStore
     index: TimeIndex
     clock: Clock
     #: Jobs' audit trails: an entry for each request that re-ran runs.
@@ -86,10 +91,10 @@ class RerunOperations:
         while True:
             page = self.store.page_runs(job_id, owner, r.MAX_PAGE_LIMIT, after, where)
             found += page.items
-            if len(found) > r.MAX_RERUN_RUNS:
+            if len(found) > lim.MAX_RERUN_RUNS:
                 raise InvalidRequest(
                     "to",
-                    f"more than {r.MAX_RERUN_RUNS} runs of the range ended so: re-run a "
+                    f"more than {lim.MAX_RERUN_RUNS} runs of the range ended so: re-run a "
                     "shorter range at a time",
                 )
             if page.after is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from chronoq import resources as r
 from chronoq.domain import ids
@@ -12,12 +13,16 @@ from chronoq.domain.runs import Run, RunStatus
 from chronoq.domain.time import format_instant
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.pages import Listing, PageTokens
-from chronoq.usecases.ports import Artifacts, Clock, RunFilter, Store
+from chronoq.usecases.ports import Artifacts, Clock, JobStore, RunFilter, RunStore
+
+
+class RunOperationsStore(JobStore, RunStore, Protocol):
+    """What the API's run operations read."""
 
 
 @dataclass
 class RunOperations:
-    store: Store
+    store: RunOperationsStore
     artifacts: Artifacts
     canceller: Canceller
     clock: Clock

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chronoq import resources as r
+from chronoq.domain import limits as lim
 from chronoq.domain import secrets
 from chronoq.domain.errors import InvalidRequest, LimitExceeded, NotFound, SecretInUse
 from chronoq.domain.jobs import JobSpec
@@ -18,22 +19,22 @@ from chronoq.usecases.ports import Clock, JobStore, SecretStore, SecretValues
 
 
 def check_name(name: str) -> None:
-    if not secrets.NAME.fullmatch(name) or len(name) > r.MAX_SECRET_NAME_LENGTH:
+    if not secrets.NAME.fullmatch(name) or len(name) > lim.MAX_SECRET_NAME_LENGTH:
         raise InvalidRequest(
             "name",
             f"must be letters, digits, _ and -, starting with a letter or digit, at most"
-            f" {r.MAX_SECRET_NAME_LENGTH} characters",
+            f" {lim.MAX_SECRET_NAME_LENGTH} characters",
         )
 
 
 def check_value(value: str) -> None:
     size = len(value.encode())
-    if size > r.MAX_SECRET_VALUE_BYTES:
-        raise InvalidRequest("value", f"must be at most {r.MAX_SECRET_VALUE_BYTES} bytes")
-    if len(value) < r.MIN_SECRET_VALUE_LENGTH:
+    if size > lim.MAX_SECRET_VALUE_BYTES:
+        raise InvalidRequest("value", f"must be at most {lim.MAX_SECRET_VALUE_BYTES} bytes")
+    if len(value) < lim.MIN_SECRET_VALUE_LENGTH:
         raise InvalidRequest(
             "value",
-            f"must be at least {r.MIN_SECRET_VALUE_LENGTH} characters (a shorter one could not"
+            f"must be at least {lim.MIN_SECRET_VALUE_LENGTH} characters (a shorter one could not"
             " be scrubbed from a run's logs)",
         )
     if "\x00" in value:
@@ -63,7 +64,7 @@ class SecretOperations:
     values: SecretValues
     jobs: JobStore
     clock: Clock
-    max_secrets_per_owner: int = r.DEFAULT_MAX_SECRETS_PER_OWNER
+    max_secrets_per_owner: int = lim.DEFAULT_MAX_SECRETS_PER_OWNER
 
     def put(self, owner: str, name: str, value: str) -> tuple[SecretMeta, bool]:
         """Keep ``value`` as the secret's (a new secret, or a new version of one: the next

@@ -1,4 +1,10 @@
-"""The worker: start a batch's runs, each at its second, once, unless it must not start."""
+"""The worker: start a batch's runs, each at its second, once, unless it must not start.
+
+Why this module is long: starting a run is one decision over many rules (the claim, duplicate
+and stale messages, pause, the overlap policy, the start deadline, flow control, an owner's
+runs in flight, a backfill's pacing), taken for a whole batch with batched reads and writes;
+the rules share the batch's reads, so they live in one class.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +15,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from chronoq import resources as r
 from chronoq.domain import flow, ids, inflight
+from chronoq.domain import limits as lim
 from chronoq.domain.backfills import Backfill, BackfillState
 from chronoq.domain.errors import Conflict
 from chronoq.domain.jobs import Concurrency, Job
 from chronoq.domain.retry import worst_case_seconds
-from chronoq.domain.runs import Run, RunMessage, RunStatus, Trigger
+from chronoq.domain.runs import Priority, Run, RunMessage, RunStatus, Trigger
 from chronoq.domain.secrets import upstream_outputs_named
 from chronoq.domain.time import format_instant, utc_second
 from chronoq.execution.contract import ExecutionInput
-from chronoq.resources import Priority
 from chronoq.usecases.cancel import Canceller
 from chronoq.usecases.flow import SAVE_ATTEMPTS, Answer, Ask, FlowGate, flows_of
-from chronoq.usecases.ports import Clock, Executor, JobRunStore, Queues, Sleep
+from chronoq.usecases.ports import (
+    BackfillStore,
+    Clock,
+    Executor,
+    FlowStore,
+    JobStore,
+    Queues,
+    RunStore,
+    Sleep,
+)
 from chronoq.usecases.timeindex import end_unstarted, new_run
 
 #: How often the worker re-reads a job that changed under it before giving the run back.
@@ -96,9 +111,13 @@ class Counted:
     bucket: str
 
 
+class RunStarterStore(BackfillStore, FlowStore, JobStore, RunStore, Protocol):
+    """What the worker reads and writes to start runs."""
+
+
 @dataclass
 class RunStarter:
-    store: JobRunStore
+    store: RunStarterStore
     executor: Executor
     canceller: Canceller
     clock: Clock
@@ -106,9 +125,9 @@ class RunStarter:
     #: Where a run its flow holds back is sent again (and a backfill's next run sent).
     queues: Queues
     #: An owner's runs asked for (manual, re-runs, backfills') under way at once.
-    asked_in_flight: int = r.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
+    asked_in_flight: int = lim.DEFAULT_MAX_ASKED_RUNS_IN_FLIGHT
     #: An owner's runs of every kind under way at once (see chronoq.domain.inflight).
-    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
+    runs_in_flight: int = lim.DEFAULT_MAX_RUNS_IN_FLIGHT
 
     @property
     def gate(self) -> FlowGate:
@@ -354,7 +373,7 @@ class RunStarter:
                 continue
             upstream_run = self.store.get_run(job_id, by_job[job_id])
             output = upstream_run.output if upstream_run is not None else None
-            if output is not None and len(output.encode()) <= r.UPSTREAM_OUTPUT_BYTES:
+            if output is not None and len(output.encode()) <= lim.UPSTREAM_OUTPUT_BYTES:
                 outputs[upstream_job.name] = output
         return outputs
 
@@ -431,7 +450,7 @@ class RunStarter:
         if gated.backfill is not None and answer.start is not None:
             # it starts: the backfill's run max_in_flight fire times later may be made
             self._chain(job, gated.backfill, run.scheduled_at)
-        ahead = timedelta(seconds=r.FLOW_START_AHEAD_SECONDS)
+        ahead = timedelta(seconds=lim.FLOW_START_AHEAD_SECONDS)
         held_at = message.held_at or max(message.starts_at, now)
         flow_fields = {"held_at": held_at, "owner": job.owner, "woken": False}
         if answer.start is None and answer.held_by is not None:
@@ -453,7 +472,7 @@ class RunStarter:
                 )
                 self.store.hold_run(run, held_at, why, now)
             if answer.start is None:  # lost races on its flow's item: look again shortly
-                after = now + timedelta(seconds=r.FLOW_RETRY_SECONDS)
+                after = now + timedelta(seconds=lim.FLOW_RETRY_SECONDS)
                 return message.model_copy(
                     update={**flow_fields, "not_before": after, "reserved": False}
                 )
@@ -720,7 +739,7 @@ def _relook(job: Job, message: RunMessage, now: datetime) -> datetime:
     deadline = message.starts_at + timedelta(
         seconds=job.deadline_of(message.trigger, message.start_deadline_seconds) + 1
     )
-    return min(now + timedelta(seconds=r.FLOW_RELOOK_SECONDS), max(deadline, now))
+    return min(now + timedelta(seconds=lim.FLOW_RELOOK_SECONDS), max(deadline, now))
 
 
 def _count_order(item: tuple[int, Ready]) -> tuple[bool, int, int]:

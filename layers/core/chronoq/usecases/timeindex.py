@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from chronoq.domain import ids
 from chronoq.domain.jobs import Job, JobState
 from chronoq.domain.runs import Occurrence, Run, RunMessage, RunStatus, Trigger
-from chronoq.usecases.ports import Clock, Queues, RunStore, Store
+from chronoq.usecases.ports import Clock, JobStore, Queues, RunStore, ScheduleStore
 
 #: Per shard, the last minute whose dispatch has begun (None: never).
 Dispatched = Mapping[int, datetime | None]
@@ -42,9 +43,13 @@ def new_run(job: Job, run_id: str, at: datetime, trigger: Trigger) -> Run:
     )
 
 
+class TimeIndexStore(JobStore, ScheduleStore, Protocol):
+    """What the time index reads and writes."""
+
+
 @dataclass
 class TimeIndex:
-    store: Store
+    store: TimeIndexStore
     queues: Queues
     shards: int
     clock: Clock

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
-from chronoq import resources as r
 from chronoq.domain import after, flow, inflight, keys
+from chronoq.domain import limits as lim
 from chronoq.domain.runs import RunMessage
-from chronoq.usecases.ports import Clock, JobRunStore, Queues
+from chronoq.usecases.ports import Clock, FlowStore, Queues, RunStore
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,17 @@ class Ended:
         return cls(run_id, tuple(s for s in slots.split() if not s.startswith(others)))
 
 
+class SlotWakerStore(FlowStore, RunStore, Protocol):
+    """What waking parked runs reads and writes."""
+
+
 @dataclass
 class SlotWaker:
-    store: JobRunStore
+    store: SlotWakerStore
     queues: Queues
     clock: Clock
     #: An owner's runs in flight (deployment setting ``max_runs_in_flight``).
-    runs_in_flight: int = r.DEFAULT_MAX_RUNS_IN_FLIGHT
+    runs_in_flight: int = lim.DEFAULT_MAX_RUNS_IN_FLIGHT
 
     def runs_ended(self, ended: Iterable[Ended]) -> int:
         """Give back the ended runs' counts among their owners' runs in flight (one write

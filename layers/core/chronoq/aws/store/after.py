@@ -15,6 +15,7 @@ from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.aws.store._tables import Tables
 from chronoq.domain import keys
+from chronoq.domain import limits as lim
 from chronoq.domain.after import FanIn, Graph, fanin_key
 from chronoq.domain.time import format_instant
 
@@ -108,7 +109,7 @@ class DynamoAfter(Tables):
 
 
 def _keep_seconds() -> int:
-    return r.MAX_AFTER_WITHIN_SECONDS + r.FANIN_RETENTION_SECONDS
+    return lim.MAX_AFTER_WITHIN_SECONDS + r.FANIN_RETENTION_SECONDS
 
 
 def _fanin(job_id: str, instant: datetime, item: dict[str, Any]) -> FanIn:

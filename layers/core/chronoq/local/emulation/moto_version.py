@@ -16,6 +16,7 @@ PATCHED: tuple[tuple[str, str], ...] = (
     ("moto.core.botocore_stubber", "BotocoreStubber.process_request"),
     ("moto.core.models", "MockAWS._enable_patching"),
     ("moto.core.models", "MockAWS._disable_patching"),
+    ("moto.core.models", "botocore_stubber"),  # service_calls.presigned_get
     ("moto.core.base_backend", "BackendDict"),
     ("moto.core.model_instances", "reset_model_data"),
     ("moto.dynamodb.models", "dynamodb_backends"),  # read by chronoq.local.usage
@@ -64,6 +65,11 @@ PATCHED: tuple[tuple[str, str], ...] = (
         ".state_task_service_ecs",
         "StateTaskServiceEcs._eval_sync",
     ),
+    (  # stepfunctions.container_checks_every
+        "moto.stepfunctions.parser.asl.component.state.exec.state_task.service"
+        ".state_task_service_callback",
+        "_DELAY_SECONDS_SYNC_CONDITION_CHECK",
+    ),
 )
 
 
@@ -84,16 +90,22 @@ def missing_moto_internals() -> list[str]:
     return missing
 
 
+def installed_moto() -> str:
+    """The version of the installed moto."""
+    from moto import __version__
+
+    version: str = __version__
+    return version
+
+
 def check_moto() -> None:
     """Fail, naming the versions and what is missing, when chronoq local's patches do not fit
     the installed moto."""
-    from moto import __version__
-
     missing = missing_moto_internals()
     if missing:
         raise UnsupportedMoto(
             f"chronoq local patches moto internals written for moto {WRITTEN_FOR_MOTO}; "
-            f"moto {__version__} is installed and lacks: {', '.join(missing)}. "
+            f"moto {installed_moto()} is installed and lacks: {', '.join(missing)}. "
             f"Install moto=={WRITTEN_FOR_MOTO} (pyproject pins it) or update the patches in "
             "chronoq/local/emulation/."
         )

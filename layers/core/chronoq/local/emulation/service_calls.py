@@ -1,5 +1,6 @@
 """How SDK calls reach moto: through botocore only, one at a time, through the usage meter,
-refused where IAM would refuse them, and heard of by the queue pollers when they send to SQS."""
+refused where IAM would refuse them, and heard of by the queue pollers when they send to SQS;
+and how a link the embedded AWS signed is answered in this process (``presigned_get``)."""
 
 from __future__ import annotations
 
@@ -106,3 +107,16 @@ def _tell_pollers_of_sends(request: Any) -> None:
     from chronoq.local.drivers import messages_sent
 
     messages_sent(delays)
+
+
+def presigned_get(url: str) -> tuple[int, bytes]:
+    """The status and body the embedded AWS answers a GET of ``url`` with: a presigned S3 link
+    it made (at AWS's own address, which only moto, intercepting botocore in this process,
+    serves)."""
+    from botocore.awsrequest import AWSPreparedRequest, HTTPHeaders
+    from moto.core.models import botocore_stubber
+
+    request = AWSPreparedRequest("GET", url, HTTPHeaders(), b"", stream_output=False)
+    answer: Any = botocore_stubber.process_request(request)
+    status, _, body = answer
+    return int(status), body.encode() if isinstance(body, str) else bytes(body)

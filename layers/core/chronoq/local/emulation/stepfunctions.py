@@ -1,12 +1,15 @@
 """moto's Step Functions as chronoq's state machines see it on AWS: one client per service,
 each definition parsed once, EXPRESS executions as AWS runs them, and Wait states and state
-entry times by chronoq local's clock."""
+entry times by chronoq local's clock; and how often it looks whether a container task ended
+(``container_checks_every``)."""
 
 from __future__ import annotations
 
 import datetime
 import functools
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from chronoq.local.emulation.state import active
@@ -162,3 +165,21 @@ def waits_follow_the_clock() -> None:
     Timestamp._wait_interval = wait  # type: ignore[method-assign]
     WaitFunction._wait_interval = wait  # type: ignore[method-assign]
     state.datetime = _StateDatetime  # type: ignore[attr-defined,assignment]
+
+
+@contextmanager
+def container_checks_every(seconds: float) -> Iterator[None]:
+    """Within this, moto's Step Functions looks whether a container task (ECS RunTask .sync)
+    has stopped every ``seconds`` of the wall clock, rather than every half second (so that a
+    container run ends that much sooner after its task)."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback as callback,
+    )
+
+    name = "_DELAY_SECONDS_SYNC_CONDITION_CHECK"  # (a Final in moto: set, not assigned)
+    before = getattr(callback, name)
+    setattr(callback, name, seconds)
+    try:
+        yield
+    finally:
+        setattr(callback, name, before)

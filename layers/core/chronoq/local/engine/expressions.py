@@ -14,6 +14,10 @@ uses are known from the parse, to refuse undefined and unused ones as DynamoDB d
 Problems DynamoDB reports as a ValidationException raise ``ExpressionError`` with DynamoDB's
 message; those of an expression's text raise ``InvalidExpression``, whose message the caller
 prefixes with the parameter's name ("Invalid UpdateExpression: ...").
+
+Why this module is long: DynamoDB's expression language is one grammar (the tokenizer, the
+parser, typed comparisons and functions, the update actions) whose parts share the token and
+typed-value helpers; split, the parser would be cut from what it builds.
 """
 
 from __future__ import annotations

@@ -12,6 +12,11 @@ Task work is delegated to handlers picked by the resource ARN's longest matching
 states and retry intervals wait on it; a task's timeout and heartbeat race the task's own
 work, so they follow the clock too, except on a clock that skips its waits, where they follow
 the wall clock (a skipping clock runs at the wall's pace between skips).
+
+Why this module is long: it is one interpreter of one language: the ASL's states, paths,
+payload templates, intrinsic functions, Choice rules, Retry and Catch, Map and its batches. Its
+parts share the compiled states, the execution's scope and the clock; split, one
+specification's semantics would be spread over modules reaching into each other's internals.
 """
 
 from __future__ import annotations

@@ -13,6 +13,11 @@ waiting for it.
 
 Order: a queue serves first the message that has been visible the longest (then the one sent
 first): the oldest run due goes to a worker first, which chronoq's lag measurement assumes.
+
+Why this module is long: it is the SQS semantics chronoq relies on (delays, visibility, receive
+counts, receipt handles, redrive, retention, purges, long polling) with SQS's own parameter
+checks and error codes, all over one SQLite schema under one lock; a third of it mirrors SQS's
+errors and validation.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ from typing import Any
 
 from chronoq.aws.queues import SqsQueues
 from chronoq.aws.store import DynamoStore
-from chronoq.domain.runs import ACTIVE_STATUSES, Run, RunMessage
+from chronoq.domain.runs import ACTIVE_STATUSES, Priority, Run, RunMessage
 from chronoq.execution.contract import ExecutionInput
 from chronoq.local.persist import give_back
-from chronoq.resources import Priority
 
 
 def recover(

@@ -11,6 +11,11 @@ see and move past, so the thread waits on it rather than on a timer of its own.
 Memory is bounded: every running execution is kept, and the newest ``max_ended`` ended ones
 (their histories only for the newest ``max_histories``); older ones are forgotten, as if
 their retention period had passed (a STANDARD name can then be used again).
+
+Why this module is long: it answers the Step Functions calls chronoq makes (state machines
+created and described; executions started, stopped, described, listed; histories; task
+heartbeats) with their checks and error codes, over a bounded pool of execution threads and
+bounded memory, which the calls share.
 """
 
 from __future__ import annotations

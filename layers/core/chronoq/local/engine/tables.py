@@ -23,6 +23,11 @@ transaction: a record is never lost, nor written for a write that was not.
 
 (The SQL text is built from chronoq's own table definitions only; every value a request
 brings is a bound parameter.)
+
+Why this module is long: it answers every DynamoDB call chronoq makes (items, queries and
+scans, batches, transactions, PartiQL, TTL, streams) over one SQLite schema; the calls share
+that schema, the key encoding and the transaction that writes a stream record with its item.
+The expression language is in expressions.py already.
 """
 
 from __future__ import annotations
