@@ -46,10 +46,12 @@ test: $(STAMP) $(NODE_STAMP) ## the whole suite: shared out over three processes
 test-fast: $(STAMP) ## the fast layer: unit and contract tests
 	$(BIN)/pytest -n 2 tests/unit tests/contract
 
-lint: $(STAMP) ## ruff, mypy (strict), cfn-lint on the synthesized template, and the docs site built strictly (a broken link or anchor fails)
+lint: $(STAMP) ## ruff, mypy (strict), the import contracts, cfn-lint on the synthesized template, and the docs site built strictly (a broken link or anchor fails)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy layers/core functions cdk tests bench examples
+	# the layers, as pyproject.toml's import-linter contracts say (nothing imports upwards, no cycle)
+	$(BIN)/lint-imports
 	$(BIN)/python cdk/app.py
 	# W3005 (a DependsOn that a Ref or GetAtt already implies): the CDK writes both, and the
 	# redundant dependency changes nothing in the order CloudFormation creates resources.
