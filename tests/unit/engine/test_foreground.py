@@ -13,9 +13,9 @@ from typing import Any
 from chronoq import resources as r
 from chronoq.local.clock import LocalClock
 from chronoq.local.engine.services import Engine
-from chronoq.local.foreground import Foreground
+from chronoq.local.foreground import Foreground, freeze_startup_heap
 from chronoq.local.lambdas import LambdaRuntime
-from chronoq.local.system import LocalSystem, freeze_startup_heap
+from chronoq.local.system import LocalSystem
 
 from tests.support import wait_for
 

@@ -266,7 +266,8 @@ def local(
     from chronoq.local import tokens
     from chronoq.local.aws import ACCOUNT, REGION
     from chronoq.local.backup import BackupError
-    from chronoq.local.system import LocalSystem, freeze_startup_heap
+    from chronoq.local.foreground import freeze_startup_heap
+    from chronoq.local.system import LocalSystem
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", log_level)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -79,3 +80,13 @@ class Foreground:
             finally:
                 self._waiting -= 1
         self._went_on.at = self._clock()
+
+
+def freeze_startup_heap() -> None:
+    """What ``chronoq local`` built as it started (the modules, the AWS models, the
+    resources) lives as long as the process: kept out of the garbage collector's full
+    collections from now on, each of which would otherwise walk it all, stopping every thread
+    for up to half a second on a busy machine (docs/performance.md, "What chronoq local
+    carries")."""
+    gc.collect()
+    gc.freeze()

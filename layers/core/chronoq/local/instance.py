@@ -9,6 +9,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -114,3 +115,25 @@ def find(data_dir: Path, timeout: float = PROBE_SECONDS) -> Running:
             f" {data_dir / RUNNING_FILE} names"
         )
     return running
+
+
+def machine_addresses(host: str) -> tuple[str, ...]:
+    """The addresses besides loopback that a server bound to ``host`` answers on: ``host``
+    itself, or for a wildcard (``0.0.0.0``, ``::``) those of this machine's name."""
+    try:
+        bound = ipaddress.ip_address(host)
+    except ValueError:
+        bound = None
+    if bound is not None and bound.is_loopback:
+        return ()
+    if bound is not None and not bound.is_unspecified:
+        return (str(bound),)
+    names = [host] if bound is None else [socket.gethostname(), socket.getfqdn()]
+    found: set[str] = set()
+    for name in names:
+        try:
+            infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        except OSError:
+            continue
+        found.update(str(info[4][0]).split("%", 1)[0] for info in infos)
+    return tuple(sorted(a for a in found if not ipaddress.ip_address(a).is_loopback))

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import gc
-import ipaddress
 import json
 import logging
 import os
-import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -41,37 +38,6 @@ logger = logging.getLogger(__name__)
 
 #: How often expired items are deleted.
 UPKEEP_SECONDS = 5.0
-
-
-def freeze_startup_heap() -> None:
-    """What ``chronoq local`` built as it started (the modules, the AWS models, the
-    resources) lives as long as the process: kept out of the garbage collector's full
-    collections from now on, each of which would otherwise walk it all, stopping every thread
-    for up to half a second on a busy machine (README, "What chronoq local carries")."""
-    gc.collect()
-    gc.freeze()
-
-
-def machine_addresses(host: str) -> tuple[str, ...]:
-    """The addresses besides loopback that a server bound to ``host`` answers on: ``host``
-    itself, or for a wildcard (``0.0.0.0``, ``::``) those of this machine's name."""
-    try:
-        bound = ipaddress.ip_address(host)
-    except ValueError:
-        bound = None
-    if bound is not None and bound.is_loopback:
-        return ()
-    if bound is not None and not bound.is_unspecified:
-        return (str(bound),)
-    names = [host] if bound is None else [socket.gethostname(), socket.getfqdn()]
-    found: set[str] = set()
-    for name in names:
-        try:
-            infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-        except OSError:
-            continue
-        found.update(str(info[4][0]).split("%", 1)[0] for info in infos)
-    return tuple(sorted(a for a in found if not ipaddress.ip_address(a).is_loopback))
 
 
 @dataclass
@@ -364,7 +330,7 @@ class LocalSystem:
             clock=self.clock,
             foreground=self.foreground,
             own_ports=own_ports,
-            own_addresses=machine_addresses(self.host),
+            own_addresses=instance.machine_addresses(self.host),
         ).start()
         if self.aws.services is not None:  # (links to its buckets' objects: served here)
             self.aws.services.objects.link_base = self.url
