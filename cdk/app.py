@@ -30,7 +30,7 @@ Context values (``-c key=value``, or in cdk.json; lists as JSON lists or comma-s
   ``max_waiting_triggers_per_job``: a job's manual triggers not started yet;
   ``max_asked_runs_in_flight``: an owner's runs asked for under way at once;
   ``max_runs_in_flight``: an owner's runs of every kind under way at once (defaults
-  chronoq.domain.limits.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see the README's Limits);
+  chronoq.domain.limits.DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB, ...: see docs/api/limits.md);
 - ``api_burst_limit``, ``api_rate_limit``: API Gateway throttling of the HTTP API's stage
   (defaults chronoq.resources.DEFAULT_API_BURST_LIMIT and DEFAULT_API_RATE_LIMIT).
 - ``mfa_required``: every user of the pool must sign in with a second factor (default false:

@@ -1,4 +1,4 @@
-"""The archive (README, "Archive"): every ended run's record kept in S3 after the runs table
+"""The archive (docs/api/archive.md): every ended run's record kept in S3 after the runs table
 lets it expire, and every audit entry after the audit table does. The archiver function, the
 runs stream's bulk reader and the audit stream's only one (chronoq.aws.fanout), writes a
 batch as one gzip JSON Lines object per owner and day; two Glue tables (runs, audit
@@ -141,8 +141,8 @@ class Archive(Construct):
             catalog_id=stack.account,
             database_input=glue.CfnDatabase.DatabaseInputProperty(
                 name=self.database_name,
-                description="chronoq: the archive of ended runs and audit entries (README,"
-                " Archive)",
+                description="chronoq: the archive of ended runs and audit entries"
+                " (docs/api/archive.md)",
             ),
         )
         self.table = self._table(

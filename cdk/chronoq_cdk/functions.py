@@ -20,7 +20,7 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 LAMBDA_SERVICE = "lambda.amazonaws.com"
 RUNTIME_REASON = (
     f"{r.LAMBDA_RUNTIME} is the runtime the core layer's wheels are built for, and the one"
-    " a deployment's task layers target (README, python targets); Lambda supports it until"
+    " a deployment's task layers target (docs/api/targets.md: python); Lambda supports it until"
     " 2028."
 )
 

@@ -2,7 +2,7 @@
 subscription when the deployment names one), one dashboard of the run flow, lag and errors,
 and the heartbeat the deployment runs on itself (chronoq.heartbeat).
 
-Each alarm has a runbook entry in the README ("Runbook"), under its name without the stack's
+Each alarm has a entry in the runbook (docs/runbook.md), under its name without the stack's
 prefix. chronoq's own metrics come from chronoq.metrics (EMF lines of the functions)."""
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ QUEUE_AGE_SECONDS = 300
 SHARD_MINUTES_BEHIND = 2
 #: How long the notifier's stream records may wait (milliseconds).
 ITERATOR_AGE_MS = 60_000
-#: How long the archiver's may: an ended run reaches the archive within this (README,
-#: Archive), its batching window included.
+#: How long the archiver's may: an ended run reaches the archive within this
+#: (docs/api/archive.md), its batching window included.
 ARCHIVE_ITERATOR_AGE_MS = r.ARCHIVE_LATENCY_SECONDS * 1000
 #: The custom metric of chronoq's own failed executions (a filter on the state machines' log).
 OWN_EXECUTION_FAILURES = "OwnExecutionFailures"
@@ -126,7 +126,7 @@ class Monitoring(Construct):
             self,
             name,
             alarm_name=f"{self.prefix}-{name}",
-            alarm_description=f"{description} (README, Runbook: {name})",
+            alarm_description=f"{description} (runbook: docs/runbook.md, {name})",
             metric=metric,
             threshold=threshold,
             evaluation_periods=evaluation,

@@ -6,7 +6,7 @@ stream the same way (filtered to the entries added), as the owners' audit object
 A record whose object could not be written (or that cannot be read) is reported as a partial
 batch failure: the mapping hands the batch over again from the first of them, and writes the
 same objects again under the same names. After its retries, a record goes to the archiver's
-dead-letter queue (README, Runbook: ArchiverDeadLetters)."""
+dead-letter queue (docs/runbook.md: ArchiverDeadLetters)."""
 
 from __future__ import annotations
 

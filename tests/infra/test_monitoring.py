@@ -126,7 +126,7 @@ def test_given_the_stack_when_synthesized_then_it_has_every_alarm_each_telling_t
         namespace, metric, comparison, threshold, missing = ALARMS[name]
         assert alarm["AlarmActions"] == [topic], name
         assert alarm["OKActions"] == [topic], name
-        assert f"Runbook: {name}" in alarm["AlarmDescription"], name
+        assert f"(runbook: docs/runbook.md, {name})" in alarm["AlarmDescription"], name
         assert (alarm["ComparisonOperator"], alarm["Threshold"]) == (comparison, threshold), name
         assert alarm["TreatMissingData"] == missing, name
         if namespace != "math":

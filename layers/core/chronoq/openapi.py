@@ -53,7 +53,7 @@ class ErrorDetail(BaseModel):
     limit: str | None = Field(
         default=None,
         description="limit_exceeded only: the owner's limit the request is past (its setting's"
-        " name, see the README's Limits)",
+        " name, see the documentation's Limits page)",
     )
 
 
@@ -191,7 +191,7 @@ class SecretPage(BaseModel):
 
 
 class CalendarShown(BaseModel):
-    """A business calendar as the API shows it (README, "Business calendars")."""
+    """A business calendar as the API shows it (docs/api/calendars.md)."""
 
     name: str
     dates: list[str]

@@ -99,8 +99,8 @@ DELIVERY_HEADER = "X-Chronoq-Delivery"
 #: The container of a container target's task definition, and its log stream prefix.
 CONTAINER_NAME = "job"
 CONTAINER_LOG_PREFIX = "chronoq"
-#: The HTTP API's own limits on a request, checked before anything is written (see README,
-#: "Limits"; what a job, a run or an owner may hold is in domain.limits). A request body:
+#: The HTTP API's own limits on a request, checked before anything is written (see
+#: docs/api/limits.md; what a job, a run or an owner may hold is in domain.limits). A request body:
 MAX_REQUEST_BYTES = 256 * 1024
 #: JSON nesting anywhere in a body (free-form ``args``, ``body``, ``payload`` included).
 MAX_JSON_DEPTH = 32
@@ -336,7 +336,7 @@ RUNS_TABLE = Table(
     ),
     stream=True,  # read by the notifier and the archiver, filtered (see aws.fanout)
 )
-#: A job's audit trail (README, "Audit trail"): one item per change a caller made, by job and
+#: A job's audit trail (docs/api/audit.md): one item per change a caller made, by job and
 #: ``<instant, to the millisecond>#<request id>`` (time order); kept as long as runs are,
 #: after the job too. Only ever added to (PartiQL INSERT, which fails on an existing key).
 #: An owner's entries, keys only: what an erasure of the owner finds (and the jobs they name,
@@ -581,7 +581,7 @@ SIGNING_SECRET_ID = "WebhookSigningSecret"  # noqa: S105 - a construct id, not a
 CONTAINER_CLUSTER_ID = "Containers"
 CONTAINER_LOG_GROUP_ID = "ContainerLogs"
 
-# --- The archive (README, "Archive") -------------------------------------------------------
+# --- The archive (docs/api/archive.md) -------------------------------------------------
 
 ARCHIVE_BUCKET_ID = "Archive"
 #: Where in the archive bucket the runs' records are (``<prefix>/owner=<owner segment>/

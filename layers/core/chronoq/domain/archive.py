@@ -1,5 +1,5 @@
 """The archive: every ended run's record, kept in S3 after the runs table lets it expire
-(README, "Archive"). Pure: no I/O.
+(docs/api/archive.md). Pure: no I/O.
 
 Where: ``<prefix>/owner=<owner segment>/day=<YYYY-MM-DD>/<first>-<last>.jsonl.gz``.
 
@@ -18,7 +18,7 @@ attempts, times, lag, trigger, output or the S3 location of it, error, notificat
 lines kept in the record (``logs``) and the S3 locations of those kept apart
 (``log_objects``), and its ``version``.
 
-Audit entries (README, "Audit trail"): each entry a job's audit trail gets is archived too,
+Audit entries (docs/api/audit.md): each entry a job's audit trail gets is archived too,
 under ``<prefix>/owner=<owner segment>/audit/day=<YYYY-MM-DD>/<first>-<last>.jsonl.gz``: in
 its owner's prefix (what an erasure deletes), beside its runs' days (which the runs' table
 and listings never read), ``day`` the UTC day of the entry's ``at``. A line per entry: the

@@ -1,4 +1,4 @@
-"""A job's audit trail: one entry per change a caller made to it (README, "Audit trail").
+"""A job's audit trail: one entry per change a caller made to it (docs/api/audit.md).
 
 An entry says who made the change (the token's subject and name), when, from what (the
 API directly, the command line, the console, ``chronoq apply``: told by the request's

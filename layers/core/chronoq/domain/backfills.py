@@ -50,7 +50,7 @@ class BackfillRequest(Model):
     #: Completion triggers: its runs' ends trigger the jobs following this one again.
     cascade: bool = Field(default=False, strict=True)
 
-    # --- run parameters (README, "Run parameters and placeholders") ---------------------
+    # --- run parameters (docs/api/secrets.md) ------------------
     #: Its runs' parameters: they overlay the job's defaults.
     parameters: Parameters | None = None
 

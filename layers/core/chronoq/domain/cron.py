@@ -1,8 +1,8 @@
 """chronoq's cron dialect: five fields parsed into the values each allows, and the first
 matching wall-clock minute from a given one.
 
-The dialect is Vixie/Debian cron's, with the extensions below (see the README's Schedules
-section):
+The dialect is Vixie/Debian cron's, with the extensions below (see the Schedules
+page of the docs, docs/api/schedules.md):
 
 - fields: minute 0-59, hour 0-23, day-of-month 1-31, month 1-12 or JAN-DEC, day-of-week 0-7 or
   SUN-SAT (0 and 7 are Sunday); names in any case;

@@ -202,7 +202,7 @@ class JobSpec(Model):
     #: Limits its runs share with the owner's other jobs of the same flow key.
     flow: Flow | None = None
 
-    # --- limited runs and labels (README: "Limited runs", "Labels") ------------------------
+    # --- limited runs and labels (docs/api/jobs.md: "Limited runs", "Labels") ---------------------
     #: The job ends COMPLETED after this many scheduled runs (fire times of its schedule it
     #: reached while active, however each ended; manual runs do not count), counted from
     #: when it was set; None: as many as its schedule has.
@@ -212,13 +212,13 @@ class JobSpec(Model):
     #: Key/value strings to find the job by (GET /jobs?label=key=value).
     labels: Labels = Field(default_factory=dict)
 
-    # --- silence (README: "Silence") -----------------------------------------------------
+    # --- silence (docs/api/notifications.md: "Silence") -------------------------------------------
     #: How often a run of it must succeed: if none does within that time of the last success
     #: (or of the job's start), the job is silent and its owner is told (SILENT), once; the
     #: next success tells them it RECOVERED. None: no such promise.
     expect: Expect | None = None
 
-    # --- run parameters (README, "Run parameters and placeholders") -------------------------
+    # --- run parameters (docs/api/secrets.md) ------------------
     #: The parameters of its runs by default: a request's parameters overlay them.
     parameters: Parameters = Field(default_factory=dict)
 

@@ -1,10 +1,10 @@
 """The domain's limits and defaults; what one owner's backfills and re-runs may hold at once,
 and what they hold now.
 
-The constants below bound what a job, a run, a target or an owner may be or hold (README,
-"Limits"), and give a job's defaults. They are pure values: the deployment's resources and
-variables (chronoq.resources, chronoq.settings) take their defaults from here, never the other
-way round.
+The constants below bound what a job, a run, a target or an owner may be or hold
+(docs/api/limits.md), and give a job's defaults. They are pure values: the deployment's
+resources and variables (chronoq.resources, chronoq.settings) take their defaults from here,
+never the other way round.
 
 An owner's usage is kept on one item of the jobs table (``usage#<owner>``, see domain.keys),
 never counted from what grows with history:
@@ -105,7 +105,7 @@ ALLOW_ANY = "*"
 
 # --- Secrets, run parameters, business calendars -----------------------------------------------
 
-#: Secrets (README, "Secrets"): a name's length; a value's size (SSM Parameter Store's
+#: Secrets (docs/api/secrets.md): a name's length; a value's size (SSM Parameter Store's
 #: standard tier holds 4 KB) and its least length (a shorter one could not be scrubbed from
 #: a run's logs without masking ordinary text); how many one owner may keep.
 MAX_SECRET_NAME_LENGTH = 64
@@ -117,7 +117,7 @@ DEFAULT_MAX_SECRETS_PER_OWNER = 50
 #: at most this long.
 MAX_PARAMETERS_BYTES = 8 * 1024
 MAX_PARAMETER_NAME_LENGTH = 64
-#: Business calendars (README, "Business calendars"): a name's length; how many dates and
+#: Business calendars (docs/api/calendars.md): a name's length; how many dates and
 #: ranges one holds (a job using it carries a copy: this bounds the job's item); a range's
 #: length in days; how many one owner may keep; how many jobs one PUT re-plans (the rest
 #: with the token it answers).
@@ -152,7 +152,7 @@ LIMIT_RETRY_AFTER_SECONDS = 60
 
 # --- Time windows, backfills, re-runs and flow control -----------------------------------------
 
-#: (See README, "Limits".) A recurring schedule's ``window_seconds``: at most a day, and at
+#: (See docs/api/limits.md.) A recurring schedule's ``window_seconds``: at most a day, and at
 #: most the schedule's shortest gap between two fire times (a cron expression's among its
 #: next WINDOW_GAP_SCAN).
 MAX_WINDOW_SECONDS = 24 * 3600
@@ -201,11 +201,12 @@ FLOW_LEASE_SECONDS = 60
 
 # --- Silence and the audit trail ---------------------------------------------------------------
 
-#: Silence (README, "Silence"): a job's ``expect.success_within_seconds``, from a minute (the
-#: dispatcher looks at deadlines once a minute) to 366 days (a yearly job, with a day's slack).
+#: Silence (docs/api/notifications.md): a job's ``expect.success_within_seconds``, from a
+#: minute (the dispatcher looks at deadlines once a minute) to 366 days (a yearly job, with a
+#: day's slack).
 MIN_SUCCESS_WITHIN_SECONDS = 60
 MAX_SUCCESS_WITHIN_SECONDS = 366 * 24 * 3600
-#: A job's audit trail (README, "Audit trail"): the longest value an entry keeps of a field
+#: A job's audit trail (docs/api/audit.md): the longest value an entry keeps of a field
 #: (its JSON text; a longer one is cut), and the most fields one entry lists.
 MAX_AUDIT_VALUE_CHARS = 256
 MAX_AUDIT_CHANGES = 50
@@ -228,7 +229,7 @@ MAX_AFTER_WITHIN_SECONDS = 7 * 24 * 3600
 
 @dataclass(frozen=True)
 class Limits:
-    """The deployment's limits on each owner (README, "Limits")."""
+    """The deployment's limits on each owner (docs/api/limits.md)."""
 
     running_backfills_per_job: int = DEFAULT_MAX_RUNNING_BACKFILLS_PER_JOB
     running_backfills_per_owner: int = DEFAULT_MAX_RUNNING_BACKFILLS_PER_OWNER
@@ -258,7 +259,7 @@ class Setting:
         return value
 
 
-#: Every limit a deployment sets on each owner (README, "Limits").
+#: Every limit a deployment sets on each owner (docs/api/limits.md).
 SETTINGS = (
     Setting(
         "running_backfills_per_job",

@@ -1,6 +1,6 @@
 """Run parameters: a JSON object a trigger, a re-run or a backfill passes (and a job's
-defaults), that a target's placeholders read as ``{{ params.NAME }}`` (README, "Run
-parameters and placeholders")."""
+defaults), that a target's placeholders read as ``{{ params.NAME }}`` (docs/api/secrets.md,
+"Run parameters and placeholders")."""
 
 from __future__ import annotations
 

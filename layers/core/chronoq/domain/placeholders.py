@@ -1,7 +1,7 @@
 """A target with its placeholders expanded for one attempt: secrets and the run's own values
 (``chronoq.domain.secrets``: one language, one pass), each value encoded for where it goes,
-and the result checked again as the job's own values were when it was created (README, "Run
-parameters and placeholders"):
+and the result checked again as the job's own values were when it was created (docs/api/secrets.md,
+"Run parameters and placeholders"):
 
 - in an http url's host, a value must be a host (letters, digits, ``.``, ``-``, ``:`` and
   ``[]``): it cannot add a path, credentials or another URL; the final URL is a URL, and the

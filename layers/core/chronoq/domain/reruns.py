@@ -40,7 +40,7 @@ class RerunRequest(Model):
 
     #: Completion triggers: the re-runs' ends trigger the jobs following this one again.
     cascade: bool = Field(default=False, strict=True)
-    # --- run parameters (README, "Run parameters and placeholders") ---------------------
+    # --- run parameters (docs/api/secrets.md) ------------------
     #: Each re-run's parameters overlay the job's defaults and its original run's.
     parameters: Parameters | None = None
 

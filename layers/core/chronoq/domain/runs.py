@@ -136,7 +136,7 @@ class Run(BaseModel):
     #: Why it waits, noted by the worker while it holds it back (a flow's slot, a flow's
     #: rate); shown as ``waiting_for``.
     wait_reason: str | None = Field(default=None, exclude=True)
-    #: The parameters it runs with (README, "Run parameters and placeholders"): a requested
+    #: The parameters it runs with (docs/api/secrets.md): a requested
     #: run's, its job's defaults overlaid by the request's; None: none (nothing is kept).
     parameters: dict[str, Any] | None = None
 

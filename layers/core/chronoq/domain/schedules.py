@@ -183,7 +183,7 @@ class RateSchedule(_Recurring):
         return ZoneInfo("UTC")
 
 
-# --- completion triggers (README: "Pipelines") -------------------------------------------
+# --- completion triggers (docs/guides/pipelines.md: "Pipelines") ----------------------------------
 
 
 class AfterSchedule(Model):

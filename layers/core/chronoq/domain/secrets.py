@@ -1,6 +1,6 @@
 """Secrets: named values of one owner that jobs refer to and never hold.
 
-A job names a secret in one of two ways (README, "Secrets"):
+A job names a secret in one of two ways (docs/api/secrets.md):
 
 - a reference, ``{"secret": "crm-token"}``, as the whole value of an http header, a python
   task's or a container's environment variable, or a webhook's header;
@@ -13,7 +13,7 @@ is expanded in a single pass: a value put in is never read for placeholders agai
 holding ``{{ secret.x }}`` stays that text. Text in braces that is not a placeholder of a
 known namespace stays as it is.
 
-The same pass expands a run's own placeholders (README, "Run parameters and placeholders"):
+The same pass expands a run's own placeholders (docs/api/secrets.md):
 ``{{ scheduled_at }}``, ``{{ run_id }}``, ``{{ job.name }}``, ``{{ params.NAME }}`` and, for
 after jobs, ``{{ upstream.NAME.output }}``, from a ``RunContext`` (see ``expand``). A
 substituted value is never read for placeholders either: a parameter holding

@@ -341,7 +341,7 @@ class ContainerTarget(Model):
     @classmethod
     def _fixed_program(cls, value: list[str], info: ValidationInfo) -> list[str]:
         """The program a container runs is the job's own: its first word takes no
-        placeholder (README, "Run parameters and placeholders")."""
+        placeholder (docs/api/secrets.md)."""
         if not is_stored(info) and secrets.EXPRESSION.search(value[0]):
             raise ValueError(
                 "the program (the first word) must not hold a placeholder: pass values as"

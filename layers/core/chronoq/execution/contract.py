@@ -38,8 +38,8 @@ class AttemptNumber(_Contract):
 
 
 class RunValues(_Contract):
-    """What a run's own placeholders read besides its id and fire time (README, "Run
-    parameters and placeholders"): its job's name, its parameters and, for after jobs, the
+    """What a run's own placeholders read besides its id and fire time (docs/api/secrets.md,
+    "Run parameters and placeholders"): its job's name, its parameters and, for after jobs, the
     small outputs of its upstream runs (by upstream job name)."""
 
     job_name: str = ""

@@ -1,7 +1,7 @@
 """The archive's two sides: the archiver writes each batch of ended runs' versions (from the
 runs stream), or of audit entries (from the audit stream), as one object per owner and day;
 the API lists one owner's day (its runs, or its audit entries) as links that expire
-(README, "Archive"; the layout is chronoq.domain.archive's)."""
+(docs/api/archive.md; the layout is chronoq.domain.archive's)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Jobs' audit trails (README, "Audit trail"): an entry added once a change is stored (one
+"""Jobs' audit trails (docs/api/audit.md): an entry added once a change is stored (one
 write per change: nothing per run), and the trail read back, newest first.
 
 The use cases that change a job (jobs, backfills, reruns) each add one entry per change they

@@ -1,5 +1,5 @@
 """Erasing an owner: every piece of one owner's data taken out of chronoq, for an operator
-answering a request to be forgotten (README, "Erasing an owner's data").
+answering a request to be forgotten (docs/api/audit.md).
 
 What goes, in this order: the runs still under way (cancelled: an execution left running would
 write its run's record again), the owner's jobs (as a delete does: quota, names, secrets' uses,

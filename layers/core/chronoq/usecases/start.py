@@ -358,7 +358,7 @@ class RunStarter:
         outputs of the upstream runs that made it, by upstream job name: those their records
         keep (not one kept in S3) of at most UPSTREAM_OUTPUT_BYTES; any other is left out, and
         its placeholder fails the run, naming it. Nothing is read for a target that names no
-        upstream output (README, "Run parameters and placeholders")."""
+        upstream output (docs/api/secrets.md)."""
         wanted = upstream_outputs_named(job.target)
         if not wanted:
             return {}

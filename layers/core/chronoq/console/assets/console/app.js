@@ -295,7 +295,7 @@ async function jobsView(current, params) {
   const status = h("div");
   const body = h("tbody");
   const wanted = params.getAll("label");
-  const silent = params.get("silent") === "true"; // only the silent jobs (README, "Silence")
+  const silent = params.get("silent") === "true"; // only the silent jobs (docs/api/notifications.md)
   const filter = h("input", { id: "label-filter", placeholder: "team=data env=prod",
     value: wanted.join(" "), "aria-label": "Labels the jobs must have", autocomplete: "off" });
   const silentOnly = h("input", { id: "silent-filter", type: "checkbox", checked: silent });
