@@ -125,6 +125,8 @@ _SHAPES = {
         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z",
     ),
     "short": (r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ"),
+    # (how far a time is from now: "in" it may have become "ago" by the time it is printed)
+    "relative": (r"in (?:\d+ ms|\d+\.\d s)", rf"in {_SPAN}|{_SPAN} ago"),
     "span": (r"\d+ ms|\d+\.\d s", _SPAN),
 }
 _TOKEN = re.compile(
@@ -477,3 +479,12 @@ def test_given_printed_lines_when_one_is_missing_more_or_changed_then_they_diffe
     assert compare_lines(Ids(), shown, "exit 3\ntimeout 60 s\nmore\n") is not None
     assert compare_lines(Ids(), shown, "exit 0\ntimeout 60 s\n") is not None
     assert compare_lines(Ids(), shown, "exit 3\ntimeout 61 s\n") is not None
+
+
+def test_given_a_time_shown_as_in_some_seconds_when_it_has_passed_by_the_printing_then_ago_matches() -> (
+    None
+):
+    shown = ["next run 2026-11-25 21:49:00Z (in 36.8 s)"]
+    assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (in 12 ms)\n") is None
+    assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (120 ms ago)\n") is None
+    assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (soon)\n") is not None
