@@ -85,16 +85,17 @@ def read_steps(directory: Path) -> list[Step]:
 
 def parse_commands(text: str) -> list[Command]:
     commands: list[Command] = []
-    continued = False
+    continued = answering = False
     for line in text.splitlines():
         if continued:
             commands[-1].text += "\n" + line
         elif line.startswith("#"):
-            assert commands, f"an answer before any command: {line!r}"
+            assert answering, f"a comment line not right after a command: {line!r}"
             commands[-1].expected.append(line[2:] if line.startswith("# ") else line[1:])
         elif line.strip():
             commands.append(Command(line))
         continued = line.endswith("\\")
+        answering = bool(line.strip()) and bool(commands)
     return commands
 
 
@@ -488,3 +489,12 @@ def test_given_a_time_shown_as_in_some_seconds_when_it_has_passed_by_the_printin
     assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (in 12 ms)\n") is None
     assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (120 ms ago)\n") is None
     assert compare_lines(Ids(), shown, "next run 2027-01-02 03:04:00Z (soon)\n") is not None
+
+
+def test_given_a_step_file_then_the_lines_after_a_command_are_its_answer_and_a_backslash_continues_it() -> (
+    None
+):
+    commands = parse_commands("a \\\n  --flag\n# one\n#\nb  # a remark\n")
+    assert commands == [Command("a \\\n  --flag", ["one", ""]), Command("b  # a remark")]
+    with pytest.raises(AssertionError, match="not right after a command"):
+        parse_commands("a\n\n# stray\n")
