@@ -19,9 +19,11 @@ copies it from the answer above), a time (``2026-11-25T21:48:15.006Z``, ``2026-1
 In JSON answers every key must be there and no other (recursively), and every value equal
 except those (and the numbers of VARYING_NUMBERS). Everything else must be as shown.
 
-Placeholders from the environment: chronoq local's address comes from ``$CHRONOQ_URL``, which
-the page's ``API=`` line and the command line both read; the web server's port 9000 is
-replaced, in the commands, the answers and the files they use, by a free port."""
+The page's addresses stand for the test's: chronoq local's, ``http://127.0.0.1:8080`` (where
+``make run`` listens; the page's commands find it as a reader's do, ``login --local`` and its
+``API=`` line in the ``local.json`` chronoq local keeps in ``.chronoq/``), in the answers;
+the web server's port 9000, in the commands, the answers and the files they use, by a free
+port."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import CHRONOQ, Local, log_tail, start_local
+from tests.e2e.harness import CHRONOQ, log_tail, start_local
 from tests.support import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,8 +53,20 @@ SECTION = "## A walk-through"
 #: Longest wait for one command (the longest waits for a run due 15 s after it is created),
 #: bounded for a loaded two-core machine.
 COMMAND_TIMEOUT_SECONDS = 120.0
-#: The web server's port on the page.
+#: The web server's port on the page, and chronoq local's address.
 PAGE_WEB_PORT = 9000
+PAGE_API = "http://127.0.0.1:8080"
+#: What would point the command line elsewhere than the page says.
+READER_UNSETS = frozenset(
+    {
+        "CHRONOQ_URL",
+        "CHRONOQ_API",
+        "CHRONOQ_TOKEN",
+        "CHRONOQ_PROFILE",
+        "CHRONOQ_CONFIG",
+        "CHRONOQ_DATA_DIR",
+    }
+)
 #: JSON numbers that differ from run to run: compared by type only.
 VARYING_NUMBERS = frozenset({"lag_ms"})
 
@@ -268,11 +282,20 @@ def split_answer(output: str) -> tuple[Any, str]:
 # --- running it -------------------------------------------------------------------------------
 
 
-def localized(text: str, web_port: int) -> str:
-    """``text`` with the page's web server port replaced by the test's."""
-    return text.replace(f"127.0.0.1:{PAGE_WEB_PORT}", f"127.0.0.1:{web_port}").replace(
-        f"http.server {PAGE_WEB_PORT}", f"http.server {web_port}"
-    )
+@dataclass(frozen=True)
+class Addresses:
+    """The test's web server port and chronoq local's URL, for the page's."""
+
+    web_port: int
+    api: str = PAGE_API
+
+    def localized(self, text: str) -> str:
+        """``text`` with the page's addresses replaced by the test's."""
+        return (
+            text.replace(PAGE_API, self.api)
+            .replace(f"127.0.0.1:{PAGE_WEB_PORT}", f"127.0.0.1:{self.web_port}")
+            .replace(f"http.server {PAGE_WEB_PORT}", f"http.server {self.web_port}")
+        )
 
 
 def free_port() -> int:
@@ -344,22 +367,19 @@ def reader_dir(tmp_path: Path) -> Iterator[tuple[Path, int]]:
     copied = tmp_path / "examples" / "getting-started"
     copied.mkdir(parents=True)
     for source in EXAMPLES.iterdir():
-        (copied / source.name).write_text(localized(source.read_text(), web_port))
+        (copied / source.name).write_text(Addresses(web_port).localized(source.read_text()))
     (tmp_path / ".chronoq").mkdir()
     (tmp_path / "tmp").mkdir()
     yield tmp_path, web_port
     shutil.rmtree(tmp_path / "tmp", ignore_errors=True)
 
 
-def reader_env(directory: Path, local: Local) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("CHRONOQ_TOKEN", "CHRONOQ_PROFILE", "CHRONOQ_API")
-    }
+def reader_env(directory: Path) -> dict[str, str]:
+    """The environment of a reader who has set none of chronoq's variables (the command line
+    finds chronoq local as the page says), with a profile file of the test's own."""
+    env = {k: v for k, v in os.environ.items() if k not in READER_UNSETS}
     return {
         **env,
-        "CHRONOQ_URL": local.url,  # (where the page's API= line and the command line look)
         "CHRONOQ_CONFIG": str(directory / "config" / "profile.json"),
         "TMPDIR": str(directory / "tmp"),
         "PYTHONUNBUFFERED": "1",  # (stdout and stderr interleaved as on a terminal)
@@ -397,18 +417,19 @@ def test_given_chronoq_local_when_the_walk_through_runs_as_the_page_shows_then_e
     steps = read_steps(EXAMPLES)
     ids = Ids()
     with start_local(directory / ".chronoq") as local:
-        shell = Shell(directory, reader_env(directory, local))
+        addresses = Addresses(web_port, local.url)
+        shell = Shell(directory, reader_env(directory))
         try:
             for step in steps:
                 for number, command in enumerate(step.commands, start=1):
-                    text = ids.substitute(localized(command.text, web_port))
+                    text = ids.substitute(addresses.localized(command.text))
                     where = f"{step.path.name}, command {number}: {text}"
                     status, output = shell.run(text)
                     assert status == 0, (
                         f"{where}\nexited {status}:\n{output}\n{log_tail(local.data_dir)}"
                     )
                     if step.answer is not None and number == len(step.commands):
-                        shown = json.loads(localized(step.answer.read_text(), web_port))
+                        shown = json.loads(addresses.localized(step.answer.read_text()))
                         answer, output = split_answer(output)
                         problems = compare_json(ids, shown, answer)
                         assert not problems, (
@@ -416,7 +437,7 @@ def test_given_chronoq_local_when_the_walk_through_runs_as_the_page_shows_then_e
                             + "\n".join(problems)
                         )
                     if command.expected:
-                        expected = [localized(line, web_port) for line in command.expected]
+                        expected = [addresses.localized(line) for line in command.expected]
                         complaint = compare_lines(ids, expected, output)
                         assert complaint is None, f"{where}\n{complaint}"
         finally:
