@@ -46,6 +46,7 @@ MODULES = (
     "e2e/test_over_minutes.py",
     "e2e/test_priority_burst.py",
     "e2e/test_fairness.py",
+    "e2e/test_walkthrough.py",
     "infra/test_workload.py",
 )
 #: The groups handed out first, longest first (so that none of them ends the run alone).

@@ -1,0 +1,3 @@
+python3 -m http.server 9000 --bind 127.0.0.1 --directory "$(mktemp -d)" &
+.venv/bin/chronoq login --local --user alice
+# logged in to http://127.0.0.1:8080 as alice: profile 'default' in ...
