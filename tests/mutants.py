@@ -10,6 +10,9 @@ A removal no test catches is a promise nothing proves: the script then exits 1.
     python -m tests.mutants --quick         # only the tests each entry names (a minute or so)
     python -m tests.mutants quota-delete    # only the removals named
     python -m tests.mutants --list          # the list, nothing run
+
+Why this module is long: the list of every mutant, one entry per mechanism (the removal, and the
+fast tests that catch it); the runner itself is about a hundred lines.
 """
 
 from __future__ import annotations

@@ -3,7 +3,11 @@ succeed (``expect``) goes silent when its deadline passes with no success, and i
 once per silence (SILENT); the next success ends it, told once (RECOVERED). The deadline is an
 entry of the time index the dispatcher finds in the minutes it reads; each success writes the
 next one. Paused jobs are never silent; a change leaves the deadline alone unless it changes
-``expect``; and a job without ``expect`` costs nothing more."""
+``expect``; and a job without ``expect`` costs nothing more.
+
+Why this module is long: it is one feature's suite: the deadline and its one notice per silence,
+recovery, how pauses, changes and deletions move the deadline, and what it costs, all over the
+same helpers that move the fake clock and dispatch the minutes."""
 
 from __future__ import annotations
 
