@@ -553,7 +553,7 @@ def test_given_a_latin1_header_value_when_a_target_is_made_then_it_is_kept() -> 
         "Application/JSON",
     ],
 )
-def test_given_a_json_content_type_the_readme_accepts_when_the_api_reads_it_then_it_is_json(
+def test_given_a_json_content_type_the_docs_accept_when_the_api_reads_it_then_it_is_json(
     content_type: str,
 ) -> None:
     event = {"body": "{}", "headers": {"Content-Type": content_type}}
