@@ -1,6 +1,6 @@
-"""Completion triggers on chronoq local (README, "Pipelines: jobs after jobs"): what a
-downstream run costs, and what an instant whose wait lapses costs, in AWS requests, DynamoDB
-units and dollars per million, counted by ``GET /_local/usage``.
+"""Completion triggers on chronoq local (docs/guides/pipelines.md): what a downstream run costs, and
+what an instant whose wait lapses costs, in AWS requests, DynamoDB units and dollars per million,
+counted by ``GET /_local/usage``.
 
 Four phases, each alone in its own chronoq local, each counted over the same span of time
 (from just before its upstream runs are due to ``--span`` seconds after: the dispatcher's idle

@@ -10,6 +10,9 @@ A removal no test catches is a promise nothing proves: the script then exits 1.
     python -m tests.mutants --quick         # only the tests each entry names (a minute or so)
     python -m tests.mutants quota-delete    # only the removals named
     python -m tests.mutants --list          # the list, nothing run
+
+Why this module is long: the list of every mutant, one entry per mechanism (the removal, and the
+fast tests that catch it); the runner itself is about a hundred lines.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ ASL = f"{CORE}/execution/statemachine/run.asl.json"
 class Mutant:
     """A mechanism, how it is removed (each ``(old, new)`` edit of ``path``: ``old`` must
     occur exactly once, unless ``every``), and the fast tests that prove it (files or node
-    ids: what ``--quick`` runs, and what the README's Reliability table names)."""
+    ids: what ``--quick`` runs, and what the table of docs/concepts/reliability.md names)."""
 
     name: str
     mechanism: str
@@ -881,7 +884,7 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
         (SILENCE_STORE,),
     ),
-    # --- completion triggers (README: "Pipelines: jobs after jobs") ----------------------------
+    # --- completion triggers (docs/guides/pipelines.md) ------------------------------------------
     Mutant(
         "after-heard",
         "the end of a run of a job that after jobs follow reaches the notifier (the stream's filter)",
@@ -1127,7 +1130,7 @@ MUTANTS += (
 )
 
 
-# --- run parameters and placeholders (README, "Run parameters and placeholders") ------------
+# --- run parameters and placeholders (docs/api/secrets.md, "Run parameters and placeholders") ---
 PLACEHOLDERS = f"{CORE}/domain/placeholders.py"
 PLACEHOLDER_TESTS = (
     "tests/unit/test_placeholders.py",

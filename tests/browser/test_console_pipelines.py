@@ -1,7 +1,7 @@
-"""The console shows pipelines (README, "Pipelines: jobs after jobs"): an after job's page
-names its upstreams (and says what it runs after, in place of upcoming fire times), an upstream's
-page its downstreams, a run's page the runs that triggered it and those it triggered. In a real
-headless Chromium against a chronoq local of its own, on a clock the test moves."""
+"""The console shows pipelines (docs/guides/pipelines.md): an after job's page names its upstreams
+(and says what it runs after, in place of upcoming fire times), an upstream's page its downstreams,
+a run's page the runs that triggered it and those it triggered. In a real headless Chromium against
+a chronoq local of its own, on a clock the test moves."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The console shows a silent job (README, "Silence"): a SILENT badge in the list, which its
-"Silent only" filter narrows to the silent jobs, and, on the job's page, what it expects, its
-last success and since when it is silent. In a real headless Chromium against a chronoq local
-of its own, on a clock the test moves (as tests/e2e/test_silence.py)."""
+"""The console shows a silent job (docs/api/notifications.md, "Silence"): a SILENT badge in the
+list, which its "Silent only" filter narrows to the silent jobs, and, on the job's page, what it
+expects, its last success and since when it is silent. In a real headless Chromium against a chronoq
+local of its own, on a clock the test moves (as tests/e2e/test_silence.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The Store contract (jobs, runs, the time index), on the fakes and on DynamoDB."""
+"""The Store contract (jobs, runs, the time index), on the fakes and on DynamoDB.
+
+Why this module is long: one suite over every store port (jobs, claims, runs, the time index,
+pages, idempotency keys), kept together so each backend runs the same cases, and moto, started
+once per module, is started once for them all."""
 
 from __future__ import annotations
 

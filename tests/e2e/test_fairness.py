@@ -4,8 +4,9 @@ lets one run at a time, each a 1 s python task, triggered 300 times; and 10 back
 past minutes of another job), while bob's every-minute jobs run and bob lists his jobs twice a
 second. For a minute from the first request of the flood:
 
-- every run of bob's planned to start in that minute starts within the README's bound on
-  what another owner's burst may delay a run (**Fair share**: 10 s on a two-core machine);
+- every run of bob's planned to start in that minute starts within the documented bound on
+  what another owner's burst may delay a run (docs/api/limits.md, fair share: 10 s on a two-core
+  machine);
 - bob's ``GET /jobs`` answers within a second, every time;
 - the system's heartbeat, whose run falls in that minute, is not late either (10 s, as
   ``GET /status`` judges it).
@@ -15,13 +16,13 @@ run in it: tests/unit/usecases/test_flow_held_duplicates.py, a known bug that se
 batch back for the queue's visibility timeout, 180 s) make the test an expected failure
 instead, naming them; late runs without that crash fail it.
 
-The bounds are the ones the README promises, far above what chronoq local measures idle
-(``make bench``, bench/fairness.py: lag p99 0.1 s, ``GET /jobs`` p99 0.2 s), so that a
-loaded machine does not fail the test. (Before held runs were parked, each queue had its
-pollers and the queues served owners in turn, the same flood delayed bob's runs by 82 to
-257 s. Parking and the backfills' pacing now keep alice's runs from piling up on a queue at
-all, so this test checks what the attack does, not one mechanism: that the queues serve
-owners in turn is tests/unit/test_fair_share_properties.py's.)"""
+The bounds are the ones the docs promise (docs/api/limits.md), far above what chronoq local measures
+idle (``make bench``, bench/fairness.py: lag p99 0.1 s, ``GET /jobs`` p99 0.2 s), so that a loaded
+machine does not fail the test. (Before held runs were parked, each queue had its pollers and the
+queues served owners in turn, the same flood delayed bob's runs by 82 to 257 s. Parking and the
+backfills' pacing now keep alice's runs from piling up on a queue at all, so this test checks what
+the attack does, not one mechanism: that the queues serve owners in turn is
+tests/unit/test_fair_share_properties.py's.)"""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 
-#: The README's bound (**Fair share**) on how much another owner's burst delays a run.
+#: The documented bound (docs/api/limits.md, fair share) on how much another owner's burst
+#: delays a run.
 FAIR_SHARE_BOUND_SECONDS = 10.0
 #: How long bob's ``GET /jobs`` may take while alice floods.
 API_BOUND_SECONDS = 1.0

@@ -436,7 +436,7 @@ def test_given_text_that_cannot_be_shown_or_sent_when_created_then_422_names_the
 @pytest.mark.parametrize(
     "content_type", ["application/merge-patch+json", "application/vnd.chronoq+json; charset=utf-8"]
 )
-def test_given_a_json_content_type_the_readme_accepts_when_created_then_201(
+def test_given_a_json_content_type_the_docs_accept_when_created_then_201(
     hostile: tuple[Local, str, dict[str, str]], content_type: str
 ) -> None:
     local, _, _ = hostile

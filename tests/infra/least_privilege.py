@@ -375,9 +375,9 @@ def _drive_run_features(harness: Harness, sink_url: str) -> None:
 
 
 def _drive_silence(harness: Harness, sink_url: str) -> None:
-    """A job with ``expect`` (README, "Silence"): its deadline passed, found by the dispatcher
-    (the SILENT record told by the notifier); listed among the silent jobs; a success heard by
-    the notifier (the silence ended, its RECOVERED record told, the next deadline written);
+    """A job with ``expect`` (docs/api/notifications.md, "Silence"): its deadline passed, found by
+    the dispatcher (the SILENT record told by the notifier); listed among the silent jobs; a success
+    heard by the notifier (the silence ended, its RECOVERED record told, the next deadline written);
     its expect changed, the job paused and deleted."""
     api = harness.api
     job = harness.create_job(

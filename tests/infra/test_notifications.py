@@ -82,7 +82,7 @@ def test_given_the_default_topic_statuses_when_synthesized_then_only_ended_runs_
     topic = {"status": {"S": ["FAILED", "MISSED", "TIMED_OUT"]}}
     asked = {"status": {"S": FINISHED}, "notify": {"BOOL": [True]}}
     not_ended = {"status": {"S": [{"anything-but": FINISHED}]}}
-    # (a silence's record, as it is written: README, "Silence")
+    # (a silence's record, as it is written: docs/api/notifications.md, "Silence")
     topic_or_silence = {"status": {"S": ["FAILED", "MISSED", "RECOVERED", "SILENT", "TIMED_OUT"]}}
 
     # written ended, or changed from a status a run does not end in into one it ends in;

@@ -63,8 +63,8 @@ def test_given_the_jobs_table_when_synthesized_then_its_owner_index_holds_keys_o
     assert index["IndexName"] == r.JOBS_BY_OWNER_INDEX
     # a job is written on every run of it: only a change of its keys may write the index
     assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
-    # silent jobs (README, "Silence"): only an expectation item while it is silent carries
-    # the index's keys; small, it is projected whole
+    # silent jobs (docs/api/notifications.md, "Silence"): only an expectation item while it
+    # is silent carries the index's keys; small, it is projected whole
     assert silent["IndexName"] == r.JOBS_SILENT_INDEX
     assert [k["AttributeName"] for k in silent["KeySchema"]] == ["silent_owner", "silent_since"]
     assert silent["Projection"] == {"ProjectionType": "ALL"}

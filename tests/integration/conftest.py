@@ -1,3 +1,13 @@
+"""The integration tests' deployment: chronoq's resources in moto, made by chronoq local's
+LocalAWS, and the Harness the tests drive it through (see Harness, SharedDeployment).
+
+Why this module is long: it is the one harness every integration test drives a deployment
+through (the handlers invoked as Step Functions and the drivers invoke them, the streams read as
+their event source mappings read them, executions and their histories read back), with the
+fixtures that make it per test or share it per module, and the integration modules import
+Harness from here.
+"""
+
 from __future__ import annotations
 
 import json

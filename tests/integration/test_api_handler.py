@@ -1,4 +1,8 @@
-"""The api function on moto, fed the sample API Gateway events from events/api."""
+"""The api function on moto, fed the sample API Gateway events from events/api.
+
+Why this module is long: it is the api function end to end on moto, route by route (pages,
+idempotency keys, hostile and careless callers, the job quota, the SSRF guard), over the one set
+of sample events and the helpers that send them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What pausing and resuming many jobs at once costs on AWS (README, "Pausing many jobs at
-once"): through the api function on moto, a bulk pause of three labelled jobs counted against
-three single pauses of three twins, request by request."""
+"""What pausing and resuming many jobs at once costs on AWS (docs/api/jobs.md, "Pausing many jobs at
+once"): through the api function on moto, a bulk pause of three labelled jobs counted against three
+single pauses of three twins, request by request."""
 
 from __future__ import annotations
 

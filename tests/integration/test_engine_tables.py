@@ -2,7 +2,11 @@
 goes to both and their answers (or error codes) must agree. chronoq's own DynamoStore and
 S3Artifacts run over the pair, so every request shape they make is compared; so are the run
 state machine's DynamoDB tasks, their Parameters taken from the ASL file and substituted as
-Step Functions does; each scenario ends with the tables compared item by item."""
+Step Functions does; each scenario ends with the tables compared item by item.
+
+Why this module is long: it is one differential suite: every scenario runs over the same Twin
+(the local tables and moto's DynamoDB side by side) and ends with the same item-by-item
+comparison, for chronoq's store, the state machine's tasks and the requests both refuse."""
 
 from __future__ import annotations
 

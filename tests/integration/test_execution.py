@@ -1,6 +1,10 @@
 """Worker, runner and the run state machines on moto: Step Functions executes the real ASL
 (EXPRESS for runs that fit it, STANDARD for the others) and invokes the real runner through
-the local Lambda runtime; targets are a real HTTP server."""
+the local Lambda runtime; targets are a real HTTP server.
+
+Why this module is long: the worker, the runner, the state machine and its retries are one path
+of a run, each tested where it hands over to the next, with the same target servers and
+helpers."""
 
 from __future__ import annotations
 

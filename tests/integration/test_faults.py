@@ -4,7 +4,10 @@ dispatcher and the notifier (Step Functions' own service calls, made by moto's i
 with clients of its own, are left alone).
 
 Whatever fails, every run ends in exactly one terminal status, none executes twice (the
-target counts its requests), none is lost, and nobody is told twice that a run ended."""
+target counts its requests), none is lost, and nobody is told twice that a run ended.
+
+Why this module is long: the fault injector and the ledger that watches every run are the frame
+each case needs; the cases then take the worker, the dispatcher and the notifier in turn."""
 
 from __future__ import annotations
 

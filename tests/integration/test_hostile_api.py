@@ -262,7 +262,7 @@ def test_given_hostile_text_when_a_job_is_created_then_422_names_the_field(
 @pytest.mark.parametrize(
     "content_type", ["application/merge-patch+json", "application/vnd.api+json", "APPLICATION/JSON"]
 )
-def test_given_a_json_content_type_the_readme_accepts_when_a_job_is_created_then_201(
+def test_given_a_json_content_type_the_docs_accept_when_a_job_is_created_then_201(
     harness: Harness, content_type: str
 ) -> None:
     event = api_event("create_at_job", body=job_body())

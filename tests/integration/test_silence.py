@@ -1,8 +1,8 @@
-"""Silence on moto, through the functions' handlers (README, "Silence"): a job whose ``expect``
-passes with no success is found by the dispatcher in the minute it reads; its SILENT record
-reaches the notifier through the runs table's stream (filtered as the stack filters it), which
-tells the topic and the job's webhook once; the next success, heard through the same stream,
-ends the silence and is told once (RECOVERED)."""
+"""Silence on moto, through the functions' handlers (docs/api/notifications.md, "Silence"): a job
+whose ``expect`` passes with no success is found by the dispatcher in the minute it reads; its
+SILENT record reaches the notifier through the runs table's stream (filtered as the stack filters
+it), which tells the topic and the job's webhook once; the next success, heard through the same
+stream, ends the silence and is told once (RECOVERED)."""
 
 from __future__ import annotations
 

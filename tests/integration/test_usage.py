@@ -184,11 +184,11 @@ def _post_job(url: str, token: str, sink: Sink) -> tuple[int, object]:
 def test_given_a_job_with_expect_when_its_run_succeeds_then_the_notifier_adds_two_writes_and_nothing_else(
     harness: Harness, sink: Sink
 ) -> None:
-    """What ``expect`` costs per success (README, "Silence"), measured beside the same run of
-    a job without it: the notifier moves the job's expectation on (UpdateItem) and writes its
-    next deadline to the time index (BatchWriteItem): two requests, two write units (both
-    items are under 1 KB); nothing else on the run's path changes (the run's record names
-    the expectation among its ``slots``, a few bytes within the same write unit)."""
+    """What ``expect`` costs per success (docs/api/notifications.md, "Silence"), measured beside the
+    same run of a job without it: the notifier moves the job's expectation on (UpdateItem) and
+    writes its next deadline to the time index (BatchWriteItem): two requests, two write units (both
+    items are under 1 KB); nothing else on the run's path changes (the run's record names the
+    expectation among its ``slots``, a few bytes within the same write unit)."""
 
     def one_run(**extra: Any) -> dict[str, Any]:
         job = harness.create_job({"type": "http", "url": sink.url + "/x"}, **extra)
@@ -231,12 +231,12 @@ def test_given_a_job_with_expect_when_its_run_succeeds_then_the_notifier_adds_tw
     assert expecting["sns"] == plain["sns"] == {"publishes": 0}
 
 
-def test_given_a_job_with_expect_when_it_goes_silent_and_recovers_then_each_costs_what_the_readme_says(
+def test_given_a_job_with_expect_when_it_goes_silent_and_recovers_then_each_costs_what_the_docs_say(
     harness: Harness, sink: Sink
 ) -> None:
-    """What a silence and its end cost (README, "Silence"), the job telling the topic only:
-    the dispatcher's tick that finds the silence beside the next one (which finds nothing),
-    the notifier's part apart."""
+    """What a silence and its end cost (docs/api/notifications.md, "Silence"), the job telling the
+    topic only: the dispatcher's tick that finds the silence beside the next one (which finds
+    nothing), the notifier's part apart."""
     # (the clock at the start of a minute: each tick then opens exactly one minute, however
     # long the test takes on a loaded machine, short of a minute)
     harness.clock.advance_to(ids.minute_of(harness.now()) + timedelta(minutes=1, seconds=1))
@@ -316,11 +316,11 @@ def _added(before: dict[str, Any], after: dict[str, Any], name: str) -> dict[str
 def test_given_a_job_one_after_job_follows_when_its_run_succeeds_then_the_notifier_adds_a_read_a_write_and_a_send(
     harness: Harness, sink: Sink
 ) -> None:
-    """What a downstream run of one upstream costs (README, "Pipelines: jobs after jobs"),
-    measured beside the same run of a job nothing follows: the notifier reads the follower
-    (GetItem), creates its run (PutItem) and sends it (one SQS request); nothing else on the
-    upstream run's path changes (its record names the follower among its ``slots``, a few bytes
-    within the same write unit). A job nothing follows costs nothing more: that is ``plain``."""
+    """What a downstream run of one upstream costs (docs/guides/pipelines.md), measured beside the
+    same run of a job nothing follows: the notifier reads the follower (GetItem), creates its run
+    (PutItem) and sends it (one SQS request); nothing else on the upstream run's path changes (its
+    record names the follower among its ``slots``, a few bytes within the same write unit). A job
+    nothing follows costs nothing more: that is ``plain``."""
 
     def one_run(followed: bool) -> tuple[dict[str, Any], str]:
         job = harness.create_job({"type": "http", "url": sink.url + "/x"})

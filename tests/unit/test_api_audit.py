@@ -1,6 +1,6 @@
-"""Jobs' audit trails through the api function's handler, on the fakes: an entry for every
-route that changes a job (who, from what, which request, what changed), none for a change
-refused, credentials masked, and each owner's trail its own (README, "Audit trail")."""
+"""Jobs' audit trails through the api function's handler, on the fakes: an entry for every route
+that changes a job (who, from what, which request, what changed), none for a change refused,
+credentials masked, and each owner's trail its own (docs/api/audit.md, "Audit trail")."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""Pausing and resuming many jobs at once (``POST /jobs/pause``, ``POST /jobs/resume`` with a
-label selector) through the api function's handler, on the fakes: only the caller's matching
-jobs, a page at a time with a token to go on, the jobs skipped and why, a selector required,
-each job paused or resumed exactly as the single-job routes do it (README, "Pausing many jobs
-at once")."""
+"""Pausing and resuming many jobs at once (``POST /jobs/pause``, ``POST /jobs/resume`` with a label
+selector) through the api function's handler, on the fakes: only the caller's matching jobs, a page
+at a time with a token to go on, the jobs skipped and why, a selector required, each job paused or
+resumed exactly as the single-job routes do it (docs/api/jobs.md, "Pausing many jobs at once")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Audit entries archived with the runs (README, "Audit trail", "Archive"): the archiver's
-handler on the audit stream's records (events/archiver/audit_batch), the audit objects'
-layout (each owner's own, named by the versions they hold), and ``GET /archive?kind=audit``
-through the api function's handler on the fakes."""
+"""Audit entries archived with the runs (docs/api/audit.md, "Audit trail"; docs/api/archive.md): the
+archiver's handler on the audit stream's records (events/archiver/audit_batch), the audit objects'
+layout (each owner's own, named by the versions they hold), and ``GET /archive?kind=audit`` through
+the api function's handler on the fakes."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ def test_given_day_fields_when_fired_then_cron_s_rule_decides_the_days(
         "50/3 * * * *",
     ],
 )
-def test_given_the_readme_s_other_examples_when_fired_then_they_are_cron_s_answer(
+def test_given_the_docs_other_examples_when_fired_then_they_are_cron_s_answer(
     expression: str,
 ) -> None:
     after = utc(2026, 5, 17, 8, 30)

@@ -1,7 +1,12 @@
 """What an attacker holding an ordinary token tries, refused by the pure rules: targets naming
 chronoq's own resources or endpoints, addresses the SSRF guard must not let through in any
 form, invocations that did not come from a function's own source, requests to the embedded
-AWS not signed with its credentials, text that would rewrite a terminal or table."""
+AWS not signed with its credentials, text that would rewrite a terminal or table.
+
+Why this module is long: it is one threat model, attack by attack (the SSRF guard's address
+forms, chronoq's own endpoints and resources, invocations from elsewhere, the local IAM denials,
+the embedded AWS's signatures, text and headers), most a parametrized table of the forms an
+attacker tries."""
 
 from __future__ import annotations
 
@@ -548,7 +553,7 @@ def test_given_a_latin1_header_value_when_a_target_is_made_then_it_is_kept() -> 
         "Application/JSON",
     ],
 )
-def test_given_a_json_content_type_the_readme_accepts_when_the_api_reads_it_then_it_is_json(
+def test_given_a_json_content_type_the_docs_accept_when_the_api_reads_it_then_it_is_json(
     content_type: str,
 ) -> None:
     event = {"body": "{}", "headers": {"Content-Type": content_type}}

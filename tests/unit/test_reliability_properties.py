@@ -15,6 +15,10 @@ every step and once everything has settled:
 The run state machine's conditional writes (MarkRunning, the outcome, ReleaseJob) are decided
 by the conditions of the ASL file itself (chronoq.fakes.asl); a dispatcher tick may die
 between any two of its steps (every store call and every send).
+
+Why this module is long: it is one Hypothesis state machine: its rules (every user action and
+every step of the system, with the ways each fails) and the promises checked after each step
+share the ledger and the recording fakes defined beside them.
 """
 
 from __future__ import annotations

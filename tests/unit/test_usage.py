@@ -168,7 +168,7 @@ def test_given_an_ssm_request_to_the_embedded_aws_when_counted_then_it_is_the_ss
     ]
 
 
-def test_given_runs_on_each_state_machine_when_priced_per_million_then_as_the_readme_says() -> None:
+def test_given_runs_on_each_state_machine_when_priced_per_million_then_as_the_docs_say() -> None:
     standard, express = Usage(), Usage()
     standard.execution("arn:s", "standard")
     standard.ended("arn:s", transitions=8, milliseconds=900)  # a run that succeeds first time

@@ -1,5 +1,9 @@
 """chronoq's ASL interpreter: each state type and field the run state machine uses, with
-in-test task handlers and a clock the test controls."""
+in-test task handlers and a clock the test controls.
+
+Why this module is long: it is one interpreter of one language (as
+chronoq/local/engine/interpreter.py is): a section per state type and field the run state
+machine uses, over the same task handlers and clock."""
 
 from __future__ import annotations
 

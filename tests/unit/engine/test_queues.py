@@ -1,7 +1,11 @@
 """chronoq local's run queues (chronoq.local.engine.queues): the SQS semantics chronoq relies
 on (delay, visibility, receive counts, receipt handles, redrive, retention, long polling),
 the errors SQS answers with, and durability across a close and a killed process. Time is a
-fake clock the tests move."""
+fake clock the tests move.
+
+Why this module is long: it is the SQS semantics the local queues keep
+(chronoq/local/engine/queues.py is long for the same reason), a section per semantic, over one
+fake clock."""
 
 from __future__ import annotations
 

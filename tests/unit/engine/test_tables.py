@@ -1,6 +1,9 @@
 """chronoq local's tables (chronoq.local.engine.tables): DynamoDB's calls over SQLite, with
 DynamoDB's semantics (conditions, paging, indexes, TTL, streams), its errors, and what the
-database keeps across a close and a killed process. Time is a fake clock the tests move."""
+database keeps across a close and a killed process. Time is a fake clock the tests move.
+
+Why this module is long: it is every DynamoDB call and semantic the local tables answer (what
+makes chronoq/local/engine/tables.py long), a section each, over one fake clock and observer."""
 
 from __future__ import annotations
 

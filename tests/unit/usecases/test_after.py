@@ -1,8 +1,12 @@
-"""Completion triggers on the fakes (README, "Pipelines"): a job whose schedule is ``after``
+"""Completion triggers on the fakes (docs/guides/pipelines.md): a job whose schedule is ``after``
 other jobs runs once for each instant at which every upstream has a run that ended as asked;
-upstream ends heard twice or in any order make one run; cycles, unknown names and other
-owners' jobs are refused (422 naming ``schedule.jobs``), also when two changes race; a job that
-nothing follows costs nothing more."""
+upstream ends heard twice or in any order make one run; cycles, unknown names and other owners' jobs
+are refused (422 naming ``schedule.jobs``), also when two changes race; a job that nothing follows
+costs nothing more.
+
+Why this module is long: completion triggers are one feature with several mechanisms (the
+schedule's checks, the marker, fan-in exactly once, within_seconds, cascades, upstream outputs),
+tested over the same helpers that end upstream runs."""
 
 from __future__ import annotations
 

@@ -1,6 +1,10 @@
 """The dispatcher and the time index on the fakes: each shard's minutes enqueued from its
 checkpoint, every job chained on to its next occurrence, occurrences past their start
-deadline MISSED, those of paused, deleted or rescheduled jobs dropped."""
+deadline MISSED, those of paused, deleted or rescheduled jobs dropped.
+
+Why this module is long: the dispatcher is one use case with many cases (chaining on, outages
+and catch-up, start deadlines, paused, deleted and rescheduled jobs, what it does not write,
+packs, the second each run is sent), each a short test over the same fakes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,13 @@
-"""Silence on the fakes, with a fake clock (README, "Silence"): a job that says how often it must
-succeed (``expect``) goes silent when its deadline passes with no success, and its owner is told
-once per silence (SILENT); the next success ends it, told once (RECOVERED). The deadline is an
-entry of the time index the dispatcher finds in the minutes it reads; each success writes the
-next one. Paused jobs are never silent; a change leaves the deadline alone unless it changes
-``expect``; and a job without ``expect`` costs nothing more."""
+"""Silence on the fakes, with a fake clock (docs/api/notifications.md, "Silence"): a job that says
+how often it must succeed (``expect``) goes silent when its deadline passes with no success, and its
+owner is told once per silence (SILENT); the next success ends it, told once (RECOVERED). The
+deadline is an entry of the time index the dispatcher finds in the minutes it reads; each success
+writes the next one. Paused jobs are never silent; a change leaves the deadline alone unless it
+changes ``expect``; and a job without ``expect`` costs nothing more.
+
+Why this module is long: it is one feature's suite: the deadline and its one notice per silence,
+recovery, how pauses, changes and deletions move the deadline, and what it costs, all over the
+same helpers that move the fake clock and dispatch the minutes."""
 
 from __future__ import annotations
 
@@ -495,7 +499,7 @@ def test_given_a_job_with_expect_when_its_run_starts_then_its_slots_name_its_exp
     assert not expects(ExecutionInput.of(plain, ids.run_id(plain.id, now), now).slots)
 
 
-def test_given_a_job_with_expect_when_the_api_changes_it_then_each_call_costs_what_the_readme_says(
+def test_given_a_job_with_expect_when_the_api_changes_it_then_each_call_costs_what_the_docs_say(
     fakes: Fakes,
 ) -> None:
     calls = counting(fakes)

@@ -1,6 +1,10 @@
 """The worker's use case on the fakes: a queued run started at its second, once, unless it
 must not start (gone, superseded, past its deadline, or barred by the job's overlap
-policy)."""
+policy).
+
+Why this module is long: starting a run is one decision over many rules
+(chronoq/usecases/start.py says why it is long too): a case or more per rule, the overlap
+policies and batches, over the same clocked executor and changing store."""
 
 from __future__ import annotations
 
