@@ -126,6 +126,36 @@ def test_given_chronoq_local_when_the_walk_through_runs_as_the_page_shows_then_e
             shell.close()
 
 
+def readme_taste() -> list[str]:
+    """The commands of the README's "A taste" (continued lines joined)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## A taste") :]
+    start = section.index("```sh\n") + len("```sh\n")
+    block = section[start : section.index("\n```", start)]
+    return [c.strip() for c in block.replace("\\\n", " ").split("\n") if c.strip()]
+
+
+def test_given_chronoq_local_when_the_readmes_taste_runs_as_shown_then_each_command_succeeds(
+    reader_dir: tuple[Path, int],
+) -> None:
+    directory, _ = reader_dir
+    commands = readme_taste()
+    assert len(commands) >= 3, commands
+    with start_local(directory / ".chronoq") as local:
+        shell = Shell(directory, reader_env(directory))
+        try:
+            printed = []
+            for command in commands:
+                status, output = shell.run(command)
+                assert status == 0, f"{command}\nexited {status}:\n{output}"
+                printed.append(output)
+            # the job the taste creates is among the jobs it lists last
+            assert "nightly" in printed[-1], printed
+            assert local.call("GET", "/jobs", user="alice")[1]["jobs"][0]["name"] == "nightly"
+        finally:
+            shell.close()
+
+
 # --- the comparison itself (no chronoq local) -------------------------------------------------
 
 SHOWN_JOB = {
