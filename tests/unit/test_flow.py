@@ -39,6 +39,26 @@ def test_given_a_full_flow_when_a_slot_is_given_back_then_the_next_run_gets_it()
     assert after.version == 3  # (the store writes the next one)
 
 
+def test_given_max_running_alone_when_a_due_run_asks_then_it_starts_in_the_current_second() -> None:
+    _, decided = admit(FlowState(), Limits(max_running=2), [Candidate("late", NOW - 3)], NOW)
+
+    # (no start is counted per second: nothing to wait for, a run that is due starts now)
+    assert decided == {"late": NOW}
+
+
+def test_given_a_rate_when_a_due_run_asks_then_it_starts_in_the_next_second_it_is_counted_in() -> (
+    None
+):
+    _, decided = admit(
+        FlowState(),
+        Limits(max_running=2, max_starts_per_second=3),
+        [Candidate("late", NOW - 3)],
+        NOW,
+    )
+
+    assert decided == {"late": NOW + 1}
+
+
 def test_given_a_rate_when_a_burst_asks_then_no_second_holds_more_starts_than_the_rate_and_each_knows_its_second() -> (
     None
 ):

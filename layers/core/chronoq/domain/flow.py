@@ -90,8 +90,11 @@ def admit(
     stale: Iterable[str] = (),
 ) -> tuple[FlowState, dict[str, int | None]]:
     """The flow's state once ``candidates`` (in order) have asked to start at second ``now``
-    (epoch), and for each the second it starts in (never before ``now`` + 1, so that its
-    execution, started now, waits for it), or None: held back, no slot is free. ``stale``:
+    (epoch), and for each the second it starts in, or None: held back, no slot is free. A
+    flow that paces its starts (``max_starts_per_second``) counts a start in a second still
+    to come, never before ``now`` + 1, so that its execution, started now, waits for it and
+    starts in the second it was counted in; a flow that only limits its runs at once lets a
+    run that is due start in the current second (``now``), without waiting. ``stale``:
     holders whose runs never started (see ``stale_holders``), whose slots are taken back.
 
     A run already holding a slot keeps it; one whose reserved second is still ahead keeps
@@ -99,7 +102,7 @@ def admit(
     gone = set(stale)
     holders = {run: second for run, second in state.holders.items() if run not in gone}
     frontier, starts = state.frontier, state.starts
-    earliest = now + 1
+    earliest = now + 1 if limits.max_starts_per_second is not None else now
     decided: dict[str, int | None] = {}
     for candidate in candidates:
         holding = candidate.run_id in holders
