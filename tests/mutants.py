@@ -476,6 +476,30 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/unit/usecases/test_wake.py",),
     ),
     Mutant(
+        "due-starts-now",
+        "a run already due starts in the current second unless its flow paces starts per second",
+        f"{CORE}/domain/flow.py",
+        (
+            (
+                "    earliest = now + 1 if limits.max_starts_per_second is not None else now\n",
+                "    earliest = now + 1\n",
+            ),
+        ),
+        ("tests/unit/test_flow.py", "tests/unit/usecases/test_flow.py"),
+    ),
+    Mutant(
+        "paced-starts-ahead",
+        "a flow that paces starts per second counts each start in a second still to come",
+        f"{CORE}/domain/flow.py",
+        (
+            (
+                "    earliest = now + 1 if limits.max_starts_per_second is not None else now\n",
+                "    earliest = now\n",
+            ),
+        ),
+        ("tests/unit/test_flow.py",),
+    ),
+    Mutant(
         "asked-in-flight",
         "runs asked for count against their owner's runs asked for under way",
         f"{CORE}/usecases/flow.py",
