@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -36,6 +36,24 @@ CONFIG_ENV = "CHRONOQ_CONFIG"
 DATA_DIR_ENV = "CHRONOQ_DATA_DIR"
 #: Its default, relative to the directory chronoq local is started in.
 DEFAULT_DATA_DIR = Path(".chronoq")
+_Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
+
+
+def data_dir_option(
+    what: str = "chronoq local's data directory",
+) -> Callable[[_Decorated], _Decorated]:
+    """The ``--data-dir`` option of every command that reads chronoq local's data directory
+    (``$CHRONOQ_DATA_DIR`` when not given)."""
+    return click.option(
+        "--data-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=DEFAULT_DATA_DIR,
+        show_default=True,
+        envvar=DATA_DIR_ENV,
+        help=f"{what} [env: {DATA_DIR_ENV}]",
+    )
+
+
 #: Endpoint.url_source / token_source of a value the profile gave.
 FROM_PROFILE = "profile"
 #: A token expiring sooner than this is renewed first, if its profile says how.

@@ -27,14 +27,7 @@ from chronoq.cli.jobspec import parse_duration
 @click.option(
     "--local", "is_local", is_flag=True, help="chronoq local: mint a token from its data directory"
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=config.DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar=config.DATA_DIR_ENV,
-    help=f"with --local: chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
-)
+@config.data_dir_option("with --local: chronoq local's data directory")
 @click.option(
     "--user", default="local-user", show_default=True, help="with --local: the user to act as"
 )

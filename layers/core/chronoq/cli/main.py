@@ -43,8 +43,6 @@ from chronoq.domain import limits as lim
 from chronoq.domain.limits import SETTINGS as limit_settings
 from chronoq.domain.limits import Limits
 
-_DATA_DIR = click.Path(path_type=Path, file_okay=False)
-
 
 def _version() -> str:
     try:
@@ -120,14 +118,7 @@ def _networks(_: click.Context, __: click.Parameter, text: str) -> str:
 @cli.group(invoke_without_command=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8080, show_default=True)
-@click.option(
-    "--data-dir",
-    type=_DATA_DIR,
-    default=config.DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar=config.DATA_DIR_ENV,
-    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
-)
+@config.data_dir_option()
 @click.option("--shards", type=int, default=r.DEFAULT_SHARDS, show_default=True)
 @click.option(
     "--dispatch-groups",
@@ -342,14 +333,7 @@ def local(
 
 @local.command("backup")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--data-dir",
-    type=_DATA_DIR,
-    default=config.DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar=config.DATA_DIR_ENV,
-    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
-)
+@config.data_dir_option()
 def local_backup(file: Path, data_dir: Path) -> None:
     """Copy chronoq local's data (its engine's databases and its secrets) into FILE, a tar
     file: online, while it runs, or stopped. FILE holds the secrets: keep it as private as
@@ -365,14 +349,7 @@ def local_backup(file: Path, data_dir: Path) -> None:
 
 @local.command("restore")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--data-dir",
-    type=_DATA_DIR,
-    default=config.DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar=config.DATA_DIR_ENV,
-    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
-)
+@config.data_dir_option()
 def local_restore(file: Path, data_dir: Path) -> None:
     """Put the backup FILE into --data-dir, chronoq local stopped (the data it replaces is
     kept beside it, in engine.before-restore-<time>); start chronoq local to carry on."""
@@ -387,14 +364,7 @@ def local_restore(file: Path, data_dir: Path) -> None:
 
 @cli.command()
 @click.argument("user")
-@click.option(
-    "--data-dir",
-    type=_DATA_DIR,
-    default=config.DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar=config.DATA_DIR_ENV,
-    help=f"chronoq local's data directory [env: {config.DATA_DIR_ENV}]",
-)
+@config.data_dir_option()
 @click.option(
     "--ttl", type=int, default=7 * 24 * 3600, show_default=True, help="seconds the token is valid"
 )
