@@ -236,24 +236,3 @@ class DynamoBackfills(Tables):
         change["ExpressionAttributeNames"] = names
         change["ExpressionAttributeValues"] = _dump(values)
         return change
-
-    def _transact(self, items: list[dict[str, Any]]) -> set[int] | None:
-        """Write ``items`` in one transaction: None when written; else the indexes of the
-        items whose condition failed. Any other reason (a conflict with another
-        transaction, throttling) is raised: the caller's caller tries again."""
-        try:
-            self._db.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except self._db.exceptions.TransactionCanceledException as error:
-            reasons = error.response.get("CancellationReasons") or []
-            failed = {
-                i for i, why in enumerate(reasons) if why.get("Code") == "ConditionalCheckFailed"
-            }
-            others = [
-                why.get("Code")
-                for why in reasons
-                if why.get("Code") not in ("None", "ConditionalCheckFailed", None)
-            ]
-            if others or not failed:
-                raise
-            return failed
-        return None

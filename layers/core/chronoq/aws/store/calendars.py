@@ -12,18 +12,14 @@ from typing import Any
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.aws.store._tables import Tables
+from chronoq.aws.store._tables import jobs_table_key as _key
 from chronoq.domain import keys
 from chronoq.domain.base import STORED
 from chronoq.domain.calendars import CalendarMeta, CalendarRules
 from chronoq.domain.time import format_instant
 
-#: The calendars item's map of the owner's calendars; the uses item's set of job ids.
+#: The calendars item's map of the owner's calendars.
 CALENDARS = "calendars"
-JOBS = "jobs"
-
-
-def _key(value: str) -> dict[str, Any]:
-    return {"job_id": {"S": value}}
 
 
 def _meta(name: str, data: dict[str, Any]) -> CalendarMeta:
@@ -81,14 +77,7 @@ class DynamoCalendars(Tables):
 
     def remove_calendar(self, owner: str, name: str) -> list[str]:
         items: list[dict[str, Any]] = [
-            {
-                "ConditionCheck": {
-                    "TableName": self._jobs,
-                    "Key": _key(keys.calendar_uses_key(owner, name)),
-                    "ConditionExpression": "attribute_not_exists(#j)",
-                    "ExpressionAttributeNames": {"#j": JOBS},
-                }
-            },
+            self._unused(keys.calendar_uses_key(owner, name)),
             {
                 "Update": {
                     "TableName": self._jobs,
@@ -114,47 +103,12 @@ class DynamoCalendars(Tables):
                     "ExpressionAttributeNames": {"#c": CALENDARS, "#n": name},
                 }
             },
-            {
-                "Update": {
-                    "TableName": self._jobs,
-                    "Key": _key(keys.calendar_uses_key(owner, name)),
-                    "UpdateExpression": "ADD #j :job",
-                    "ExpressionAttributeNames": {"#j": JOBS},
-                    "ExpressionAttributeValues": {":job": {"SS": [job_id]}},
-                }
-            },
+            self._use(keys.calendar_uses_key(owner, name), job_id),
         ]
         return not self._transact(items)
 
     def unuse_calendar(self, owner: str, job_id: str, name: str) -> None:
-        self._db.update_item(
-            TableName=self._jobs,
-            Key=_key(keys.calendar_uses_key(owner, name)),
-            UpdateExpression="DELETE #j :job",
-            ExpressionAttributeNames={"#j": JOBS},
-            ExpressionAttributeValues={":job": {"SS": [job_id]}},
-        )
+        self._unuse(keys.calendar_uses_key(owner, name), job_id)
 
     def calendar_users(self, owner: str, name: str) -> list[str]:
-        item = self._db.get_item(
-            TableName=self._jobs,
-            Key=_key(keys.calendar_uses_key(owner, name)),
-            ConsistentRead=True,
-        ).get("Item")
-        return sorted(_load(item).get(JOBS, set())) if item else []
-
-    def _transact(self, items: list[dict[str, Any]]) -> set[int] | None:
-        """Write ``items`` together: None, or the indexes of those whose condition failed."""
-        try:
-            self._db.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except self._db.exceptions.TransactionCanceledException as error:
-            reasons = error.response.get("CancellationReasons") or []
-            failed = {
-                i for i, why in enumerate(reasons) if why.get("Code") == "ConditionalCheckFailed"
-            }
-            if not failed or any(
-                why.get("Code") not in ("None", "ConditionalCheckFailed", None) for why in reasons
-            ):
-                raise
-            return failed
-        return None
+        return self._users(keys.calendar_uses_key(owner, name))

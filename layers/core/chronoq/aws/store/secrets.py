@@ -13,18 +13,13 @@ from typing import Any
 from chronoq.aws.codecs import dump as _dump
 from chronoq.aws.codecs import load as _load
 from chronoq.aws.store._tables import Tables
+from chronoq.aws.store._tables import jobs_table_key as _key
 from chronoq.domain import keys
 from chronoq.domain.secrets import SecretMeta
 from chronoq.domain.time import format_instant
 
-#: The secrets item's map of the owner's secrets (name -> version and times); the uses
-#: item's set of job ids.
+#: The secrets item's map of the owner's secrets (name -> version and times).
 SECRETS = "secrets"
-JOBS = "jobs"
-
-
-def _key(value: str) -> dict[str, Any]:
-    return {"job_id": {"S": value}}
 
 
 def _meta(name: str, data: dict[str, Any]) -> SecretMeta:
@@ -89,14 +84,7 @@ class DynamoSecrets(Tables):
 
     def remove_secret(self, owner: str, name: str) -> list[str]:
         items: list[dict[str, Any]] = [
-            {
-                "ConditionCheck": {
-                    "TableName": self._jobs,
-                    "Key": _key(keys.secret_uses_key(owner, name)),
-                    "ConditionExpression": "attribute_not_exists(#j)",
-                    "ExpressionAttributeNames": {"#j": JOBS},
-                }
-            },
+            self._unused(keys.secret_uses_key(owner, name)),
             {
                 "Update": {
                     "TableName": self._jobs,
@@ -128,18 +116,7 @@ class DynamoSecrets(Tables):
                     "ExpressionAttributeNames": attributes,
                 }
             },
-            *(
-                {
-                    "Update": {
-                        "TableName": self._jobs,
-                        "Key": _key(keys.secret_uses_key(owner, name)),
-                        "UpdateExpression": "ADD #j :job",
-                        "ExpressionAttributeNames": {"#j": JOBS},
-                        "ExpressionAttributeValues": {":job": {"SS": [job_id]}},
-                    }
-                }
-                for name in wanted
-            ),
+            *(self._use(keys.secret_uses_key(owner, name), job_id) for name in wanted),
         ]
         if self._transact(items):
             kept = self.get_secrets(owner, consistent=True)
@@ -148,34 +125,7 @@ class DynamoSecrets(Tables):
 
     def unuse_secrets(self, owner: str, job_id: str, names: Iterable[str]) -> None:
         for name in sorted(set(names)):
-            self._db.update_item(
-                TableName=self._jobs,
-                Key=_key(keys.secret_uses_key(owner, name)),
-                UpdateExpression="DELETE #j :job",
-                ExpressionAttributeNames={"#j": JOBS},
-                ExpressionAttributeValues={":job": {"SS": [job_id]}},
-            )
+            self._unuse(keys.secret_uses_key(owner, name), job_id)
 
     def secret_users(self, owner: str, name: str) -> list[str]:
-        item = self._db.get_item(
-            TableName=self._jobs,
-            Key=_key(keys.secret_uses_key(owner, name)),
-            ConsistentRead=True,
-        ).get("Item")
-        return sorted(_load(item).get(JOBS, set())) if item else []
-
-    def _transact(self, items: list[dict[str, Any]]) -> set[int] | None:
-        """Write ``items`` together: None, or the indexes of those whose condition failed."""
-        try:
-            self._db.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except self._db.exceptions.TransactionCanceledException as error:
-            reasons = error.response.get("CancellationReasons") or []
-            failed = {
-                i for i, why in enumerate(reasons) if why.get("Code") == "ConditionalCheckFailed"
-            }
-            if not failed or any(
-                why.get("Code") not in ("None", "ConditionalCheckFailed", None) for why in reasons
-            ):
-                raise
-            return failed
-        return None
+        return self._users(keys.secret_uses_key(owner, name))
