@@ -6,7 +6,9 @@ import contextlib
 import copy
 import functools
 import json
+import shutil
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -18,6 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
+
+import pytest
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 
@@ -157,3 +161,21 @@ def _shut_down(server: ThreadingHTTPServer) -> None:
         with contextlib.suppress(OSError):
             socket.create_connection(address, timeout=1).close()
         stopping.join(0.01)
+
+
+def run_node(script: str) -> Any:
+    """What the ES module ``script`` prints (one JSON document), run by Node: how the tests
+    call the console's own modules. Fails when Node is missing (make install and CI install
+    it) or the script fails."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is missing (make install and CI install it)")
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)

@@ -6,33 +6,21 @@ change made (a run, a backfill) as ``key=value``, values that are not text as th
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from typing import Any
 
-import pytest
 from chronoq import console
+
+from tests.support import run_node
 
 MODULE = (console.ASSETS_DIR / "console" / "audit.js").as_uri()
 
 
 def _node(expression: str) -> Any:
     """What ``expression`` (with the module as ``audit``) is, through JSON."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is missing (make install and CI install it)")
     script = (
         f"import * as audit from {json.dumps(MODULE)};\nconsole.log(JSON.stringify({expression}));"
     )
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(script)
 
 
 ENTRY = {

@@ -6,13 +6,12 @@ one. (tests/browser/test_console.py shows it on the sign-in page after a refusal
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from typing import Any
 
-import pytest
 from chronoq import console
 from chronoq import resources as r
+
+from tests.support import run_node
 
 MODULE = (console.ASSETS_DIR / "console" / "refusal.js").as_uri()
 NOW_MS = 1_800_000_000_000
@@ -21,22 +20,11 @@ COGNITO = {"iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_abc", "
 
 
 def _words(claims: dict[str, Any] | None) -> str:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is missing (make install and CI install it)")
     script = (
         f"import {{ refusalWords }} from {json.dumps(MODULE)};\n"
         f"console.log(JSON.stringify(refusalWords({json.dumps(claims)}, {NOW_MS})));"
     )
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    words: str = json.loads(done.stdout)
+    words: str = run_node(script)
     return words
 
 

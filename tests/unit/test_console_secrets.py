@@ -6,12 +6,12 @@ test_console_secrets.py shows them on a job's page and drives the Secrets page.)
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
 from chronoq import console
+
+from tests.support import run_node
 
 MODULE = (console.ASSETS_DIR / "console" / "secrets.js").as_uri()
 
@@ -36,22 +36,11 @@ JOB = {
 
 def _node(expression: str) -> Any:
     """What ``expression`` (with the module as ``secrets``) is, through JSON."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is missing (make install and CI install it)")
     script = (
         f"import * as secrets from {json.dumps(MODULE)};\n"
         f"console.log(JSON.stringify(await (async () => ({expression}))()));"
     )
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(script)
 
 
 def test_given_a_job_naming_secrets_when_its_rows_are_made_then_references_read_secret_name_and_placeholders_as_they_are() -> (

@@ -7,12 +7,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
 from chronoq import console
+
+from tests.support import run_node
 
 MODULE = (console.ASSETS_DIR / "console" / "pkce.js").as_uri()
 COGNITO = {"domain": "acme.auth.eu-west-1.amazoncognito.com", "client_id": "abc123"}
@@ -36,9 +36,6 @@ console.log(JSON.stringify(result));
 
 
 def _node(steps: str, answer: dict[str, Any] | None = None) -> Any:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is missing (make install and CI install it)")
     script = SCRIPT % {
         "module": json.dumps(MODULE),
         "answer": json.dumps(answer or {"status": 200, "body": {"id_token": "ID.TOKEN.X"}}),
@@ -46,15 +43,7 @@ def _node(steps: str, answer: dict[str, Any] | None = None) -> Any:
         "redirect": json.dumps(REDIRECT),
         "steps": steps,
     }
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_node(script)
 
 
 def test_given_a_verifier_when_hashed_then_its_challenge_is_its_sha256_in_base64url() -> None:
@@ -159,12 +148,5 @@ def test_given_the_heartbeats_status_when_shown_in_the_console_then_it_reads_as_
         f"import {{ heartbeatText }} from {json.dumps(STATUS)};"
         f"console.log(JSON.stringify(heartbeatText({json.dumps(beat)})));"
     )
-    done = subprocess.run(
-        ["node", "--input-type=module", "-e", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
 
-    assert json.loads(done.stdout) == text
+    assert run_node(script) == text
