@@ -181,6 +181,30 @@ def _post_job(url: str, token: str, sink: Sink) -> tuple[int, object]:
         return answer.status, json.load(answer)
 
 
+def _one_counted_run(harness: Harness, job: dict[str, Any]) -> dict[str, Any]:
+    """The usage of one triggered run of ``job``, from its trigger to the notifier hearing of
+    its success, counted alone: what ran before it ended and heard first, uncounted."""
+    with uncounted():
+        wait_for(
+            lambda: not any(e["status"] == "RUNNING" for e in harness.executions()),
+            timeout=120,
+        )
+        harness.notify()
+    harness.aws.reset_usage()
+    status, run = harness.api(
+        api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
+    )
+    assert status == 202
+    harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
+    with uncounted():
+        wait_for(
+            lambda: harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
+        )
+        wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
+    harness.notify()
+    return harness.aws.usage_document()
+
+
 def test_given_a_job_with_expect_when_its_run_succeeds_then_the_notifier_adds_two_writes_and_nothing_else(
     harness: Harness, sink: Sink
 ) -> None:
@@ -192,27 +216,7 @@ def test_given_a_job_with_expect_when_its_run_succeeds_then_the_notifier_adds_tw
 
     def one_run(**extra: Any) -> dict[str, Any]:
         job = harness.create_job({"type": "http", "url": sink.url + "/x"}, **extra)
-        with uncounted():
-            wait_for(
-                lambda: not any(e["status"] == "RUNNING" for e in harness.executions()),
-                timeout=120,
-            )
-            harness.notify()
-        harness.aws.reset_usage()
-        status, run = harness.api(
-            api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
-        )
-        assert status == 202
-        harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
-        with uncounted():
-            wait_for(
-                lambda: (
-                    harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
-                )
-            )
-            wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
-        harness.notify()
-        return harness.aws.usage_document()
+        return _one_counted_run(harness, job)
 
     plain = one_run()
     expecting = one_run(expect={"success_within_seconds": 3600})
@@ -336,27 +340,7 @@ def test_given_a_job_one_after_job_follows_when_its_run_succeeds_then_the_notifi
                 )
             )
             assert status == 201, follower
-        with uncounted():
-            wait_for(
-                lambda: not any(e["status"] == "RUNNING" for e in harness.executions()),
-                timeout=120,
-            )
-            harness.notify()
-        harness.aws.reset_usage()
-        status, run = harness.api(
-            api_event("get_job", path=f"/jobs/{job['id']}/trigger", method="POST")
-        )
-        assert status == 202
-        harness.invoke(r.WORKER_FUNCTION, worker_event(harness.sent(run["id"])))
-        with uncounted():
-            wait_for(
-                lambda: (
-                    harness.wiring().runs.get_run("alice", run["id"]).status.value == "SUCCEEDED"
-                )
-            )
-            wait_for(lambda: harness.execution_status(run["id"]) == "SUCCEEDED")
-        harness.notify()
-        return harness.aws.usage_document(), follower["id"] if followed else ""
+        return _one_counted_run(harness, job), follower["id"] if followed else ""
 
     plain, _ = one_run(followed=False)
     following, follower_id = one_run(followed=True)
